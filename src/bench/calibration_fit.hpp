@@ -1,0 +1,40 @@
+#pragma once
+// The fitting half of `mdtp calibrate`: from the sweep (collective_sweep.hpp) and a GEMM rate to a
+// cost::Calibration (cost/calibration.hpp), with the quality of every fit.
+//
+//   collective_fits  per (op, link class, group size, regime): t = α + β·S by least squares on
+//                    the relative residual (alpha_beta_fit.hpp).  A regime is a maximal range of
+//                    swept sizes over which the time model says MPICH runs one algorithm
+//                    (cost::select_algorithm): its first regime starts at 0 bytes, its last has no
+//                    upper end, and a boundary sits at the first swept size of the next regime.
+//   link_params      per link class: point-to-point α, β such that the algorithm formulas
+//                    (cost::algorithm_seconds, linear in α and β) best match every point — what
+//                    the model uses for group sizes and ops that were not swept.
+//   gemm_flops       the measured rate per dtype (all ranks multiplying at once, mean over ranks).
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "bench/calibration_io.hpp"
+#include "bench/collective_sweep.hpp"
+
+namespace mdtp::bench {
+
+// Times a size³ GEMM (best of 3 after one warm-up) in f32 and f64 on every rank at once.
+// Collective over `world`.
+std::vector<GemmRate> measure_gemm_rates(std::int64_t size, const Mesh& mesh, MPI_Comm world);
+
+CalibrationResult fit_calibration(const std::vector<SweepPoint>& points, const std::vector<GemmRate>& gemm,
+                                  const cost::AlgorithmSelection& selection = {});
+
+// The tables of a calibrate run: "sweep" (every point, with the time the fitted calibration
+// predicts for it — model_s — and the link-parameter formula's — formula_s) and those of
+// calibration_tables().
+std::map<std::string, Table> calibrate_run_tables(const std::vector<SweepPoint>& points, const CalibrationResult& r,
+                                                  const cost::AlgorithmSelection& selection = {});
+
+// Human-readable fit summary for the terminal.
+std::string describe_fit(const CalibrationResult& r);
+
+}  // namespace mdtp::bench

@@ -1,0 +1,55 @@
+#include "bench/rank_stats.hpp"
+
+#include "core/error.hpp"
+
+namespace mdtp::bench {
+namespace {
+
+void all_reduce_in_place(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, WaitPolicy policy) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, &request), "MPI_Iallreduce");
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+}
+
+void broadcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, WaitPolicy policy) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibcast(data, count, type, root, comm, &request), "MPI_Ibcast");
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+}
+
+}  // namespace
+
+std::vector<MeanMax> mean_max_over_ranks(const std::vector<double>& values, MPI_Comm comm, WaitPolicy policy) {
+  int size = 1;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::vector<double> sums = values, maxima = values;
+  const int n = static_cast<int>(values.size());
+  if (n > 0) {
+    all_reduce_in_place(sums.data(), n, MPI_DOUBLE, MPI_SUM, comm, policy);
+    all_reduce_in_place(maxima.data(), n, MPI_DOUBLE, MPI_MAX, comm, policy);
+  }
+  std::vector<MeanMax> out(values.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = {sums[i] / size, maxima[i]};
+  return out;
+}
+
+MeanMax mean_max_over_ranks(double value, MPI_Comm comm, WaitPolicy policy) {
+  return mean_max_over_ranks(std::vector<double>{value}, comm, policy)[0];
+}
+
+bool all_ranks_agree(bool ok, MPI_Comm comm, WaitPolicy policy) {
+  int value = ok ? 1 : 0;
+  all_reduce_in_place(&value, 1, MPI_INT, MPI_MIN, comm, policy);
+  return value == 1;
+}
+
+std::string broadcast_string(const std::string& value, int root, MPI_Comm comm, WaitPolicy policy) {
+  long long length = static_cast<long long>(value.size());
+  broadcast(&length, 1, MPI_LONG_LONG, root, comm, policy);
+  std::string out = value;
+  out.resize(static_cast<std::size_t>(length));
+  if (length > 0) broadcast(out.data(), static_cast<int>(length), MPI_CHAR, root, comm, policy);
+  return out;
+}
+
+}  // namespace mdtp::bench

@@ -1,0 +1,262 @@
+#include "comm/mpi_communicator.hpp"
+
+#include <climits>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace mdtp {
+namespace {
+
+MPI_Datatype mpi_datatype(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return MPI_FLOAT;
+    case DType::f64: return MPI_DOUBLE;
+    default: break;
+  }
+  throw_error("the MPI communicator carries f32/f64; got ", dtype_name(dtype));
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return MPI_SUM;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+  }
+  throw_error("unknown reduce op code ", static_cast<int>(op));
+}
+
+// The one place MPI touches tensor memory.  Device tensors will be staged through host buffers
+// here (CUDA path); until then require_supported refuses them during validation.
+void* mpi_buffer(const Tensor& t) {
+  require(t.device() == DeviceKind::host, "the MPI communicator needs host tensors; got a ",
+          device_name(t.device()), " tensor of shape ", shape_string(t.shape()));
+  return t.raw_data();
+}
+
+// Counts were checked against INT_MAX by require_supported.
+int mpi_count(std::int64_t elements) { return static_cast<int>(elements); }
+
+// One MPI request in flight.  It keeps the tensors it reads or writes alive until completion, so
+// a caller dropping its own reference early cannot free memory MPI still uses.
+class MpiPendingOp final : public PendingOp {
+ public:
+  MpiPendingOp(WaitPolicy policy, std::vector<Tensor> buffers)
+      : policy_(policy), buffers_(std::move(buffers)) {}
+  ~MpiPendingOp() override {
+    // A started collective cannot be cancelled; it must complete before its buffers go away.
+    if (request_ != MPI_REQUEST_NULL) wait_mpi_request(request_, MPI_STATUS_IGNORE, policy_);
+  }
+  MPI_Request* request() { return &request_; }
+  // For a receive: after completion, the element count must be exactly `elements`.
+  void expect_received(std::int64_t elements, MPI_Datatype type, int peer, std::string group) {
+    expected_ = elements;
+    type_ = type;
+    peer_ = peer;
+    group_ = std::move(group);
+  }
+
+  void wait() override {
+    if (complete_) return;
+    MPI_Status status;
+    wait_mpi_request(request_, &status, policy_);
+    on_complete(status);
+  }
+
+  bool test() override {
+    if (complete_) return true;
+    int done = 0;
+    MPI_Status status;
+    check_mpi(MPI_Test(&request_, &done, &status), "MPI_Test");
+    if (done) on_complete(status);
+    return done != 0;
+  }
+
+ private:
+  void on_complete(const MPI_Status& status) {
+    complete_ = true;
+    buffers_.clear();
+    if (expected_ < 0) return;
+    int received = 0;
+    check_mpi(MPI_Get_count(&status, type_, &received), "MPI_Get_count");
+    require(received == expected_, "recv on group '", group_, "' from peer ", peer_, " expected ",
+            expected_, " elements but the message held ", received);
+  }
+
+  WaitPolicy policy_;
+  std::vector<Tensor> buffers_;
+  MPI_Request request_ = MPI_REQUEST_NULL;
+  bool complete_ = false;
+  std::int64_t expected_ = -1;
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+  int peer_ = -1;
+  std::string group_;
+};
+
+int comm_rank(MPI_Comm comm) {
+  int rank = 0;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  return rank;
+}
+
+int comm_size(MPI_Comm comm) {
+  int size = 0;
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  return size;
+}
+
+std::vector<int> translate_to_world(MPI_Comm comm, int size) {
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  check_mpi(MPI_Comm_group(comm, &group), "MPI_Comm_group");
+  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  std::vector<int> local(static_cast<std::size_t>(size)), global(static_cast<std::size_t>(size));
+  for (int i = 0; i < size; ++i) local[static_cast<std::size_t>(i)] = i;
+  check_mpi(MPI_Group_translate_ranks(group, size, local.data(), world, global.data()),
+            "MPI_Group_translate_ranks");
+  MPI_Group_free(&group);
+  MPI_Group_free(&world);
+  return global;
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(std::string name, MPI_Comm comm, CommLedger* ledger, WaitPolicy policy)
+      : Communicator(std::move(name), comm_rank(comm), comm_size(comm), ledger),
+        comm_(comm),
+        policy_(policy),
+        world_ranks_(translate_to_world(comm, size())) {
+    void* value = nullptr;
+    int found = 0;
+    check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr");
+    if (found) tag_ub_ = *static_cast<int*>(value);
+  }
+
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) MPI_Comm_free(&comm_);
+  }
+
+  const char* backend_name() const override { return "mpi"; }
+
+  void require_supported(const Tensor& t, const char* what, const char* op) const override {
+    require(t.device() == DeviceKind::host, op, " on group '", name(),
+            "': the MPI communicator needs host tensors; ", what, " is a ", device_name(t.device()),
+            " tensor");
+    require(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, " on group '", name(),
+            "': the MPI communicator carries f32/f64; got ", dtype_name(t.dtype()), " (", what, ")");
+    require(t.numel() <= INT_MAX, op, " on group '", name(), "': ", what, " has ", t.numel(),
+            " elements, over the MPI count limit of ", INT_MAX, " per call");
+  }
+  std::vector<int> world_ranks() const override { return world_ranks_; }
+
+ protected:
+  std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override {
+    void* data = mpi_buffer(buffer);
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
+                             mpi_datatype(buffer.dtype()), mpi_op(op), comm_, pending->request()),
+              "MPI_Iallreduce");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_all_gather(const Tensor& shard, Tensor& gathered) override {
+    void* out = mpi_buffer(gathered);
+    const void* in = mpi_buffer(shard);
+    // Communicator has checked that an overlapping shard is exactly this rank's slot.
+    if (shard.bytes() > 0 && in == static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()))
+      in = MPI_IN_PLACE;
+    const int count = mpi_count(shard.numel());
+    const MPI_Datatype type = mpi_datatype(shard.dtype());
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{shard, gathered});
+    check_mpi(MPI_Iallgather(in, count, type, out, count, type, comm_, pending->request()),
+              "MPI_Iallgather");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) override {
+    const void* in = mpi_buffer(full);
+    void* out = mpi_buffer(shard);
+    const int count = mpi_count(shard.numel());
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{full, shard});
+    check_mpi(MPI_Ireduce_scatter_block(in, out, count, mpi_datatype(full.dtype()), mpi_op(op), comm_,
+                                        pending->request()),
+              "MPI_Ireduce_scatter_block");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_broadcast(Tensor& buffer, int root) override {
+    void* data = mpi_buffer(buffer);
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    check_mpi(MPI_Ibcast(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()),
+                         root, comm_, pending->request()),
+              "MPI_Ibcast");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) override {
+    const void* send = mpi_buffer(in);
+    void* receive = nullptr;  // significant on the root only
+    std::vector<Tensor> buffers{in};
+    if (rank() == root) {
+      receive = mpi_buffer(out);
+      if (send == receive && in.bytes() > 0) send = MPI_IN_PLACE;
+      buffers.push_back(out);
+    }
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::move(buffers));
+    check_mpi(MPI_Ireduce(send, receive, mpi_count(in.numel()), mpi_datatype(in.dtype()),
+                          mpi_op(op), root, comm_, pending->request()),
+              "MPI_Ireduce");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override {
+    require_tag(tag, "send");
+    const void* data = mpi_buffer(buffer);
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    check_mpi(MPI_Isend(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()), peer,
+                        tag, comm_, pending->request()),
+              "MPI_Isend");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_recv(Tensor& buffer, int peer, int tag) override {
+    require_tag(tag, "recv");
+    void* data = mpi_buffer(buffer);
+    const int count = mpi_count(buffer.numel());
+    const MPI_Datatype type = mpi_datatype(buffer.dtype());
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    pending->expect_received(count, type, peer, name());
+    check_mpi(MPI_Irecv(data, count, type, peer, tag, comm_, pending->request()), "MPI_Irecv");
+    return pending;
+  }
+
+  std::unique_ptr<PendingOp> start_barrier() override {
+    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{});
+    check_mpi(MPI_Ibarrier(comm_, pending->request()), "MPI_Ibarrier");
+    return pending;
+  }
+
+ private:
+  void require_tag(int tag, const char* op) const {
+    require(tag <= tag_ub_, op, " on group '", name(), "': tag=", tag, " exceeds this MPI's MPI_TAG_UB of ",
+            tag_ub_);
+  }
+
+  MPI_Comm comm_;
+  WaitPolicy policy_;
+  std::vector<int> world_ranks_;
+  int tag_ub_ = 32767;  // the minimum the MPI standard guarantees
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(std::string name, MPI_Comm comm,
+                                                    CommLedger* ledger, WaitPolicy policy) {
+  require(comm != MPI_COMM_NULL, "make_mpi_communicator('", name,
+          "') got MPI_COMM_NULL; a rank outside a group has no communicator for it");
+  return std::make_unique<MpiCommunicator>(std::move(name), comm, ledger, policy);
+}
+
+}  // namespace mdtp

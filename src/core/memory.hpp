@@ -1,0 +1,73 @@
+#pragma once
+// Accounted allocation.  Every tensor's storage comes from an Allocator, which reports each
+// allocation and release to its MemoryTracker under a category, so that experiments can report
+// current and peak bytes per rank by category and compare them with the memory model.
+// A tracker belongs to one rank's backend: there is no process-wide counter.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "core/dtype.hpp"
+
+namespace mdtp {
+
+enum class MemCategory : std::uint8_t {
+  parameters,
+  gradients,
+  optimizer_state,
+  activations,
+  communication,
+  other,
+};
+inline constexpr std::size_t kMemCategoryCount = 6;
+const char* mem_category_name(MemCategory category);
+
+class MemoryTracker {
+ public:
+  void on_allocate(MemCategory category, std::size_t bytes);
+  void on_release(MemCategory category, std::size_t bytes);
+
+  std::int64_t current(MemCategory category) const;
+  std::int64_t peak(MemCategory category) const;
+  std::int64_t current_total() const;
+  std::int64_t peak_total() const;  // peak of the sum, not the sum of peaks
+  void reset_peaks();               // peaks restart from the current values
+
+ private:
+  mutable std::mutex mutex_;  // the CUDA path frees from stream callbacks
+  std::array<std::int64_t, kMemCategoryCount> current_{};
+  std::array<std::int64_t, kMemCategoryCount> peak_{};
+  std::int64_t current_total_ = 0;
+  std::int64_t peak_total_ = 0;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual DeviceKind device() const = 0;
+  // Returns storage of at least `bytes` bytes, 64-byte aligned; accounts it under `category`.
+  void* allocate(std::size_t bytes, MemCategory category);
+  void release(void* pointer, std::size_t bytes, MemCategory category);
+  MemoryTracker& tracker() { return tracker_; }
+  const MemoryTracker& tracker() const { return tracker_; }
+
+ protected:
+  virtual void* raw_allocate(std::size_t bytes) = 0;
+  virtual void raw_release(void* pointer, std::size_t bytes) = 0;
+
+ private:
+  MemoryTracker tracker_;
+};
+
+class HostAllocator final : public Allocator {
+ public:
+  DeviceKind device() const override { return DeviceKind::host; }
+
+ protected:
+  void* raw_allocate(std::size_t bytes) override;
+  void raw_release(void* pointer, std::size_t bytes) override;
+};
+
+}  // namespace mdtp

@@ -1,0 +1,76 @@
+#pragma once
+// The theoretical model of mdtp: what each layer of each mode communicates (the exact list of
+// collectives, derived from the algorithm — never from the ledger), how long that should take
+// under an α-β model of the algorithm the library actually uses at each size, how long the
+// GEMMs take at a measured rate, and the memory a rank holds.  Experiments print it beside the
+// ledger; tests require the bytes to agree exactly, per (phase, group, op).
+//
+// Phases match the PhaseScope tags that drivers and tests set: "forward", "backward",
+// "grad-sync" (reduce_gradients of src/tp/parameter.hpp).
+//
+// The model, one header each (namespace mdtp::cost):
+//   cost_model.hpp      Workload, plan_step (the collectives), summarize, repeat_plan
+//   time_model.hpp      LinkParams per link class, MPICH's algorithm per op and size, TimeModel,
+//                       predict_call / predict_plan (seconds per (phase, group, op))
+//   calibration.hpp     Calibration: fitted link α-β, per-op fits, GEMM rates (what calibrate fills)
+//   calibration_io.hpp  Calibration ⇄ HDF5 tables of a /runs/NNNN-calibrate group (header-only)
+//   compute_model.hpp   plan_gemms (every GEMM's m, n, k per rank), gemm_seconds
+//   memory_model.hpp    estimate_memory: parameters, gradients, optimizer, kept activations
+//   published.hpp       the published asymptotic row of REFERENCE.md §2 (not normalised consistently)
+//   zero.hpp, pipeline_bubble.hpp   ZeRO stages 0–3 and the pipeline bubble
+//   report.hpp          all of it for one configuration, as data, text or JSON (`mdtp cost`)
+//   geometry.hpp        (internal) the shard shapes the others are read off
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/ledger.hpp"
+#include "mesh/topology.hpp"
+#include "tp/context.hpp"
+
+namespace mdtp::cost {
+
+// One collective the algorithm issues (one call).
+struct PlannedCall {
+  std::string phase;
+  std::string group;  // mesh group name, as in the ledger
+  CollectiveOp op;
+  int group_size = 1;
+  std::int64_t elements = 0;  // of the logical buffer (see comm/ledger.hpp)
+  DType dtype = DType::f32;
+};
+
+// What runs in one step of an experiment.
+struct Workload {
+  std::string mode;         // "1d", "1d-sp", "2d", "2.5d", "3d", "none"
+  MeshConfig mesh;          // world, tp, tp_mode, tp_depth, pp, cp, ranks_per_node
+  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp"
+  std::int64_t rows = 0;      // B = batch·sequence rows of the activation (full, unsharded)
+  std::int64_t hidden = 0;    // H (Linear: in_features)
+  std::int64_t ffn_hidden = 0;  // MLP inner size (Linear: out_features)
+  DType dtype = DType::f32;
+  TpOptions options{};
+  // The group reduce_gradients is given as its data-parallel group: "" (the default, as the TP
+  // tests call it) sums no data-parallel copies; "dp" adds one all-reduce per parameter over the
+  // dp axis (skipped when that axis has one rank, as reduce_gradients skips it).
+  std::string data_parallel_group;
+};
+
+// The exact collective list of one forward + backward + gradient reduction, in the order the
+// ledger records it (non-blocking calls are recorded when waited on).  Every rank of the mesh
+// issues this same list: ranks differ only in the roots of SUMMA's broadcasts and reductions
+// and in which 3D axis plays I or O, never in a call's op, group name, size or element count.
+// Throws mdtp::Error (naming the value) for a workload the layers would refuse.
+std::vector<PlannedCall> plan_step(const Workload& workload);
+
+// Logical bytes and nccl-tests bus bytes of one call, exactly as the Communicator records it.
+LedgerEntry to_ledger_entry(const PlannedCall& call);
+
+// Totals per (phase, group, op), as CommLedger::summary() totals a ledger (seconds are 0).
+std::map<LedgerKey, LedgerTotals> summarize(const std::vector<PlannedCall>& plan);
+
+// `times` copies of a plan, in order (an L-layer stack of identical blocks).
+std::vector<PlannedCall> repeat_plan(const std::vector<PlannedCall>& plan, int times);
+
+}  // namespace mdtp::cost

@@ -1,0 +1,113 @@
+#pragma once
+// The α-β time model (REFERENCE.md §5).  A call on n ranks moving S logical bytes costs what the
+// algorithm the library picks at that size costs (L = ⌈log₂ n⌉):
+//
+//   broadcast   binomial tree                     L·(α + S·β)
+//               scatter + recursive-doubling AG   2L·α + 2(n−1)/n·S·β      (medium, n a power of 2)
+//               scatter + ring all-gather         (L + n−1)·α + 2(n−1)/n·S·β
+//   reduce      binomial tree                     L·(α + S·β)
+//               Rabenseifner (RS + gather)        2L·α + 2(n−1)/n·S·β
+//   all-reduce  recursive doubling                (⌊log₂ n⌋ + 2·[n not a power of 2])·(α + S·β)
+//               ring                              2(n−1)·α + 2(n−1)/n·S·β
+//               Rabenseifner (RS + AG)            2L·α + 2(n−1)/n·S·β
+//   all-gather  recursive doubling | Bruck        L·α + (n−1)/n·S·β
+//               ring                              (n−1)·α + (n−1)/n·S·β
+//   reduce-scatter  recursive halving             L·α + (n−1)/n·S·β
+//               pairwise                          (n−1)·α + (n−1)/n·S·β
+//   send, recv  α + S·β;   barrier (dissemination) L·α;   any call on 1 rank: 0.
+//
+// Selection follows MPICH's classic rules (used by its blocking and its non-blocking "auto"
+// schedules alike; mdtp's MPI communicator issues only MPI_I* calls), with MPICH's CVAR
+// defaults in AlgorithmSelection.  The reduction arithmetic (γ) is not modelled.  Overlap is
+// not modelled either: a step's predicted time is the sum of its calls, an upper bound for the
+// overlapped SUMMA and 3D schedules.
+//
+// α and β come per link class (Topology::link_class of the call's group); a Calibration's fit
+// for the op replaces the formula, its link parameters replace the defaults.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cost/calibration.hpp"
+#include "cost/cost_model.hpp"
+
+namespace mdtp::cost {
+
+enum class CollectiveAlgorithm {
+  none,  // one rank: nothing moves
+  binomial_tree,
+  scatter_doubling_allgather,
+  scatter_ring_allgather,
+  recursive_doubling,            // all-reduce: the whole buffer exchanged in each of log n steps
+  recursive_doubling_allgather,  // all-gather: doubling blocks, (n−1)/n·S in all
+  ring,                          // all-reduce: reduce-scatter ring + all-gather ring
+  ring_allgather,                // all-gather: n−1 neighbour steps
+  rabenseifner,
+  bruck,
+  recursive_halving,
+  pairwise,
+  point_to_point,
+  dissemination,
+  calibrated,  // a Calibration fit, whatever the library ran
+};
+const char* algorithm_name(CollectiveAlgorithm algorithm);
+
+// Size thresholds in bytes (MPICH CVAR defaults, MPICH 3.x–4.x).
+struct AlgorithmSelection {
+  std::int64_t bcast_short_bytes = 12288;    // MPIR_CVAR_BCAST_SHORT_MSG_SIZE: binomial below
+  std::int64_t bcast_long_bytes = 524288;    // MPIR_CVAR_BCAST_LONG_MSG_SIZE: ring all-gather from here
+  int bcast_min_procs = 8;                   // MPIR_CVAR_BCAST_MIN_PROCS: binomial on fewer ranks
+  std::int64_t reduce_short_bytes = 2048;    // MPIR_CVAR_REDUCE_SHORT_MSG_SIZE: binomial up to here
+  std::int64_t allreduce_short_bytes = 2048; // MPIR_CVAR_ALLREDUCE_SHORT_MSG_SIZE: recursive doubling up to here
+  std::int64_t allgather_short_bytes = 81920;   // MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE (total): Bruck below
+  std::int64_t allgather_long_bytes = 524288;   // MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE (total): ring from here
+  std::int64_t reduce_scatter_long_bytes = 524288;  // MPIR_CVAR_REDSCAT_COMMUTATIVE_LONG_MSG_SIZE
+  // Large all-reduce: the ring of REFERENCE.md §5 (NCCL's, and the published tables') or, false,
+  // MPICH's Rabenseifner; both move 2(n−1)/n·S, they differ in the α term.
+  bool ring_all_reduce = true;
+};
+
+// The algorithm an op uses for `elements` of `element_bytes` each on n ranks.
+CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
+                                     const AlgorithmSelection& selection);
+// Its α-β time for S bytes (logical, see comm/ledger.hpp).
+double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const LinkParams& link);
+
+struct TimeModel {
+  // Placeholders until calibrated: shared-memory-like intra-node links (1 µs, 20 GB/s) and an
+  // InfiniBand-like network (5 µs, 10 GB/s).
+  std::map<LinkClass, LinkParams> links = {{LinkClass::intra_node, {1e-6, 1.0 / 20e9}},
+                                           {LinkClass::inter_node, {5e-6, 1.0 / 10e9}}};
+  // Eigen's 1024³ GEMM on one core of the development machines with -march=native (DESIGN.md).
+  std::map<DType, double> gemm_flops = {{DType::f32, 141e9}, {DType::f64, 64e9}};
+  AlgorithmSelection algorithms;
+  Calibration calibration;  // takes precedence over everything above
+
+  LinkParams link(LinkClass link_class) const;
+  double gemm_rate(DType dtype) const;  // flop/s; mdtp::Error when unknown for that dtype
+};
+
+struct CallEstimate {
+  double seconds = 0.0;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::none;
+  LinkClass link = LinkClass::intra_node;
+};
+
+// One call on the topology's link class for its group.
+CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model);
+
+// The plan's time per (phase, group, op), with the ledger's byte totals beside it.
+struct PredictedTotals {
+  LedgerKey key;
+  int group_size = 0;
+  LinkClass link = LinkClass::intra_node;
+  std::int64_t calls = 0;
+  std::int64_t logical_bytes = 0;
+  double bus_bytes = 0.0;
+  double seconds = 0.0;
+  std::string algorithms;  // the algorithms used, e.g. "binomial_tree" or "binomial_tree+ring"
+};
+std::vector<PredictedTotals> predict_plan(const std::vector<PlannedCall>& plan, const Topology& topology,
+                                          const TimeModel& model);
+
+}  // namespace mdtp::cost

@@ -1,0 +1,44 @@
+#pragma once
+// ZeRO (DeepSpeed) memory per rank and communication per step over a data-parallel group of N_d
+// ranks, REFERENCE.md §4.  Ψ parameters; bytes per parameter (p), per gradient (g) and of
+// optimizer state (K) are inputs (the paper: 2, 2, 12 — fp16 values and gradients, fp32 master,
+// momentum and variance).
+//
+//   stage              memory per rank            communication per step (elements)
+//   0 baseline DP      (p + g + K)·Ψ              2Ψ  all-reduce of gradients (= RS + AG)
+//   1 optimizer        p·Ψ + g·Ψ + K·Ψ/N_d        2Ψ  reduce-scatter gradients + all-gather params
+//   2 + gradients      p·Ψ + (g + K)·Ψ/N_d        2Ψ
+//   3 + parameters     (p + g + K)·Ψ/N_d          3Ψ  all-gather params fwd and bwd + reduce-scatter
+//
+// Communication is counted as the paper counts it, in parameter elements (the volume one rank
+// sends and receives with bandwidth-optimal algorithms, up to (N_d−1)/N_d); bytes weigh the
+// gradient traffic by g and the parameter traffic by p.  Example Ψ = 7.5e9, N_d = 64, 2/2/12:
+// 120, 31.4, 16.6, 1.9 GB (1 GB = 1e9 B).
+#include <string>
+#include <vector>
+
+namespace mdtp::cost {
+
+struct ZeroConfig {
+  double parameters = 0.0;  // Ψ
+  int data_parallel = 1;    // N_d
+  double param_bytes = 2.0;
+  double grad_bytes = 2.0;
+  double optimizer_bytes = 12.0;  // K
+};
+
+struct ZeroStageCost {
+  int stage = 0;
+  std::string name;
+  double memory_bytes = 0.0;   // per rank
+  double comm_elements = 0.0;  // per step, parameter elements (2Ψ or 3Ψ)
+  double comm_bytes = 0.0;     // per step, bytes
+  std::string memory_formula, comm_formula;
+};
+
+// One stage (0–3); mdtp::Error for another stage or a bad configuration.
+ZeroStageCost zero_stage_cost(const ZeroConfig& config, int stage);
+// Stages 0, 1, 2, 3.
+std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config);
+
+}  // namespace mdtp::cost

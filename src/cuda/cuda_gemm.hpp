@@ -1,0 +1,30 @@
+#pragma once
+// Row-major (strided-batched) GEMM on cuBLAS, the one place that maps row-major operands onto
+// column-major cuBLAS: a row-major m x n matrix is the column-major n x m matrix of its
+// transpose, so instead of C = op(A)·op(B) cuBLAS computes Cᵀ = op(B)ᵀ·op(A)ᵀ with B's buffer
+// passed first.  A row-major operand that is not transposed is already the transpose cuBLAS
+// wants (CUBLAS_OP_N), a transposed one gets CUBLAS_OP_T.  No copies.
+#include <cublas_v2.h>
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+
+namespace mdtp {
+
+// A row-major operand: `ld` is its row stride, `stride` the distance between batch entries
+// (both in elements).
+struct GemmOperand {
+  const void* data;
+  std::int64_t ld;
+  std::int64_t stride = 0;
+};
+
+// For b < batch: C_b = alpha·op(A_b)·op(B_b) + beta·C_b, op(A_b) m x k, op(B_b) k x n.  f64
+// computes in f64; f32 in f32 (TF32 tensor cores when allow_tf32); bf16/f16 accumulate in f32.
+// beta == 0 never reads C.  Requires m, n, k >= 1.
+void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool transpose_a, bool transpose_b,
+                   std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b,
+                   double beta, void* c, std::int64_t ldc, std::int64_t stride_c = 0, std::int64_t batch = 1);
+
+}  // namespace mdtp

@@ -1,0 +1,97 @@
+#pragma once
+// Launchers of the kernels behind CudaBackend (backend_kernels.cu) and the training ops
+// (train_kernels.cu).  Internal to src/cuda: callers validate shapes, dtypes and devices first;
+// these take raw device pointers, enqueue on `stream` and check the launch.  Pointers to 16-bit
+// dtypes hold __nv_bfloat16 / __half; all arithmetic on them is fp32.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/dtype.hpp"
+
+namespace mdtp::kernels {
+
+void fill(DType type, void* x, std::int64_t n, double value, cudaStream_t stream);
+void convert(DType src_type, const void* src, DType dst_type, void* dst, std::int64_t n,
+             cudaStream_t stream);
+void axpy(DType type, double alpha, const void* x, void* y, std::int64_t n, cudaStream_t stream);
+void scale(DType type, void* x, std::int64_t n, double alpha, cudaStream_t stream);
+void add_row_vector(DType type, void* y, const void* row, std::int64_t rows, std::int64_t cols,
+                    cudaStream_t stream);
+void column_sums(DType type, const void* x, void* out, std::int64_t rows, std::int64_t cols,
+                 double beta, cudaStream_t stream);
+
+// Sum of squares accumulated in float64: per-block partials in workspace[0, kReduceParts), their
+// total (summed in a fixed order, so the result is deterministic) in workspace[kReduceParts].
+inline constexpr int kReduceParts = 256;
+void sum_squares(DType type, const void* x, std::int64_t n, double* workspace, cudaStream_t stream);
+
+void gelu_forward(DType type, const void* x, void* y, std::int64_t n, cudaStream_t stream);
+void gelu_backward(DType type, const void* x, const void* dy, void* dx, std::int64_t n,
+                   cudaStream_t stream);
+
+void row_mean_m2(DType type, const void* x, double* stats, std::int64_t rows, std::int64_t cols,
+                 cudaStream_t stream);
+void merge_row_stats(const double* stacked, int parts, std::int64_t count_per_part, double eps,
+                     double* mean_rstd, std::int64_t rows, cudaStream_t stream);
+void layernorm_apply(DType type, const void* x, const double* mean_rstd, const void* gamma,
+                     const void* beta, void* xhat, void* y, std::int64_t rows, std::int64_t cols,
+                     cudaStream_t stream);
+void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const void* gamma,
+                             double* sums, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+void layernorm_backward(DType type, const void* dy, const void* xhat, const void* gamma,
+                        const double* mean_rstd, const double* sums, std::int64_t n_total, void* dx,
+                        void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
+                        cudaStream_t stream);
+
+// ---- training kernels (train_kernels.cu) ----
+// causal_queries > 0: rows are (…, query) rows of a [.., causal_queries, cols] score tensor and
+// column j of query q is masked when j > q + cols - causal_queries (the queries are the last ones).
+void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::int64_t cols,
+                  std::int64_t causal_queries, cudaStream_t stream);
+// dx = scale * y * (dy - rowsum(dy * y)); dx may alias dy.
+void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, std::int64_t rows,
+                           std::int64_t cols, double scale, cudaStream_t stream);
+void cross_entropy_forward(DType type, const void* logits, const std::int32_t* targets,
+                           double* losses, double* lse, std::int64_t rows, std::int64_t cols,
+                           cudaStream_t stream);
+void cross_entropy_backward(DType type, const void* logits, const std::int32_t* targets,
+                            const double* lse, double scale, void* dlogits, std::int64_t rows,
+                            std::int64_t cols, cudaStream_t stream);
+
+// The host backend's AdamW arithmetic (host_train_ops.cpp), constants precomputed in double:
+// m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²;  w = w·decay - step_size·m / (sqrt(v)·inv_sqrt_c2 + eps)
+// with g = grad·grad_scale, decay = 1 - lr·wd, step_size = lr / (1 - b1^t), inv_sqrt_c2 = 1/sqrt(1 - b2^t).
+struct AdamWScalars {
+  double beta1, beta2, decay, step_size, inv_sqrt_c2, eps, grad_scale;
+};
+// From AdamWStep's fields; throws unless step >= 1.
+AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double eps, double weight_decay,
+                           std::int64_t step, double grad_scale);
+// m and v are of state_type and so is master (null: param is the weight).  Combinations: all four
+// the same dtype (no master), or bf16/f16 params with f32 state and an f32 master; grad has the
+// param's dtype or state_type.
+void adamw(DType param_type, void* param, DType grad_type, const void* grad, DType state_type,
+           void* master, void* m, void* v, std::int64_t n, const AdamWScalars& s,
+           cudaStream_t stream);
+
+// ---- model kernels (model_kernels.cu): the Backend's training ops ----
+void embedding_forward(DType type, const void* table, std::int64_t table_rows, std::int64_t cols,
+                       const std::int32_t* ids, std::int64_t n, std::int64_t first_row, void* out,
+                       cudaStream_t stream);
+// For each u < unique_rows: table_grad[rows[u], :] += dy[tokens[k], :] for k in
+// [offsets[u], offsets[u+1]), in that order (deterministic: the host's order).
+void embedding_backward(DType type, const void* dy, std::int64_t cols, const std::int32_t* rows,
+                        const std::int32_t* offsets, const std::int32_t* tokens, std::int64_t unique_rows,
+                        void* table_grad, cudaStream_t stream);
+void xent_row_max(DType type, const void* logits, std::int64_t rows, std::int64_t cols,
+                  std::int64_t valid_cols, double* row_max, cudaStream_t stream);
+// targets may be null (no row has its target in this slice).
+void xent_partial_sums(DType type, const void* logits, std::int64_t rows, std::int64_t cols,
+                       std::int64_t valid_cols, const double* row_max, const std::int32_t* targets,
+                       std::int64_t col0, double* sums, cudaStream_t stream);
+void xent_backward(DType type, const void* logits, std::int64_t rows, std::int64_t cols,
+                   std::int64_t valid_cols, const double* lse, const std::int32_t* targets,
+                   std::int64_t col0, double scale, void* dlogits, cudaStream_t stream);
+
+}  // namespace mdtp::kernels

@@ -1,0 +1,119 @@
+#pragma once
+// Device-side helpers shared by the two kernel files: the accumulation type of each storage
+// type, conversions, block reductions, launch shapes and the dtype dispatch.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace mdtp::kernels {
+
+// Storage types compute in Acc<T>: float for f32/bf16/f16 (as the host computes f32 in float),
+// double for f64.
+template <class T>
+struct AccOf {
+  using type = float;
+};
+template <>
+struct AccOf<double> {
+  using type = double;
+};
+template <class T>
+using Acc = typename AccOf<T>::type;
+
+template <class T>
+__device__ __forceinline__ Acc<T> load(const T* p, std::int64_t i) {
+  return static_cast<Acc<T>>(p[i]);
+}
+template <>
+__device__ __forceinline__ float load<__nv_bfloat16>(const __nv_bfloat16* p, std::int64_t i) {
+  return __bfloat162float(p[i]);
+}
+template <>
+__device__ __forceinline__ float load<__half>(const __half* p, std::int64_t i) {
+  return __half2float(p[i]);
+}
+
+template <class T, class V>
+__host__ __device__ __forceinline__ T cast_to(V v) {
+  return static_cast<T>(v);
+}
+template <>
+__host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, float>(float v) {
+  return __float2bfloat16_rn(v);
+}
+template <>
+__host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, double>(double v) {
+  return __float2bfloat16_rn(static_cast<float>(v));
+}
+template <>
+__host__ __device__ __forceinline__ __half cast_to<__half, float>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__host__ __device__ __forceinline__ __half cast_to<__half, double>(double v) {
+  return __float2half_rn(static_cast<float>(v));
+}
+
+struct SumOp {
+  template <class V>
+  __device__ V operator()(V a, V b) const { return a + b; }
+};
+struct MaxOp {
+  template <class V>
+  __device__ V operator()(V a, V b) const { return a > b ? a : b; }
+};
+
+template <class V, class Op>
+__device__ __forceinline__ V warp_reduce(V v, Op op) {
+  for (int offset = 16; offset > 0; offset >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Reduces over the block (blockDim.x a multiple of 32); every thread gets the result.  The tree
+// is fixed, so results are deterministic run to run.  `scratch` holds 32 values.
+template <class V, class Op>
+__device__ V block_reduce(V v, Op op, V identity, V* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = warp_reduce(v, op);
+  __syncthreads();  // a previous call may still be reading scratch
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < warps ? scratch[lane] : identity;
+    v = warp_reduce(v, op);
+    if (lane == 0) scratch[0] = v;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+inline constexpr int kThreads = 256;
+// Grid-stride loops cover any n; the cap keeps the grid within limits and blocks busy.
+inline unsigned grid_for(std::int64_t n, int threads = kThreads) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>((n + threads - 1) / threads, 1, 65535 * 4));
+}
+inline unsigned grid_rows(std::int64_t rows) {
+  require(rows <= 0x7fffffff, "CUDA kernel over ", rows, " rows; at most 2^31-1 rows supported");
+  return static_cast<unsigned>(rows);
+}
+
+#define MDTP_CHECK_LAUNCH() MDTP_CUDA_CHECK(cudaGetLastError())
+
+// Runs the statement with T bound to the storage type of `dtype`.
+#define MDTP_DISPATCH_DTYPE(dtype, T, ...)                                              \
+  switch (dtype) {                                                                      \
+    case ::mdtp::DType::f32: { using T = float; __VA_ARGS__; break; }                   \
+    case ::mdtp::DType::f64: { using T = double; __VA_ARGS__; break; }                  \
+    case ::mdtp::DType::bf16: { using T = __nv_bfloat16; __VA_ARGS__; break; }          \
+    case ::mdtp::DType::f16: { using T = __half; __VA_ARGS__; break; }                  \
+    default: ::mdtp::throw_error("no CUDA kernel for dtype code ", static_cast<int>(dtype)); \
+  }
+
+}  // namespace mdtp::kernels

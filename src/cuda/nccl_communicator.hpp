@@ -1,0 +1,112 @@
+#pragma once
+// The NCCL implementation of Communicator, for device tensors (f32, f64, bf16, f16).
+//
+// Streams: each communicator has its own CUDA stream.  An operation is enqueued there after the
+// backend's compute stream has reached the point of the call (an event, no host wait), bracketed
+// by two timing events; wait() waits for the end event on the host and device_seconds() is the
+// time between the two events, so the ledger records what the collective took on the GPU and not
+// the microseconds of its enqueue.
+//
+// Creation is lazy: constructing one costs an MPI_Comm and nothing else, so the ~15 groups a
+// mesh gives each rank cost no GPU memory or NCCL setup until used.  The first operation (or
+// initialize()) does ncclGetUniqueId on group rank 0, MPI_Bcast over the group and
+// ncclCommInitRank, a collective over the group.  This cannot deadlock where the program itself
+// would not: SPMD code issues the operations of a group in the same order on all its members, so
+// every member reaches its first operation, and so the initialisation, at the same point of one
+// global order of collectives.  A group that some members never use must call initialize() on
+// all of them; so should a group used only for send/recv whose members reach their first
+// send/recv at points that other groups' collectives order differently (pipeline groups can be
+// initialised up front for that reason).
+//
+// Send/recv: NCCL has no tags and a send may wait for its receive, so point-to-point operations
+// are queued and launched together in one ncclGroupStart/End when one of them is waited on or any
+// NCCL communicator of the rank (the members of one NcclRankContext) starts a collective:
+// sendrecv (irecv + isend + waits) is then a single exchange, and a ring shift cannot deadlock,
+// while a send is never held back behind an operation of another group.  (Between an isend and
+// its wait, do not block in MPI on the receiving rank's progress: the send is not launched yet.)
+// Matching is by order, per peer; tags are ignored.  Every operation of a batch reports the
+// batch's device time.  Communicators of one context are used from one thread.
+#include <mpi.h>
+#include <nccl.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "cuda/cuda_backend.hpp"
+
+namespace mdtp {
+
+class NcclCommunicator;
+
+// The NCCL communicators of one rank, so that any of them can launch the others' queued
+// send/recv first (see above).  make_nccl_comm_factory shares one among all it makes.
+class NcclRankContext {
+ public:
+  void flush_point_to_point();  // of every member
+
+ private:
+  friend class NcclCommunicator;
+  std::vector<NcclCommunicator*> members_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  // Takes ownership of `group_comm` (freed with MPI_Comm_free unless MPI_COMM_WORLD/SELF or MPI
+  // is finalized).  Not collective.  `backend` must outlive the communicator, and the
+  // communicator every handle it returned.
+  // `context` null: a context of its own.
+  NcclCommunicator(std::string name, MPI_Comm group_comm, CommLedger* ledger, const CudaBackend& backend,
+                   std::shared_ptr<NcclRankContext> context = nullptr);
+  ~NcclCommunicator() override;
+
+  const char* backend_name() const override { return "nccl"; }
+  std::vector<int> world_ranks() const override { return world_ranks_; }
+
+  void initialize();  // collective over the group; idempotent
+  bool initialized() const { return nccl_ != nullptr; }
+  cudaStream_t stream() const { return stream_; }  // null before initialisation
+
+  // Launches this communicator's queued send/recv operations (see the header comment).
+  void flush_point_to_point();
+  NcclRankContext& context() const { return *context_; }
+
+ protected:
+  std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override;
+  std::unique_ptr<PendingOp> start_all_gather(const Tensor& shard, Tensor& gathered) override;
+  std::unique_ptr<PendingOp> start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) override;
+  std::unique_ptr<PendingOp> start_broadcast(Tensor& buffer, int root) override;
+  std::unique_ptr<PendingOp> start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) override;
+  std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override;
+  std::unique_ptr<PendingOp> start_recv(Tensor& buffer, int peer, int tag) override;
+  std::unique_ptr<PendingOp> start_barrier() override;
+
+ private:
+  struct Launch;   // the two timing events of one launch
+  struct Record;   // what a handle waits on: a Launch once launched
+  struct Queued;   // a send or recv waiting for flush_point_to_point()
+  class Pending;
+
+  std::shared_ptr<Launch> begin_launch();
+  void end_launch(const Launch& launch);
+  std::unique_ptr<PendingOp> launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive);
+  std::unique_ptr<PendingOp> queue(bool is_send, const Tensor& buffer, int peer);
+  void require_device(const Tensor& t, const char* what, const char* op) const;
+
+  MPI_Comm comm_;
+  const CudaBackend* backend_;
+  std::shared_ptr<NcclRankContext> context_;
+  std::vector<int> world_ranks_;
+  ncclComm_t nccl_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  Tensor barrier_word_;  // the 1-element all-reduce of barrier()
+  std::vector<Queued> queued_;
+};
+
+// Takes ownership of `group_comm`; see NcclCommunicator.
+std::unique_ptr<Communicator> make_nccl_communicator(std::string name, MPI_Comm group_comm,
+                                                     CommLedger* ledger, const CudaBackend& backend,
+                                                     std::shared_ptr<NcclRankContext> context = nullptr);
+
+}  // namespace mdtp

@@ -1,0 +1,195 @@
+// Kernels of the training ops (train_ops.hpp): row softmax, cross-entropy, AdamW.  Rows are one
+// block each; row reductions are deterministic (fixed trees).  Cross-entropy's log-sum-exp is
+// accumulated in double so the loss is accurate to the printed digits even over a 50k vocabulary.
+#include <cmath>
+
+#include "cuda/cuda_kernels.hpp"
+#include "cuda/kernel_support.cuh"
+
+namespace mdtp::kernels {
+namespace {
+
+// Last unmasked column of a row (cols - 1 without a mask).
+__device__ __forceinline__ std::int64_t last_column(std::int64_t row, std::int64_t cols,
+                                                    std::int64_t causal_queries) {
+  if (causal_queries <= 0) return cols - 1;
+  return row % causal_queries + cols - causal_queries;
+}
+
+template <class T>
+__global__ void softmax_kernel(const T* x, T* y, std::int64_t cols, std::int64_t causal_queries) {
+  using A = Acc<T>;
+  __shared__ A scratch[32];
+  const std::int64_t base = blockIdx.x * cols;
+  const std::int64_t last = last_column(blockIdx.x, cols, causal_queries);
+  A mx = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j <= last && j < cols; j += blockDim.x) mx = max(mx, load(x, base + j));
+  mx = block_reduce(mx, MaxOp{}, A(-INFINITY), scratch);
+  A s = 0;
+  for (std::int64_t j = threadIdx.x; j <= last && j < cols; j += blockDim.x) s += exp(load(x, base + j) - mx);
+  s = block_reduce(s, SumOp{}, A(0), scratch);
+  // A fully masked row (more queries than keys) is all zeros rather than 0/0.
+  const A inv = s > A(0) ? A(1) / s : A(0);
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    y[base + j] = cast_to<T>(j <= last ? exp(load(x, base + j) - mx) * inv : A(0));
+}
+
+template <class T>
+__global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t cols, Acc<T> scale) {
+  using A = Acc<T>;
+  __shared__ A scratch[32];
+  const std::int64_t base = blockIdx.x * cols;
+  A dot = 0;
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) dot += load(y, base + j) * load(dy, base + j);
+  dot = block_reduce(dot, SumOp{}, A(0), scratch);
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    dx[base + j] = cast_to<T>(scale * load(y, base + j) * (load(dy, base + j) - dot));  // dx may alias dy
+}
+
+template <class T>
+__global__ void cross_entropy_forward_kernel(const T* logits, const std::int32_t* targets,
+                                             double* losses, double* lse, std::int64_t cols) {
+  using A = Acc<T>;
+  __shared__ A scratch[32];
+  __shared__ double dscratch[32];
+  const std::int64_t row = blockIdx.x, base = row * cols;
+  A mx = -INFINITY;
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) mx = max(mx, load(logits, base + j));
+  mx = block_reduce(mx, MaxOp{}, A(-INFINITY), scratch);
+  double s = 0.0;
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    s += static_cast<double>(exp(load(logits, base + j) - mx));
+  s = block_reduce(s, SumOp{}, 0.0, dscratch);
+  if (threadIdx.x == 0) {
+    const double l = static_cast<double>(mx) + log(s);
+    const std::int32_t t = targets[row];
+    lse[row] = l;
+    // Negative targets are ignored (padding); targets past the vocabulary poison the loss with
+    // NaN rather than reading out of bounds.
+    if (t < 0) losses[row] = 0.0;
+    else if (t >= cols) losses[row] = NAN;
+    else losses[row] = l - static_cast<double>(load(logits, base + t));
+  }
+}
+
+template <class T>
+__global__ void cross_entropy_backward_kernel(const T* logits, const std::int32_t* targets,
+                                              const double* lse, double scale, T* dlogits,
+                                              std::int64_t rows, std::int64_t cols) {
+  using A = Acc<T>;
+  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < rows * cols;
+       k += std::int64_t{gridDim.x} * blockDim.x) {
+    const std::int64_t i = k / cols, j = k % cols;
+    const std::int32_t t = targets[i];
+    A g;
+    if (t < 0) g = A(0);
+    else if (t >= cols) g = A(NAN);
+    else {
+      A p = exp(load(logits, k) - static_cast<A>(lse[i]));
+      g = static_cast<A>(scale) * (p - (j == t ? A(1) : A(0)));
+    }
+    dlogits[k] = cast_to<T>(g);  // may alias logits: each element is read before it is written
+  }
+}
+
+// AdamW with the host backend's arithmetic (see AdamWScalars) in the state's accumulation type.
+template <class P, class G, class S>
+__global__ void adamw_kernel(P* param, const G* grad, S* master, S* m, S* v, std::int64_t n, AdamWScalars c) {
+  using A = Acc<S>;
+  const A b1 = static_cast<A>(c.beta1), b2 = static_cast<A>(c.beta2), decay = static_cast<A>(c.decay);
+  const A step_size = static_cast<A>(c.step_size), inv_sqrt_c2 = static_cast<A>(c.inv_sqrt_c2);
+  const A eps = static_cast<A>(c.eps), gs = static_cast<A>(c.grad_scale);
+  for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::int64_t{gridDim.x} * blockDim.x) {
+    const A g = static_cast<A>(load(grad, i)) * gs;
+    const A mi = b1 * load(m, i) + (A(1) - b1) * g;
+    const A vi = b2 * load(v, i) + (A(1) - b2) * g * g;
+    m[i] = cast_to<S>(mi);
+    v[i] = cast_to<S>(vi);
+    A w = master ? load(master, i) : static_cast<A>(load(param, i));
+    w = w * decay - step_size * mi / (sqrt(vi) * inv_sqrt_c2 + eps);
+    if (master) master[i] = cast_to<S>(w);
+    param[i] = cast_to<P>(w);
+  }
+}
+
+template <class P, class G, class S>
+void launch_adamw(void* param, const void* grad, void* master, void* m, void* v, std::int64_t n,
+                  const AdamWScalars& c, cudaStream_t stream) {
+  adamw_kernel<P, G, S><<<grid_for(n), kThreads, 0, stream>>>(
+      static_cast<P*>(param), static_cast<const G*>(grad), static_cast<S*>(master), static_cast<S*>(m),
+      static_cast<S*>(v), n, c);
+}
+
+}  // namespace
+
+void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::int64_t cols,
+                  std::int64_t causal_queries, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  MDTP_DISPATCH_DTYPE(type, T,
+    softmax_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+                                                                 cols, causal_queries));
+  MDTP_CHECK_LAUNCH();
+}
+
+void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, std::int64_t rows,
+                           std::int64_t cols, double scale, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  MDTP_DISPATCH_DTYPE(type, T,
+    softmax_backward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale)));
+  MDTP_CHECK_LAUNCH();
+}
+
+void cross_entropy_forward(DType type, const void* logits, const std::int32_t* targets,
+                           double* losses, double* lse, std::int64_t rows, std::int64_t cols,
+                           cudaStream_t stream) {
+  if (rows == 0) return;
+  MDTP_DISPATCH_DTYPE(type, T,
+    cross_entropy_forward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+        static_cast<const T*>(logits), targets, losses, lse, cols));
+  MDTP_CHECK_LAUNCH();
+}
+
+void cross_entropy_backward(DType type, const void* logits, const std::int32_t* targets,
+                            const double* lse, double scale, void* dlogits, std::int64_t rows,
+                            std::int64_t cols, cudaStream_t stream) {
+  if (rows * cols == 0) return;
+  MDTP_DISPATCH_DTYPE(type, T,
+    cross_entropy_backward_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+        static_cast<const T*>(logits), targets, lse, scale, static_cast<T*>(dlogits), rows, cols));
+  MDTP_CHECK_LAUNCH();
+}
+
+AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double eps, double weight_decay,
+                           std::int64_t step, double grad_scale) {
+  require(step >= 1, "adamw_update: step counts from 1; got ", step);
+  const double t = static_cast<double>(step);
+  const double c1 = 1.0 - std::pow(beta1, t), c2 = 1.0 - std::pow(beta2, t);
+  return {beta1, beta2, 1.0 - lr * weight_decay, lr / c1, 1.0 / std::sqrt(c2), eps, grad_scale};
+}
+
+void adamw(DType param_type, void* param, DType grad_type, const void* grad, DType state_type,
+           void* master, void* m, void* v, std::int64_t n, const AdamWScalars& s,
+           cudaStream_t stream) {
+  if (n == 0) return;
+  // The supported combinations (callers validate them first).
+  auto is = [&](DType p, DType g, DType st) { return param_type == p && grad_type == g && state_type == st; };
+  using B = __nv_bfloat16;
+  using H = __half;
+  using F = float;
+  if (is(DType::f32, DType::f32, DType::f32)) launch_adamw<F, F, F>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::f64, DType::f64, DType::f64)) launch_adamw<double, double, double>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::bf16, DType::bf16, DType::bf16)) launch_adamw<B, B, B>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::f16, DType::f16, DType::f16)) launch_adamw<H, H, H>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::bf16, DType::bf16, DType::f32)) launch_adamw<B, B, F>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::bf16, DType::f32, DType::f32)) launch_adamw<B, F, F>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::f16, DType::f16, DType::f32)) launch_adamw<H, H, F>(param, grad, master, m, v, n, s, stream);
+  else if (is(DType::f16, DType::f32, DType::f32)) launch_adamw<H, F, F>(param, grad, master, m, v, n, s, stream);
+  else
+    throw_error("adamw: no kernel for param ", dtype_name(param_type), ", grad ", dtype_name(grad_type),
+                ", state ", dtype_name(state_type));
+  MDTP_CHECK_LAUNCH();
+}
+
+}  // namespace mdtp::kernels

@@ -1,0 +1,252 @@
+#include "mesh/topology.hpp"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/error.hpp"
+
+namespace mdtp {
+
+namespace {
+
+// Checks what the members' constructors cannot: the world and its divisibility.  Runs first
+// (it initialises config_), so a bad world is reported before anything derived from it.
+MeshConfig validated(const MeshConfig& c) {
+  require(c.world >= 1, "mesh world size must be >= 1; got world=", c.world);
+  const std::pair<const char*, int> sizes[] = {{"tp", c.tp}, {"pp", c.pp}, {"cp", c.cp}};
+  for (const auto& [name, size] : sizes)
+    require(size >= 1, "mesh axis sizes must be >= 1; got ", name, "=", size);
+  long long product = 1LL * c.tp * c.pp * c.cp;
+  require(c.world % product == 0, "world=", c.world, " is not divisible by tp*pp*cp=", product, " (tp=", c.tp,
+          ", pp=", c.pp, ", cp=", c.cp, ")");
+  require(c.ranks_per_node >= 0, "ranks_per_node must be >= 0 (0 = one node); got ranks_per_node=",
+          c.ranks_per_node);
+  require(is_tp_mode(c.tp_mode), "unknown TP mode '", c.tp_mode, "'; expected 1d, 1d-sp, 2d, 2.5d or 3d");
+  return c;
+}
+
+void write_groups(std::ostream& os, const std::vector<std::vector<int>>& groups) {
+  os << '[';
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    os << (g ? ", [" : "[");
+    for (std::size_t m = 0; m < groups[g].size(); ++m) os << (m ? ", " : "") << groups[g][m];
+    os << ']';
+  }
+  os << ']';
+}
+
+}  // namespace
+
+const char* link_class_name(LinkClass link) {
+  return link == LinkClass::intra_node ? "intra-node" : "inter-node";
+}
+
+const std::vector<std::string>& Topology::mesh_tokens() {
+  static const std::vector<std::string> tokens = {"tp", "pp", "dp", "cp", "tp-pp", "tp-dp", "dp-cp", "tp-dp-cp"};
+  return tokens;
+}
+
+Topology::Topology(const MeshConfig& config)
+    : config_(validated(config)),
+      dp_(config_.world / (config_.tp * config_.pp * config_.cp)),
+      generator_(config_.tp, config_.cp, dp_, config_.pp, config_.order),
+      grid_(parse_tp_grid_kind(config_.tp_mode), config_.tp, config_.tp_depth) {
+  std::vector<int> all(config_.world);
+  for (int r = 0; r < config_.world; ++r) all[r] = r;
+  groups_["world"] = {all};
+
+  // Every non-empty set of axes, stored under its canonical name, so that groups("cp-pp") works
+  // as well as the eight named tokens.
+  const std::vector<std::string> axes = {"tp", "dp", "cp", "pp"};
+  for (unsigned mask = 1; mask < 16; ++mask) {
+    std::string token;
+    for (unsigned a = 0; a < 4; ++a)
+      if (mask & (1u << a)) token += (token.empty() ? "" : "-") + axes[a];
+    groups_[token] = generator_.groups(token);
+  }
+
+  auto& embedding = groups_["embedding"];
+  for (const auto& stages : groups_.at("pp")) {
+    if (stages.size() > 1)
+      embedding.push_back({stages.front(), stages.back()});
+    else
+      embedding.push_back({stages.front()});
+  }
+
+  for (const auto& name : grid_.group_names()) {
+    if (name == "tp") continue;
+    auto local = grid_.local_groups(name);
+    auto& global = groups_[name];
+    for (const auto& tp_group : groups_.at("tp"))
+      for (const auto& sub : local) {
+        std::vector<int> ranks;
+        for (int t : sub) ranks.push_back(tp_group[t]);
+        global.push_back(std::move(ranks));
+      }
+  }
+
+  for (const auto& [name, groups] : groups_) {
+    std::vector<int> index(config_.world, -1);
+    for (std::size_t g = 0; g < groups.size(); ++g)
+      for (int r : groups[g]) index[r] = static_cast<int>(g);
+    index_of_rank_[name] = std::move(index);
+  }
+}
+
+std::vector<std::string> Topology::group_names() const {
+  std::vector<std::string> out = {"world"};
+  out.insert(out.end(), mesh_tokens().begin(), mesh_tokens().end());
+  out.push_back("embedding");
+  for (const auto& name : grid_.group_names())
+    if (name != "tp") out.push_back(name);
+  return out;
+}
+
+// "pp-tp" → "tp-pp": any '-'-joined set of mesh axes maps to the stored name (axes in the order
+// tp, dp, cp, pp, which spells the eight tokens as Megatron does).
+std::string Topology::canonical_name(const std::string& name) const {
+  if (groups_.count(name)) return name;
+  std::ostringstream known;
+  for (const auto& n : group_names()) known << ' ' << n;
+  if (name.rfind("tp.", 0) == 0)
+    throw_error("unknown mesh group '", name, "' for TP mode ", config_.tp_mode, "; known groups:", known.str());
+  std::vector<std::string> parts = split_token(name);
+  for (const auto& part : parts)
+    require(part == "tp" || part == "dp" || part == "cp" || part == "pp", "unknown mesh group '", name,
+            "'; known groups:", known.str(), " (or any '-'-joined set of tp, dp, cp, pp)");
+  std::vector<std::string> axes = generator_.token_axes(name);  // reports a repeated axis
+  std::string out;
+  for (const char* axis : {"tp", "dp", "cp", "pp"}) {
+    if (std::find(axes.begin(), axes.end(), axis) == axes.end()) continue;
+    if (!out.empty()) out += '-';
+    out += axis;
+  }
+  return out;
+}
+
+const std::vector<std::vector<int>>& Topology::groups(const std::string& name) const {
+  return groups_.at(canonical_name(name));
+}
+
+const std::vector<std::vector<int>>& Topology::tp_groups(const std::string& name) const {
+  auto names = grid_.group_names();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    std::ostringstream known;
+    for (const auto& n : names) known << ' ' << n;
+    throw_error("unknown TP group '", name, "' for TP mode ", config_.tp_mode, "; expected one of:", known.str());
+  }
+  return groups_.at(name);
+}
+
+int Topology::group_index(const std::string& name, int rank) const {
+  require(rank >= 0 && rank < config_.world, "rank ", rank, " is outside the mesh of world=", config_.world);
+  return index_of_rank_.at(canonical_name(name))[rank];
+}
+
+const std::vector<int>& Topology::group_of(const std::string& name, int rank) const {
+  int g = group_index(name, rank);
+  require(g >= 0, "rank ", rank, " belongs to no '", name, "' group");
+  return groups(name)[g];
+}
+
+int Topology::tp_rank(int rank) const {
+  const auto& group = group_of("tp", rank);
+  return static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+}
+
+int Topology::nodes() const {
+  int per = config_.ranks_per_node;
+  return per == 0 ? 1 : (config_.world + per - 1) / per;
+}
+
+int Topology::node_of(int rank) const {
+  require(rank >= 0 && rank < config_.world, "rank ", rank, " is outside the mesh of world=", config_.world);
+  return config_.ranks_per_node == 0 ? 0 : rank / config_.ranks_per_node;
+}
+
+bool Topology::crosses_nodes(const std::string& name) const {
+  for (const auto& group : groups(name))
+    for (int r : group)
+      if (node_of(r) != node_of(group.front())) return true;
+  return false;
+}
+
+LinkClass Topology::link_class(const std::string& name) const {
+  return crosses_nodes(name) ? LinkClass::inter_node : LinkClass::intra_node;
+}
+
+std::string Topology::to_json() const {
+  std::ostringstream os;
+  os << "{\n  \"world\": " << world() << ",\n  \"order\": \"" << order() << "\",\n"
+     << "  \"sizes\": {\"tp\": " << tp() << ", \"pp\": " << pp() << ", \"dp\": " << dp() << ", \"cp\": " << cp()
+     << "},\n  \"groups\": {";
+  std::vector<std::string> names = mesh_tokens();
+  names.push_back("embedding");
+  for (std::size_t n = 0; n < names.size(); ++n) {
+    os << (n ? ",\n" : "\n") << "    \"" << names[n] << "\": ";
+    write_groups(os, groups(names[n]));
+  }
+  os << "\n  },\n  \"tp_groups\": {";
+  names = tp_group_names();
+  for (std::size_t n = 0; n < names.size(); ++n) {
+    os << (n ? ",\n" : "\n") << "    \"" << names[n] << "\": ";
+    write_groups(os, tp_groups(names[n]));
+  }
+  os << "\n  }\n}\n";
+  return os.str();
+}
+
+std::string Topology::to_table() const {
+  std::ostringstream os;
+  os << "mesh: world=" << world() << "  tp=" << tp() << " pp=" << pp() << " dp=" << dp() << " cp=" << cp()
+     << "  order=" << order() << "  tp-mode=" << tp_mode();
+  if (grid_.kind() != TpGridKind::d1) os << " (q=" << grid_.q() << (grid_.kind() == TpGridKind::d2p5 ? ", d=" : "");
+  if (grid_.kind() == TpGridKind::d2p5) os << grid_.depth();
+  if (grid_.kind() != TpGridKind::d1) os << ")";
+  const bool placed = config_.ranks_per_node > 0;
+  if (placed) os << "  ranks/node=" << config_.ranks_per_node << " (" << nodes() << " nodes)";
+  os << "\n";
+  if (placed) os << "groups marked * span more than one node\n";
+
+  for (const auto& name : group_names()) {
+    const auto& groups_of_name = groups(name);
+    std::set<std::size_t> sizes;
+    for (const auto& g : groups_of_name) sizes.insert(g.size());
+    os << "\n" << name << ": " << groups_of_name.size() << (groups_of_name.size() == 1 ? " group" : " groups")
+       << " of " << *sizes.rbegin() << (sizes.size() > 1 ? " or fewer" : "");
+    if (placed) os << ", " << link_class_name(link_class(name));
+    os << "\n";
+    if (*sizes.rbegin() == 1 && groups_of_name.size() > 1) {  // a size-1 axis: nothing to list
+      os << "  (each rank alone)\n";
+      continue;
+    }
+    // Wrap the groups at about 100 columns.
+    std::size_t column = 0;
+    for (const auto& group : groups_of_name) {
+      std::ostringstream one;
+      // A long run of consecutive ranks reads better, and stays short at scale, as [first..last].
+      const bool run = group.size() > 4 && group.back() - group.front() + 1 == static_cast<int>(group.size()) &&
+                       std::is_sorted(group.begin(), group.end());
+      one << '[';
+      if (run)
+        one << group.front() << ".." << group.back();
+      else
+        for (std::size_t m = 0; m < group.size(); ++m) one << (m ? " " : "") << group[m];
+      one << ']';
+      if (placed && std::any_of(group.begin(), group.end(), [&](int r) { return node_of(r) != node_of(group[0]); }))
+        one << '*';
+      std::string text = one.str();
+      if (column > 0 && column + 1 + text.size() > 100) {
+        os << "\n";
+        column = 0;
+      }
+      os << (column == 0 ? "  " : " ") << text;
+      column += (column == 0 ? 2 : 1) + text.size();
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace mdtp

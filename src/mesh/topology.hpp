@@ -1,0 +1,98 @@
+#pragma once
+// Topology: the whole rank layout of a tp·cp·dp·pp mesh and of its TP sub-grid, computed without
+// MPI, so that `mdtp mesh` can print it and every rank can validate it before any collective.
+//
+// Group names:
+//   "world"                          all ranks
+//   "tp" "pp" "dp" "cp"              one axis (Megatron RankGenerator groups, REFERENCE.md §1)
+//   "tp-pp" "tp-dp" "dp-cp" "tp-dp-cp"  combined axes (tp-pp = model parallel); any other
+//                                    '-'-joined set of axes is accepted by groups() too
+//   "embedding"                      first and last stage of each pp group (only the first when
+//                                    pp = 1): where tied embedding gradients are all-reduced
+//   "tp.row", "tp.col", ...          the TP mode's sub-groups (tp_grid.hpp) across all TP groups
+//
+// Placement: ranks are packed onto nodes in rank order, node = rank / ranks_per_node
+// (ranks_per_node = 0: one node).  A group name whose groups all stay on one node gets the
+// intra-node link class; the cost model charges it the intra-node α-β parameters.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mesh/rank_generator.hpp"
+#include "mesh/tp_grid.hpp"
+
+namespace mdtp {
+
+struct MeshConfig {
+  int world = 1;
+  int tp = 1, pp = 1, cp = 1;
+  std::string order = "tp-cp-dp-pp";
+  std::string tp_mode = "1d";  // 1d | 1d-sp | 2d | 2.5d | 3d
+  int tp_depth = 1;            // 2.5d only
+  int ranks_per_node = 0;      // 0 = all ranks on one node
+};
+
+enum class LinkClass { intra_node, inter_node };
+const char* link_class_name(LinkClass link);  // "intra-node" | "inter-node"
+
+class Topology {
+ public:
+  // Validates the configuration (an mdtp::Error naming the offending value) and derives dp.
+  explicit Topology(const MeshConfig& config);
+
+  const MeshConfig& config() const { return config_; }
+  int world() const { return config_.world; }
+  int tp() const { return config_.tp; }
+  int pp() const { return config_.pp; }
+  int cp() const { return config_.cp; }
+  int dp() const { return dp_; }
+  std::string order() const { return generator_.order(); }  // effective, with appended axes
+  const std::string& tp_mode() const { return config_.tp_mode; }
+  const RankGenerator& rank_generator() const { return generator_; }
+  const TpGrid& tp_grid() const { return grid_; }
+
+  // The eight Megatron-style tokens: tp, pp, dp, cp, tp-pp, tp-dp, dp-cp, tp-dp-cp.
+  static const std::vector<std::string>& mesh_tokens();
+  // "tp" then the TP mode's sub-group names.
+  std::vector<std::string> tp_group_names() const { return grid_.group_names(); }
+  // Every named group kind, in the fixed order the Mesh creates communicators: "world", the
+  // eight tokens, "embedding", then the TP sub-group names other than "tp".
+  std::vector<std::string> group_names() const;
+
+  // All groups of a name (see the header comment), each in group-rank order.
+  const std::vector<std::vector<int>>& groups(const std::string& name) const;
+  // Global-rank lists of every TP sub-group of that name: for each TP group in Megatron order,
+  // its sub-groups in order of their lowest TP rank.  "tp" gives groups("tp").
+  const std::vector<std::vector<int>>& tp_groups(const std::string& name) const;
+  // Index in groups(name) of the group holding `rank`, or -1 (only "embedding" leaves ranks out).
+  int group_index(const std::string& name, int rank) const;
+  // The group of that name holding `rank`; an mdtp::Error if there is none.
+  const std::vector<int>& group_of(const std::string& name, int rank) const;
+  // `rank`'s index in its TP group.
+  int tp_rank(int rank) const;
+
+  // Placement.
+  int ranks_per_node() const { return config_.ranks_per_node; }
+  int nodes() const;
+  int node_of(int rank) const;
+  bool crosses_nodes(const std::string& name) const;  // some group of that name spans nodes
+  LinkClass link_class(const std::string& name) const;
+
+  // {"world", "order", "sizes": {"tp","pp","dp","cp"}, "groups": {TOKEN: [[ranks]...]},
+  //  "tp_groups": {NAME: [[ranks]...]}}: the eight tokens plus "embedding", "tp" plus the
+  // mode's sub-groups.
+  std::string to_json() const;
+  // Human-readable listing of sizes, order and every group kind.
+  std::string to_table() const;
+
+ private:
+  std::string canonical_name(const std::string& name) const;
+  MeshConfig config_;
+  int dp_ = 1;
+  RankGenerator generator_;
+  TpGrid grid_;
+  std::map<std::string, std::vector<std::vector<int>>> groups_;
+  std::map<std::string, std::vector<int>> index_of_rank_;  // name → group index per rank, or -1
+};
+
+}  // namespace mdtp

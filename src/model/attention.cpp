@@ -1,0 +1,74 @@
+#include "model/attention.hpp"
+
+#include <cmath>
+
+#include "model/model_split.hpp"
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+
+std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t blocks) {
+  require(blocks > 0 && hidden % blocks == 0, "head-grouped QKV: hidden=", hidden, " must be divisible by the ",
+          blocks, " column blocks");
+  const std::int64_t part = hidden / blocks, block = 3 * part;
+  std::vector<std::int64_t> logical(static_cast<std::size_t>(3 * hidden));
+  for (std::int64_t s = 0; s < 3 * hidden; ++s) {
+    const std::int64_t b = s / block, w = s % block;
+    logical[static_cast<std::size_t>(s)] = (w / part) * hidden + b * part + w % part;
+  }
+  return logical;
+}
+
+CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const std::string& name,
+                                         const GptConfig& config, const Layout& input, std::int64_t batch_per_replica)
+    : backend_(mode.context().backend), config_(config) {
+  const Mesh& mesh = mode.context().mesh;
+  const std::int64_t H = config_.n_embd;
+  c_attn_ = mode.linear(LinearSpec{name + ".c_attn", H, 3 * H}, input);
+  const Layout& qkv = c_attn_->output_layout();
+  require(qkv.col_groups.size() <= 1, name, ": mode ", mode.name(), " splits the QKV columns over ",
+          group_list(qkv.col_groups), "; attention needs at most one group");
+  const int g = qkv.col_groups.empty() ? 1 : group_size(mesh, qkv.col_groups.front());
+  require(config_.n_head % g == 0, name, ": n_head=", config_.n_head, " must be divisible by the ", g,
+          " ranks of ", group_list(qkv.col_groups), " that split the QKV heads in mode ", mode.name());
+  std::int64_t row_blocks = 1;
+  for (const auto& group : qkv.row_groups) row_blocks *= group_size(mesh, group);
+  require(batch_per_replica % row_blocks == 0, name, ": attention needs whole sequences on every rank, but the ",
+          "per-replica batch of ", batch_per_replica, " sequences is split over ", row_blocks, " row blocks (",
+          group_list(qkv.row_groups), " in layout ", qkv.name, " of mode ", mode.name(),
+          "); use a global batch divisible by dp×", row_blocks);
+  local_heads_ = config_.n_head / g;
+  qkv_columns_ = head_grouped_columns(H, g);
+  c_proj_ = mode.linear(LinearSpec{name + ".c_proj", H, H}, qkv);
+  require_layout(c_proj_->output_layout(), input, name + ".c_proj output");
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) {
+  qkv_ = c_attn_->forward(x);
+  const std::int64_t rows = qkv_.rows(), T = config_.block_size;
+  Tensor y = backend_.empty({rows, qkv_.cols() / 3}, qkv_.dtype(), MemCategory::activations);
+  probs_ = backend_.empty({rows / T, local_heads_, T, T}, qkv_.dtype(), MemCategory::activations);
+  backend_.attention_forward(qkv_, T, local_heads_, y, probs_);
+  return c_proj_->forward(y);
+}
+
+Tensor CausalSelfAttention::backward(const Tensor& dy) {
+  require(qkv_.defined(), "attention: backward called before forward");
+  Tensor dattn = c_proj_->backward(dy);
+  Tensor dqkv = backend_.empty(qkv_.shape(), qkv_.dtype(), MemCategory::activations);
+  backend_.attention_backward(dattn, qkv_, probs_, config_.block_size, local_heads_, dqkv);
+  qkv_ = Tensor();
+  probs_ = Tensor();
+  return c_attn_->backward(dqkv);
+}
+
+std::vector<ModelParam> CausalSelfAttention::parameters() {
+  const InitSpec weight{InitSpec::Kind::normal, 0.02, 0.0}, zero{InitSpec::Kind::constant, 0.0, 0.0};
+  // GPT-2: residual projections get std 0.02/sqrt(2·n_layer).
+  const InitSpec proj{InitSpec::Kind::normal, 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer)), 0.0};
+  std::vector<Parameter*> a = c_attn_->parameters(), p = c_proj_->parameters();
+  return {model_param(a[0], weight, true, qkv_columns_), model_param(a[1], zero, false, qkv_columns_),
+          model_param(p[0], proj, true), model_param(p[1], zero)};
+}
+
+}  // namespace mdtp

@@ -1,0 +1,45 @@
+#pragma once
+// Causal self-attention written against the mode interface:
+//   qkv = c_attn(x)            mode.linear(H → 3H) from the residual layout; its output layout
+//                              splits columns over at most one group of size g
+//   y   = softmax(q·kᵀ/√d + causal mask)·v   per whole sequence and per local head (no comm.)
+//   out = c_proj(y)            mode.linear(H → H) from c_attn's output layout, back to the
+//                              residual layout (1D: row-parallel; 3D: parity flips back)
+// So that every rank holds whole heads of Q, K and V, c_attn's fused weight stores its columns
+// HEAD-GROUPED: column block b (of g) is [Q heads of b | K heads of b | V heads of b]
+// (head_grouped_columns gives the logical column of each stored one).  Requires n_head divisible
+// by g, and the rows a rank holds to be whole sequences.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/gpt_config.hpp"
+#include "model/model_param.hpp"
+#include "tp/mode.hpp"
+
+namespace mdtp {
+
+// Storage column → logical column of a fused [.., 3·hidden] QKV tensor split into `blocks`
+// column blocks (logical order: all Q, all K, all V).
+std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t blocks);
+
+class CausalSelfAttention {
+ public:
+  // `name` is the module prefix ("transformer.h.0.attn"); `batch_per_replica` sequences of
+  // config.block_size tokens are fed to every forward.
+  CausalSelfAttention(const TensorParallelMode& mode, const std::string& name, const GptConfig& config,
+                      const Layout& input, std::int64_t batch_per_replica);
+  Tensor forward(const Tensor& x);
+  Tensor backward(const Tensor& dy);
+  std::vector<ModelParam> parameters();
+
+ private:
+  const Backend& backend_;
+  GptConfig config_;
+  std::unique_ptr<Linear> c_attn_, c_proj_;
+  std::int64_t local_heads_ = 0;
+  std::vector<std::int64_t> qkv_columns_;
+  Tensor qkv_, probs_;  // kept for backward
+};
+
+}  // namespace mdtp

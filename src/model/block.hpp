@@ -1,0 +1,31 @@
+#pragma once
+// One GPT-2 pre-LayerNorm transformer block on the residual layout:
+//   x = x + attn(ln_1(x));   x = x + mlp(ln_2(x))      (GeLU tanh, LayerNorm eps 1e-5, no dropout)
+#include <memory>
+
+#include "model/attention.hpp"
+#include "tp/mlp.hpp"
+
+namespace mdtp {
+
+class TransformerBlock {
+ public:
+  // `name` is the module prefix, "transformer.h.<i>".
+  TransformerBlock(const TensorParallelMode& mode, const std::string& name, const GptConfig& config,
+                   std::int64_t batch_per_replica);
+  Tensor forward(const Tensor& x);
+  Tensor backward(const Tensor& dy);
+  std::vector<ModelParam> parameters();
+
+ private:
+  const Backend& backend_;
+  GptConfig config_;
+  std::unique_ptr<LayerNorm> ln_1_, ln_2_;
+  std::unique_ptr<CausalSelfAttention> attn_;
+  std::unique_ptr<Mlp> mlp_;
+};
+
+// ModelParams of a LayerNorm: γ = 1, β = 0.
+std::vector<ModelParam> layernorm_parameters(LayerNorm& ln);
+
+}  // namespace mdtp

@@ -1,0 +1,178 @@
+#include "model/checkpoint.hpp"
+
+#include <map>
+#include <set>
+
+#include "mesh/mesh.hpp"
+#include "model/h5_file.hpp"
+#include "model/root_task.hpp"
+
+namespace mdtp {
+namespace {
+
+const char* const kConfigKeys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "block_size"};
+
+std::int64_t config_value(const GptConfig& c, const std::string& key) {
+  if (key == "vocab_size") return c.vocab_size;
+  if (key == "n_layer") return c.n_layer;
+  if (key == "n_head") return c.n_head;
+  if (key == "n_embd") return c.n_embd;
+  return c.block_size;
+}
+
+void write_config(H5File& file, const GptConfig& c) {
+  for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
+}
+
+using Tensors = std::vector<std::pair<std::string, std::vector<double>>>;
+
+// Gathers `pick(p, i)` of every parameter (collective), in parameter order.
+template <class Pick>
+Tensors gather_all(GptModel& model, Pick&& pick) {
+  const TpContext& ctx = model.mode().context();
+  Tensors out;
+  auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    out.emplace_back(params[i].name(), gather_logical(params[i], pick(params[i], i), ctx.mesh, ctx.backend));
+  return out;
+}
+
+void write_tensors(H5File& file, const std::string& prefix, GptModel& model, const Tensors& tensors, DType storage) {
+  auto& params = model.parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    file.write_real(prefix + tensors[i].first, params[i].checkpoint_shape(), tensors[i].second, storage);
+}
+
+bool is_buffer(const std::string& key) {
+  auto ends_with = [&](const std::string& s) { return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0; };
+  return ends_with(".attn.bias") || ends_with(".attn.masked_bias");  // nanoGPT / HF causal-mask buffers
+}
+
+// Reads `key` and checks its shape; the error names the file, the key and both shapes.
+std::vector<double> read_param(const H5File& file, const std::string& key, const Shape& expected) {
+  require(file.has(key), "checkpoint '", file.path(), "' has no dataset '", key, "' (expected shape ",
+          shape_string(expected), ")");
+  const Shape shape = file.shape(key);
+  require(shape == expected, "checkpoint '", file.path(), "': dataset '", key, "' has shape ", shape_string(shape),
+          "; this model needs ", shape_string(expected));
+  return file.read_real(key);
+}
+
+}  // namespace
+
+GptConfig read_checkpoint_config(const std::string& path) {
+  H5File file = H5File::open_read(path, "checkpoint");
+  GptConfig c;
+  std::map<std::string, std::int64_t> values;
+  for (const char* key : kConfigKeys) {
+    auto v = file.int_attribute("/", key);
+    require(v.has_value(), "checkpoint '", path, "' has no root attribute '", key,
+            "' (expected vocab_size, n_layer, n_head, n_embd, block_size)");
+    require(*v > 0, "checkpoint '", path, "': root attribute ", key, "=", *v, " must be positive");
+    values[key] = *v;
+  }
+  c.vocab_size = values["vocab_size"];
+  c.n_layer = values["n_layer"];
+  c.n_head = values["n_head"];
+  c.n_embd = values["n_embd"];
+  c.block_size = values["block_size"];
+  return c;
+}
+
+void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer, const TrainingState& state,
+                     MPI_Comm world) {
+  const DType storage = model.mode().context().dtype;
+  const Tensors values = gather_all(model, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->value; });
+  Tensors m, v;
+  const bool moments = optimizer != nullptr && optimizer->has_moments();
+  if (moments) {
+    m = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg(i); });
+    v = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg_sq(i); });
+  }
+  run_on_root(world, [&] {
+    write_atomically(path, [&](H5File& file) {
+      write_config(file, model.config());
+      write_tensors(file, "", model, values, storage);
+      if (optimizer == nullptr) return;
+      file.create_group("optim");
+      file.set_attribute("optim", "step", state.step);
+      file.set_attribute("optim", "data_position", state.data_position);
+      file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
+      file.set_attribute("optim", "optimizer", optimizer->config().kind);
+      if (!moments) return;
+      file.create_group("optim/exp_avg");
+      file.create_group("optim/exp_avg_sq");
+      write_tensors(file, "optim/exp_avg/", model, m, storage);
+      write_tensors(file, "optim/exp_avg_sq/", model, v, storage);
+    });
+  });
+}
+
+TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer) {
+  const GptConfig saved = read_checkpoint_config(path);
+  require(saved == model.config(), "checkpoint '", path, "' holds a model of ", describe(saved),
+          "; this run builds ", describe(model.config()));
+  H5File file = H5File::open_read(path, "checkpoint");
+  const TpContext& ctx = model.mode().context();
+  auto& params = model.parameters();
+
+  // Read and validate everything first: the model is only changed once the whole file is good.
+  std::set<std::string> known{"optim", "lm_head.weight"};
+  std::vector<std::vector<double>> values;
+  for (const ModelParam& p : params) {
+    values.push_back(read_param(file, p.name(), p.checkpoint_shape()));
+    known.insert(p.name());
+  }
+  for (const std::string& key : file.children("/"))
+    require(known.count(key) || is_buffer(key), "checkpoint '", path, "' holds '", key,
+            "', which is not a parameter of this model (", describe(saved), ")");
+  if (file.has("lm_head.weight")) {
+    const std::vector<double> head = read_param(file, "lm_head.weight", params.front().checkpoint_shape());
+    require(head == values.front(), "checkpoint '", path, "': lm_head.weight differs from transformer.wte.weight; ",
+            "this GPT ties the LM head to the token embedding");
+  }
+  TrainingState state;
+  std::vector<std::vector<double>> m, v;
+  bool moments = false;
+  if (file.has("optim")) {
+    auto attr = [&](const char* name) {
+      auto value = file.int_attribute("optim", name);
+      require(value.has_value() && *value >= 0, "checkpoint '", path, "': /optim needs a non-negative integer attribute '",
+              name, "'");
+      return *value;
+    };
+    state.step = attr("step");
+    state.data_position = attr("data_position");
+    state.rng_state = static_cast<std::uint64_t>(attr("rng_state"));
+    moments = optimizer != nullptr && optimizer->has_moments() && file.has("optim/exp_avg");
+    if (moments)
+      for (const ModelParam& p : params) {
+        m.push_back(read_param(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape()));
+        v.push_back(read_param(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape()));
+      }
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    scatter_logical(params[i], values[i], params[i].param->value, ctx.mesh, ctx.backend);
+    if (moments) {
+      scatter_logical(params[i], m[i], optimizer->exp_avg(i), ctx.mesh, ctx.backend);
+      scatter_logical(params[i], v[i], optimizer->exp_avg_sq(i), ctx.mesh, ctx.backend);
+    }
+  }
+  // A different optimizer (or none saved) starts its own step count; the data position carries on.
+  if (optimizer != nullptr) optimizer->set_step_count(moments || !optimizer->has_moments() ? state.step : 0);
+  return state;
+}
+
+void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world) {
+  const Tensors grads = gather_all(model, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->grad; });
+  run_on_root(world, [&] {
+    write_atomically(path, [&](H5File& file) {
+      write_config(file, model.config());
+      write_tensors(file, "", model, grads, model.mode().context().dtype);
+      file.set_attribute("/", "step", step);
+      file.set_attribute("/", "loss", loss);
+    });
+  });
+}
+
+}  // namespace mdtp

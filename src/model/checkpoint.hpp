@@ -1,0 +1,45 @@
+#pragma once
+// HDF5 checkpoints in nanoGPT's vocabulary (DESIGN.md "Formats other tools read"):
+//   root attributes  vocab_size, n_layer, n_head, n_embd, block_size (integers)
+//   /<key>           one dataset per parameter, full and unsharded, PyTorch layout ([out, in] for
+//                    Linear weights), f32 or f64 (either is accepted on load); the LM head is tied
+//                    to transformer.wte.weight and not stored (an equal lm_head.weight is accepted)
+//   /optim           attributes step, data_position, rng_state, optimizer; for AdamW
+//                    /optim/exp_avg/<key> and /optim/exp_avg_sq/<key> in the same layout
+// Sharding never shows: save gathers every shard (collective over tp), load cuts each rank's
+// shard out of the full tensor, so a checkpoint written in one mode resumes in any other.
+// Saving writes a temporary file renamed into place (a failed run never truncates an existing
+// checkpoint); loading reads on every rank and validates everything before changing the model,
+// so a bad file fails on every rank with the same message.
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "model/gpt.hpp"
+#include "model/optimizer.hpp"
+
+namespace mdtp {
+
+struct TrainingState {
+  std::int64_t step = 0;           // optimizer steps completed
+  std::int64_t data_position = 0;  // first row of the next global batch
+  std::uint64_t rng_state = 0;     // seed of the counter-based generator (training draws nothing)
+};
+
+// The root attributes, validated (present, integers, positive).
+GptConfig read_checkpoint_config(const std::string& path);
+
+// Collective over the model's mesh (every rank calls it); rank 0 of `world` writes.
+void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer, const TrainingState& state,
+                     MPI_Comm world);
+// Every rank reads `path`; the model's configuration must equal the file's.  Sets every parameter,
+// and the optimizer's moments and step when the file holds state of the same optimizer kind.
+// Returns the saved training state (all zero when the file has no /optim).
+TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer);
+
+// Every parameter's reduced gradient, full and in checkpoint layout, with the config attributes
+// and `step`/`loss` attributes (to compare with PyTorch).  Collective like save_checkpoint.
+void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world);
+
+}  // namespace mdtp

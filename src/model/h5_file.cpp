@@ -1,0 +1,249 @@
+#include "model/h5_file.hpp"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.hpp"
+
+namespace mdtp {
+namespace {
+
+// Closes one HDF5 identifier on scope exit.
+struct Closer {
+  hid_t id;
+  herr_t (*close)(hid_t);
+  ~Closer() {
+    if (id >= 0) close(id);
+  }
+};
+
+herr_t collect(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->push_back(name);
+  return 0;
+}
+
+hid_t object_of(hid_t file, const std::string& object) {
+  hid_t id = -1;
+  H5E_BEGIN_TRY { id = H5Oopen(file, object.empty() ? "/" : object.c_str(), H5P_DEFAULT); }
+  H5E_END_TRY;
+  return id;
+}
+
+}  // namespace
+
+H5File H5File::open_read(const std::string& path, const std::string& what) {
+  require(std::filesystem::exists(path), what, " file '", path, "' does not exist");
+  htri_t is_hdf5 = -1;
+  H5E_BEGIN_TRY { is_hdf5 = H5Fis_hdf5(path.c_str()); }
+  H5E_END_TRY;
+  require(is_hdf5 > 0, what, " file '", path, "' is not an HDF5 file");
+  hid_t id = -1;
+  H5E_BEGIN_TRY { id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT); }
+  H5E_END_TRY;
+  require(id >= 0, "cannot open ", what, " file '", path, "'");
+  return H5File(id, path, what);
+}
+
+H5File H5File::create(const std::string& path) {
+  hid_t id = -1;
+  H5E_BEGIN_TRY { id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); }
+  H5E_END_TRY;
+  require(id >= 0, "cannot create HDF5 file '", path, "'");
+  return H5File(id, path, "output");
+}
+
+H5File::H5File(H5File&& other) noexcept : id_(other.id_), path_(std::move(other.path_)), what_(std::move(other.what_)) {
+  other.id_ = -1;
+}
+
+H5File::~H5File() {
+  if (id_ >= 0) H5Fclose(static_cast<hid_t>(id_));
+}
+
+bool H5File::has(const std::string& object) const {
+  std::string prefix;
+  std::size_t start = 0;
+  while (start <= object.size()) {
+    const std::size_t slash = object.find('/', start);
+    prefix = object.substr(0, slash);
+    htri_t exists = -1;
+    H5E_BEGIN_TRY { exists = H5Lexists(static_cast<hid_t>(id_), prefix.c_str(), H5P_DEFAULT); }
+    H5E_END_TRY;
+    if (exists <= 0) return false;
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+std::vector<std::string> H5File::children(const std::string& group) const {
+  std::vector<std::string> names;
+  hid_t g = object_of(static_cast<hid_t>(id_), group);
+  require(g >= 0, what_, " file '", path_, "': no group '", group, "'");
+  Closer closer{g, H5Oclose};
+  hsize_t index = 0;
+  H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, &index, collect, &names);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+long long H5File::open_dataset(const std::string& dataset) const {
+  require(has(dataset), what_, " file '", path_, "' has no dataset '", dataset, "'");
+  hid_t id = -1;
+  H5E_BEGIN_TRY { id = H5Dopen2(static_cast<hid_t>(id_), dataset.c_str(), H5P_DEFAULT); }
+  H5E_END_TRY;
+  require(id >= 0, what_, " file '", path_, "': '", dataset, "' is not a dataset");
+  return id;
+}
+
+Shape H5File::shape(const std::string& dataset) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer space{H5Dget_space(d.id), H5Sclose};
+  const int rank = H5Sget_simple_extent_ndims(space.id);
+  require(rank >= 0, what_, " file '", path_, "': cannot read the shape of '", dataset, "'");
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  H5Sget_simple_extent_dims(space.id, dims.data(), nullptr);
+  return Shape(dims.begin(), dims.end());
+}
+
+bool H5File::is_real(const std::string& dataset) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer type{H5Dget_type(d.id), H5Tclose};
+  return H5Tget_class(type.id) == H5T_FLOAT;
+}
+
+bool H5File::is_integer(const std::string& dataset) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer type{H5Dget_type(d.id), H5Tclose};
+  return H5Tget_class(type.id) == H5T_INTEGER;
+}
+
+std::vector<double> H5File::read_real(const std::string& dataset) const {
+  require(is_real(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold floating-point values");
+  std::vector<double> values(static_cast<std::size_t>(shape_numel(shape(dataset))));
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  herr_t status = -1;
+  H5E_BEGIN_TRY { status = H5Dread(d.id, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "'");
+  return values;
+}
+
+std::vector<std::int32_t> H5File::read_int32(const std::string& dataset) const {
+  require(is_integer(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold integers (int32)");
+  std::vector<std::int64_t> wide(static_cast<std::size_t>(shape_numel(shape(dataset))));
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  herr_t status = -1;
+  H5E_BEGIN_TRY { status = H5Dread(d.id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "'");
+  std::vector<std::int32_t> values(wide.size());
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    require(wide[i] >= INT32_MIN && wide[i] <= INT32_MAX, what_, " file '", path_, "': dataset '", dataset,
+            "' holds ", wide[i], " at index ", i, ", outside int32");
+    values[i] = static_cast<std::int32_t>(wide[i]);
+  }
+  return values;
+}
+
+std::optional<std::int64_t> H5File::int_attribute(const std::string& object, const std::string& name) const {
+  hid_t o = object_of(static_cast<hid_t>(id_), object);
+  if (o < 0) return std::nullopt;
+  Closer oc{o, H5Oclose};
+  if (H5Aexists(o, name.c_str()) <= 0) return std::nullopt;
+  Closer attr{H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose};
+  Closer type{H5Aget_type(attr.id), H5Tclose};
+  require(H5Tget_class(type.id) == H5T_INTEGER, what_, " file '", path_, "': attribute '", name, "' of '",
+          object.empty() ? "/" : object, "' must be an integer");
+  std::int64_t v = 0;
+  require(H5Aread(attr.id, H5T_NATIVE_INT64, &v) >= 0, what_, " file '", path_, "': cannot read attribute '", name, "'");
+  return v;
+}
+
+void H5File::create_group(const std::string& group) {
+  Closer g{H5Gcreate2(static_cast<hid_t>(id_), group.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose};
+  require(g.id >= 0, "HDF5 file '", path_, "': cannot create group '", group, "'");
+}
+
+namespace {
+
+void write_dataset(hid_t file, const std::string& path, const std::string& dataset, const Shape& shape,
+                   hid_t file_type, hid_t mem_type, const void* data) {
+  std::vector<hsize_t> dims(shape.begin(), shape.end());
+  Closer space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose};
+  Closer d{H5Dcreate2(file, dataset.c_str(), file_type, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose};
+  require(d.id >= 0, "HDF5 file '", path, "': cannot create dataset '", dataset, "'");
+  require(H5Dwrite(d.id, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "HDF5 file '", path,
+          "': cannot write dataset '", dataset, "'");
+}
+
+void write_attribute(hid_t file, const std::string& path, const std::string& object, const std::string& name,
+                     hid_t file_type, hid_t mem_type, const void* data) {
+  hid_t o = object_of(file, object);
+  require(o >= 0, "HDF5 file '", path, "': no object '", object, "' for attribute '", name, "'");
+  Closer oc{o, H5Oclose};
+  Closer space{H5Screate(H5S_SCALAR), H5Sclose};
+  Closer attr{H5Acreate2(o, name.c_str(), file_type, space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  require(attr.id >= 0 && H5Awrite(attr.id, mem_type, data) >= 0, "HDF5 file '", path, "': cannot write attribute '",
+          name, "'");
+}
+
+}  // namespace
+
+void H5File::write_real(const std::string& dataset, const Shape& shape, const std::vector<double>& values,
+                        DType storage) {
+  require(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "write_real: ", values.size(),
+          " values for shape ", shape_string(shape));
+  require(storage == DType::f32 || storage == DType::f64, "write_real stores f32 or f64; got ", dtype_name(storage));
+  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, storage == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE,
+                H5T_NATIVE_DOUBLE, values.data());
+}
+
+void H5File::write_int32(const std::string& dataset, const Shape& shape, const std::vector<std::int32_t>& values) {
+  require(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "write_int32: ", values.size(),
+          " values for shape ", shape_string(shape));
+  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data());
+}
+
+void H5File::set_attribute(const std::string& object, const std::string& name, std::int64_t value) {
+  write_attribute(static_cast<hid_t>(id_), path_, object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
+}
+
+void H5File::set_attribute(const std::string& object, const std::string& name, double value) {
+  write_attribute(static_cast<hid_t>(id_), path_, object, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value);
+}
+
+void H5File::set_attribute(const std::string& object, const std::string& name, const std::string& value) {
+  Closer type{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(type.id, std::max<std::size_t>(1, value.size()));
+  std::string padded = value.empty() ? std::string(1, '\0') : value;
+  write_attribute(static_cast<hid_t>(id_), path_, object, name, type.id, type.id, padded.data());
+}
+
+void write_atomically(const std::string& path, const std::function<void(H5File&)>& write) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  if (!target.parent_path().empty()) {
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+  }
+  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
+  try {
+    {
+      H5File file = H5File::create(temp);
+      write(file);
+    }
+    std::error_code ec;
+    fs::rename(temp, target, ec);
+    require(!ec, "cannot move '", temp, "' to '", path, "': ", ec.message());
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove(temp, ignored);
+    throw;
+  }
+}
+
+}  // namespace mdtp

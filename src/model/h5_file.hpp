@@ -1,0 +1,56 @@
+#pragma once
+// H5File: the small HDF5 surface that checkpoints, token data and gradient dumps need — datasets
+// of reals or int32 at any path, integer/real/string attributes — with errors that name the file
+// and the object.  write_atomically() writes through a temporary file renamed into place, so an
+// existing file is never truncated by a run that fails half-way.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/tensor.hpp"
+
+namespace mdtp {
+
+class H5File {
+ public:
+  // Opens an existing HDF5 file read-only; `what` names it in errors ("checkpoint", "token data").
+  static H5File open_read(const std::string& path, const std::string& what);
+  // Creates (truncating) a file; use write_atomically() for outputs a user names.
+  static H5File create(const std::string& path);
+  H5File(H5File&& other) noexcept;
+  H5File& operator=(H5File&&) = delete;
+  H5File(const H5File&) = delete;
+  ~H5File();
+
+  const std::string& path() const { return path_; }
+  bool has(const std::string& object) const;  // "a/b/c": every link on the way exists
+  std::vector<std::string> children(const std::string& group) const;  // link names, sorted
+  Shape shape(const std::string& dataset) const;
+  bool is_real(const std::string& dataset) const;
+  bool is_integer(const std::string& dataset) const;
+  std::vector<double> read_real(const std::string& dataset) const;        // any float type
+  std::vector<std::int32_t> read_int32(const std::string& dataset) const;  // any integer type that fits
+  std::optional<std::int64_t> int_attribute(const std::string& object, const std::string& name) const;
+
+  void create_group(const std::string& group);
+  // Stored as f32 or f64 (`storage`); values are float64 in memory.
+  void write_real(const std::string& dataset, const Shape& shape, const std::vector<double>& values, DType storage);
+  void write_int32(const std::string& dataset, const Shape& shape, const std::vector<std::int32_t>& values);
+  void set_attribute(const std::string& object, const std::string& name, std::int64_t value);
+  void set_attribute(const std::string& object, const std::string& name, double value);
+  void set_attribute(const std::string& object, const std::string& name, const std::string& value);
+
+ private:
+  H5File(long long id, std::string path, std::string what) : id_(id), path_(std::move(path)), what_(std::move(what)) {}
+  long long open_dataset(const std::string& dataset) const;  // caller closes
+  long long id_ = -1;  // hid_t
+  std::string path_, what_;
+};
+
+// Runs `write` on a new file at a temporary path next to `path`, then renames it to `path`; on any
+// error the temporary file is removed and `path` is left as it was.
+void write_atomically(const std::string& path, const std::function<void(H5File&)>& write);
+
+}  // namespace mdtp

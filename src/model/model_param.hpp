@@ -1,0 +1,56 @@
+#pragma once
+// ModelParam: a Parameter as the model sees it — how it is initialised and how its stored shard
+// maps to the logical (nanoGPT, PyTorch-layout) tensor that checkpoints hold.  Three differences
+// between storage and logic are possible:
+//  - logical_columns: the fused attention weight stores its columns head-grouped (column block b
+//    of the TP split holds the Q, K and V heads of block b), so storage column c is logical
+//    column logical_columns[c].  Initial values are drawn by the LOGICAL index, so every mode and
+//    mesh starts from the same model.
+//  - logical_rows: the vocabulary-parallel embedding pads V up to a multiple of the split; rows
+//    from logical_rows on are zero padding, absent from checkpoints.
+//  - linear_weight: Linear weights are stored [in, out]; PyTorch (and checkpoints) use [out, in].
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tp/parameter.hpp"
+
+namespace mdtp {
+
+struct ModelParam {
+  Parameter* param = nullptr;
+  InitSpec init{};
+  std::vector<std::int64_t> logical_columns;  // empty: identity
+  std::int64_t logical_rows = -1;             // -1: every stored row
+  bool linear_weight = false;
+
+  const std::string& name() const { return param->name; }
+  // The full shape in the checkpoint ([out, in] for Linear weights, [V, H] for wte).
+  Shape checkpoint_shape() const;
+};
+
+// Builds a ModelParam (every field named, so call sites stay readable).
+inline ModelParam model_param(Parameter* param, InitSpec init, bool linear_weight = false,
+                              std::vector<std::int64_t> logical_columns = {}, std::int64_t logical_rows = -1) {
+  ModelParam p;
+  p.param = param;
+  p.init = init;
+  p.linear_weight = linear_weight;
+  p.logical_columns = std::move(logical_columns);
+  p.logical_rows = logical_rows;
+  return p;
+}
+
+// Writes param->value (this rank's shard) from init_value over logical indices ([in, out]
+// row-major for weights); padding rows are zero.  Gradients are zeroed.
+void initialize(const ModelParam& p, const Mesh& mesh, const Backend& backend, std::uint64_t seed);
+
+// The full logical tensor of `shard` (the parameter's value, gradient or an optimizer moment in the
+// parameter's layout), row-major in checkpoint_shape().  Collective over the "tp" group.
+std::vector<double> gather_logical(const ModelParam& p, const Tensor& shard, const Mesh& mesh, const Backend& backend);
+// The inverse: sets `shard` from the full logical tensor (every rank passes the same values); no
+// communication.
+void scatter_logical(const ModelParam& p, const std::vector<double>& full, Tensor& shard, const Mesh& mesh,
+                     const Backend& backend);
+
+}  // namespace mdtp

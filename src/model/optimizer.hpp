@@ -1,0 +1,58 @@
+#pragma once
+// Optimizers over the model's sharded parameters.  Every update is element-wise, so it runs on
+// each rank's shard unchanged in every mode; replicated shards receive identical gradients
+// (reduce_gradients made them so) and stay identical.
+//   sgd     p -= lr · c · g
+//   adamw   PyTorch AdamW (β1 0.9, β2 0.95, eps 1e-8, decoupled weight decay 0.1 on parameters
+//           of 2+ dimensions only: Parameter::decays), bias-corrected
+// where c is the clipping factor: with grad_clip > 0, c = min(1, grad_clip / (‖g‖ + 1e-6)) from
+// the global norm that counts every element once (torch.nn.utils.clip_grad_norm_).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_param.hpp"
+
+namespace mdtp {
+
+struct OptimizerConfig {
+  std::string kind = "adamw";  // "sgd" | "adamw"
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  double grad_clip = 0.0;  // 0: no clipping
+};
+
+// Throws an mdtp::Error naming an unknown kind or a value out of range.
+void validate(const OptimizerConfig& config);
+
+class Optimizer {
+ public:
+  Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
+            std::string model_parallel_group = "tp");
+  // Clips and applies one update from the (reduced) gradients; returns the global gradient norm
+  // before clipping.  Collective over the model-parallel group (the norm).
+  double step();
+
+  const OptimizerConfig& config() const { return config_; }
+  bool has_moments() const { return config_.kind == "adamw"; }
+  std::int64_t step_count() const { return steps_; }
+  void set_step_count(std::int64_t steps) { steps_ = steps; }
+  const std::vector<ModelParam>& parameters() const { return params_; }
+  // AdamW's first and second moments of parameter i, in the parameter's layout.
+  Tensor& exp_avg(std::size_t i) { return exp_avg_.at(i); }
+  Tensor& exp_avg_sq(std::size_t i) { return exp_avg_sq_.at(i); }
+
+ private:
+  OptimizerConfig config_;
+  std::vector<ModelParam> params_;
+  const Mesh& mesh_;
+  const Backend& backend_;
+  std::string group_;
+  std::int64_t steps_ = 0;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+};
+
+}  // namespace mdtp

@@ -1,0 +1,115 @@
+#include "model/token_data.hpp"
+
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "model/h5_file.hpp"
+
+namespace mdtp {
+
+TokenData read_token_file(const std::string& path) {
+  H5File file = H5File::open_read(path, "token data");
+  TokenData data;
+  data.source = path;
+  for (const char* name : {"inputs", "targets"}) {
+    require(file.has(name), "token data file '", path, "' has no dataset '", name, "' (expected int32 [N, T])");
+    const Shape shape = file.shape(name);
+    require(shape.size() == 2, "token data file '", path, "': dataset '", name, "' has rank ", shape.size(),
+            " (shape ", shape_string(shape), "); expected [N, T]");
+    if (data.rows == 0 && data.seq == 0) {
+      data.rows = shape[0];
+      data.seq = shape[1];
+    }
+    require(shape[0] == data.rows && shape[1] == data.seq, "token data file '", path, "': inputs is [", data.rows,
+            ", ", data.seq, "] but targets is ", shape_string(shape));
+  }
+  data.inputs = file.read_int32("inputs");
+  data.targets = file.read_int32("targets");
+  if (auto v = file.int_attribute("/", "vocab_size")) {
+    data.vocab_size = *v;
+  } else {
+    std::int32_t top = -1;
+    for (auto ids : {std::span<const std::int32_t>(data.inputs), std::span<const std::int32_t>(data.targets)})
+      for (std::int32_t id : ids) top = std::max(top, id);
+    data.vocab_size = static_cast<std::int64_t>(top) + 1;
+  }
+  return data;
+}
+
+TokenData text_corpus_tokens(const std::string& path, std::int64_t seq) {
+  require(seq > 0, "the sequence length must be positive; got ", seq);
+  std::ifstream in(path, std::ios::binary);
+  require(in.good(), "cannot read the text corpus '", path, "'");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  std::array<std::int32_t, 256> id{};
+  id.fill(-1);
+  for (unsigned char c : text) id[c] = 0;
+  std::int32_t next = 0;
+  for (auto& v : id)
+    if (v == 0) v = next++;
+  TokenData data;
+  data.source = path;
+  data.seq = seq;
+  data.vocab_size = next;
+  data.rows = text.size() > 0 ? static_cast<std::int64_t>(text.size() - 1) / seq : 0;
+  for (std::int64_t r = 0; r < data.rows; ++r)
+    for (std::int64_t t = 0; t < seq; ++t) {
+      data.inputs.push_back(id[static_cast<unsigned char>(text[static_cast<std::size_t>(r * seq + t)])]);
+      data.targets.push_back(id[static_cast<unsigned char>(text[static_cast<std::size_t>(r * seq + t + 1)])]);
+    }
+  return data;
+}
+
+void write_token_file(const std::string& path, const TokenData& data) {
+  write_atomically(path, [&](H5File& file) {
+    file.write_int32("inputs", {data.rows, data.seq}, data.inputs);
+    file.write_int32("targets", {data.rows, data.seq}, data.targets);
+    file.set_attribute("/", "vocab_size", data.vocab_size);
+  });
+}
+
+std::string find_default_corpus() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> tried{fs::current_path() / "data" / "corpus.txt"};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path())
+      tried.push_back(dir / "data" / "corpus.txt");
+  for (const auto& p : tried)
+    if (fs::exists(p)) return p.string();
+  std::string where;
+  for (const auto& p : tried) where += "\n  " + p.string();
+  throw_error("no --data given and the shipped corpus data/corpus.txt was not found; looked in:", where);
+}
+
+void check_token_data(const TokenData& data, std::int64_t vocab_size, std::int64_t seq, std::int64_t batch) {
+  require(data.seq == seq, "token data '", data.source, "' has rows of T=", data.seq, " tokens but the model's block size is ",
+          seq);
+  require(data.rows >= batch, "token data '", data.source, "' has ", data.rows, " rows; one global batch needs ", batch);
+  for (const auto* ids : {&data.inputs, &data.targets})
+    for (std::size_t i = 0; i < ids->size(); ++i)
+      require((*ids)[i] >= 0 && (*ids)[i] < vocab_size, "token data '", data.source, "': ",
+              ids == &data.inputs ? "inputs" : "targets", "[", static_cast<std::int64_t>(i) / seq, ", ",
+              static_cast<std::int64_t>(i) % seq, "] = ", (*ids)[i], " is outside the vocabulary [0, ", vocab_size, ")");
+}
+
+TokenRows batch_rows(const TokenData& data, std::int64_t position, std::int64_t first, std::int64_t count) {
+  TokenRows rows;
+  for (std::int64_t r = 0; r < count; ++r) {
+    const std::int64_t row = (position + first + r) % data.rows;
+    const auto begin = static_cast<std::size_t>(row * data.seq), end = begin + static_cast<std::size_t>(data.seq);
+    rows.inputs.insert(rows.inputs.end(), data.inputs.begin() + begin, data.inputs.begin() + end);
+    rows.targets.insert(rows.targets.end(), data.targets.begin() + begin, data.targets.begin() + end);
+  }
+  return rows;
+}
+
+}  // namespace mdtp

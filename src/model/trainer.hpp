@@ -1,0 +1,58 @@
+#pragma once
+// The training loop behind `mdtp train`: resolves the configuration (command line, checkpoint,
+// data) identically on every rank, builds the mesh, mode, GPT model and optimizer, runs the steps
+// and writes what was asked for (checkpoint, gradient dump, results).  Everything a run can refuse
+// (options, checkpoint, data) is refused on every rank before the first collective.
+#include <mpi.h>
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "model/checkpoint.hpp"
+
+namespace mdtp {
+
+struct TrainConfig {
+  std::string tp_mode = "none";  // none | 1d | 1d-sp | 2d | 2.5d | 3d; dp = world / tp
+  int tp = 1;
+  int tp_depth = 1;
+  // Model shape; 0 = from the checkpoint (--init-from), else the data (vocab, T of HDF5 data), else
+  // the defaults of kDefaultModel.  A value given together with a checkpoint must match it.
+  GptConfig model{};
+  std::int64_t batch = 8;  // global, in sequences
+  std::int64_t steps = 10;
+  OptimizerConfig optimizer{};
+  DType dtype = DType::f32;
+  std::uint64_t seed = 1234;
+  std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
+  std::string init_from;   // checkpoint to start from
+  std::string save;        // checkpoint to write after the last step
+  std::string dump_grads;  // gradients of this run's first step
+  std::string out;         // results file (a /runs/<n>-train group is appended)
+  std::string command_line;
+};
+
+// Defaults for an unspecified model shape (a small character-level GPT).
+inline constexpr GptConfig kDefaultModel{0, 2, 4, 64, 32};
+
+struct StepRecord {
+  std::int64_t step = 0;  // 1-based, counting the checkpoint's steps
+  double loss = 0.0;
+  double grad_norm = 0.0;
+  double seconds = 0.0;  // slowest rank
+  double tokens_per_second = 0.0;
+};
+
+struct TrainResult {
+  GptConfig model;
+  int dp = 1;
+  std::vector<StepRecord> steps;
+  TrainingState state;  // after the last step
+};
+
+// Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.
+TrainResult train(const TrainConfig& config, MPI_Comm world, std::ostream* progress = nullptr);
+
+}  // namespace mdtp

@@ -1,0 +1,27 @@
+#pragma once
+// What every tensor-parallel layer is built with: the mesh (its communicators), the backend (its
+// compute and memory accounting), the element type and the initialisation seed.  Passed to
+// constructors, never held in a global.
+#include <cstdint>
+
+#include "core/backend.hpp"
+
+namespace mdtp {
+
+class Mesh;
+
+struct TpOptions {
+  // 3D Linear: keep the all-gathered X and W for backward (fewer collectives, q× activation
+  // memory) instead of keeping only the shards and gathering them again in backward.
+  bool keep_gathered_3d = false;
+};
+
+struct TpContext {
+  const Mesh& mesh;
+  const Backend& backend;
+  DType dtype = DType::f64;
+  std::uint64_t seed = 1234;
+  TpOptions options{};
+};
+
+}  // namespace mdtp

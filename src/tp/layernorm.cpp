@@ -1,0 +1,65 @@
+#include "tp/layernorm.hpp"
+
+#include "mesh/mesh.hpp"
+#include "tp/linear.hpp"
+
+namespace mdtp {
+
+LayerNorm::LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden, Layout layout,
+                     const std::vector<std::string>& tp_axes, double eps)
+    : ctx_(ctx), name_(std::move(name)), hidden_(hidden), layout_(std::move(layout)), eps_(eps) {
+  require(layout_.col_groups.size() <= 1, name_, ": LayerNorm needs the hidden dimension split over at most one group; layout ",
+          layout_.name, " splits it over ", layout_.col_groups.size());
+  hidden_group_ = layout_.col_groups.empty() ? "" : layout_.col_groups.front();
+  std::string replicated = complement_group(tp_axes, layout_.col_groups);
+  std::string partial = spanning_group(layout_.row_groups);
+  for (Parameter* p : {&gamma_, &beta_}) {
+    p->full_shape = {hidden_};
+    p->layout = Layout{layout_.name + ".ln", {}, layout_.col_groups};
+    if (!replicated.empty()) p->replicated_over = {replicated};
+    if (!partial.empty()) p->partial_grad_over = {partial};
+  }
+  gamma_.name = name_ + ".weight";
+  beta_.name = name_ + ".bias";
+  materialize(gamma_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{InitSpec::Kind::constant, 0.0, 1.0});
+  materialize(beta_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
+}
+
+Tensor LayerNorm::forward(const Tensor& x) {
+  const std::int64_t local_cols = gamma_.value.numel();
+  require(x.ndim() == 2 && x.cols() == local_cols, name_, ": input shard has shape ", shape_string(x.shape()),
+          "; expected [rows, ", local_cols, "] in layout ", layout_.name);
+  const Backend& be = ctx_.backend;
+  const std::int64_t rows = x.rows();
+  Tensor local = be.empty({rows, 2}, DType::f64, MemCategory::activations);
+  be.row_mean_m2(x, local);
+  int parts = 1;
+  Tensor stacked = local;
+  if (!hidden_group_.empty() && ctx_.mesh.comm(hidden_group_).size() > 1) {
+    Communicator& comm = ctx_.mesh.comm(hidden_group_);
+    parts = comm.size();
+    stacked = be.empty({rows * parts, 2}, DType::f64, MemCategory::communication);
+    comm.all_gather(local, stacked);
+  }
+  mean_rstd_ = be.empty({rows, 2}, DType::f64, MemCategory::activations);
+  be.merge_row_stats(stacked, parts, local_cols, eps_, mean_rstd_);
+  xhat_ = be.empty(x.shape(), x.dtype(), MemCategory::activations);
+  Tensor y = be.empty(x.shape(), x.dtype(), MemCategory::activations);
+  be.layernorm_apply(x, mean_rstd_, gamma_.value, beta_.value, xhat_, y);
+  return y;
+}
+
+Tensor LayerNorm::backward(const Tensor& dy) {
+  require(xhat_.defined(), name_, ": backward called before forward");
+  require_shape(dy, xhat_.shape(), (name_ + " output gradient").c_str());
+  const Backend& be = ctx_.backend;
+  Tensor sums = be.empty({dy.rows(), 2}, DType::f64, MemCategory::activations);
+  be.layernorm_backward_sums(dy, xhat_, gamma_.value, sums);
+  if (!hidden_group_.empty() && ctx_.mesh.comm(hidden_group_).size() > 1)
+    ctx_.mesh.comm(hidden_group_).all_reduce(sums);
+  Tensor dx = be.empty(dy.shape(), dy.dtype(), MemCategory::activations);
+  be.layernorm_backward(dy, xhat_, gamma_.value, mean_rstd_, sums, hidden_, dx, gamma_.grad, beta_.grad);
+  return dx;
+}
+
+}  // namespace mdtp

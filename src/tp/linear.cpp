@@ -1,0 +1,75 @@
+#include "tp/linear.hpp"
+
+#include <algorithm>
+
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+
+std::string complement_group(const std::vector<std::string>& all, const std::vector<std::string>& used) {
+  std::vector<std::string> rest;
+  for (const auto& g : all)
+    if (std::find(used.begin(), used.end(), g) == used.end()) rest.push_back(g);
+  return spanning_group(rest);
+}
+
+namespace {
+std::vector<std::string> as_list(const std::string& group) {
+  return group.empty() ? std::vector<std::string>{} : std::vector<std::string>{group};
+}
+}  // namespace
+
+LinearBase::LinearBase(const TpContext& ctx, LinearSpec spec, Layout input_layout, Layout output_layout,
+                       Layout weight_layout, const std::vector<std::string>& tp_axes,
+                       std::vector<std::string> weight_partial_over)
+    : ctx_(ctx), spec_(std::move(spec)), input_layout_(std::move(input_layout)),
+      output_layout_(std::move(output_layout)) {
+  require(spec_.in_features > 0 && spec_.out_features > 0, spec_.name, ": features must be positive; got in=",
+          spec_.in_features, " out=", spec_.out_features);
+  std::vector<std::string> weight_axes = weight_layout.row_groups;
+  weight_axes.insert(weight_axes.end(), weight_layout.col_groups.begin(), weight_layout.col_groups.end());
+  weight_.name = spec_.name + ".weight";
+  weight_.full_shape = {spec_.in_features, spec_.out_features};
+  weight_.layout = std::move(weight_layout);
+  weight_.replicated_over = as_list(complement_group(tp_axes, weight_axes));
+  weight_.partial_grad_over = std::move(weight_partial_over);
+  weight_.decays = true;
+  materialize(weight_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, spec_.weight_init);
+  if (spec_.bias) {
+    bias_.name = spec_.name + ".bias";
+    bias_.full_shape = {spec_.out_features};
+    bias_.layout = Layout{output_layout_.name + ".bias", {}, output_layout_.col_groups};
+    bias_.replicated_over = as_list(complement_group(tp_axes, output_layout_.col_groups));
+    bias_.partial_grad_over = as_list(spanning_group(output_layout_.row_groups));
+    materialize(bias_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, spec_.bias_init);
+  }
+  expected_in_cols_ = shard_block(input_layout_, ctx_.mesh, full_rows(input_layout_, ctx_.mesh, 1),
+                                  spec_.in_features, spec_.name + " input").cols;
+  expected_out_cols_ = shard_block(output_layout_, ctx_.mesh, full_rows(output_layout_, ctx_.mesh, 1),
+                                   spec_.out_features, spec_.name + " output").cols;
+}
+
+Tensor LinearBase::forward(const Tensor& x) {
+  require(x.ndim() == 2 && x.cols() == expected_in_cols_, spec_.name, ": input shard has shape ",
+          shape_string(x.shape()), "; expected [rows, ", expected_in_cols_, "] in layout ", input_layout_.name);
+  last_rows_ = x.rows();
+  Tensor y = matmul_forward(x);
+  if (spec_.bias) ctx_.backend.add_row_vector(y, bias_.value);
+  return y;
+}
+
+Tensor LinearBase::backward(const Tensor& dy) {
+  require(last_rows_ >= 0, spec_.name, ": backward called before forward");
+  require(dy.ndim() == 2 && dy.cols() == expected_out_cols_, spec_.name, ": output-gradient shard has shape ",
+          shape_string(dy.shape()), "; expected [rows, ", expected_out_cols_, "] in layout ", output_layout_.name);
+  if (spec_.bias) ctx_.backend.column_sums(dy, bias_.grad, 1.0);
+  return matmul_backward(dy);
+}
+
+std::vector<Parameter*> LinearBase::parameters() {
+  std::vector<Parameter*> ps{&weight_};
+  if (spec_.bias) ps.push_back(&bias_);
+  return ps;
+}
+
+}  // namespace mdtp

@@ -1,0 +1,57 @@
+#pragma once
+// Parameter: a trainable tensor as every mode shares it.  It carries its logical name and full
+// shape, its layout (so optimizers, ZeRO and checkpoints never care about the mode), and two lists
+// of mesh groups:
+//  - replicated_over: groups over which the value is identical (a global norm counts it once);
+//  - partial_grad_over: groups over which backward leaves *partial* gradients that must be summed
+//    (e.g. 2.5D weights over tp.dep, LayerNorm γ in 2D over tp.col).  A replicated parameter whose
+//    gradient is computed from replicated data (a 1D row-parallel bias) is not partial.
+// Linear weights are stored in compute orientation [in, out] (Y = X·W); checkpoints transpose to
+// PyTorch's [out, in].
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tp/layout.hpp"
+
+namespace mdtp {
+
+struct Parameter {
+  std::string name;
+  Shape full_shape;  // [in, out] for a weight, [n] for a bias or a LayerNorm parameter
+  Layout layout;     // a 1-D parameter uses the column groups only
+  Tensor value;
+  Tensor grad;
+  std::vector<std::string> replicated_over;
+  std::vector<std::string> partial_grad_over;
+  bool decays = false;  // weight decay applies (weights of 2+ dimensions)
+};
+
+// How initial values are drawn.  Values depend on (seed, name, global element index) only, so a
+// parameter starts identical in every mode and on every mesh.
+struct InitSpec {
+  enum class Kind { normal, constant } kind = Kind::normal;
+  double std = 0.02;
+  double value = 0.0;
+};
+
+// The value of the full tensor's element `flat_index` (row-major over full_shape).
+double init_value(std::uint64_t seed, const std::string& name, std::int64_t flat_index, const InitSpec& init);
+
+// Allocates value (initialised) and grad (zeros) of this rank's shard.
+void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,
+                 const InitSpec& init);
+
+// Sums partial gradients over each parameter's partial_grad_over groups (one all-reduce each),
+// then, when `data_parallel_group` is not empty, over that group too.
+void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
+                      const std::string& data_parallel_group = "");
+
+void zero_gradients(const std::vector<Parameter*>& params, const Backend& backend);
+
+// Global ‖grad‖₂ over all parameters of the model, each element counted once: local squares,
+// divided by the replication count, all-reduced over the whole model-parallel world given.
+double global_grad_norm(const std::vector<Parameter*>& params, const Mesh& mesh, const Backend& backend,
+                        const std::string& model_parallel_group = "tp");
+
+}  // namespace mdtp

@@ -1,0 +1,71 @@
+# Experiment drivers (src/bench, `mdtp calibrate`, `mdtp bench`, experiments/analysis).
+#  - bench_units: the drivers' pure pieces (mesh choice per mode, α-β fit, timed backend) and the
+#    layer runner on 1 and 4 ranks, measured bytes equal to the model's;
+#  - the `mdtp` program end to end, under mpiexec, into a fresh directory of the build tree:
+#    calibrate on 2 ranks (tiny sweep), bench on 4 ranks twice into one file (appending; the
+#    second run using the calibration), then a Python check of the file with h5py and of
+#    report.py's PNGs and summary.md;
+#  - the refusal of an oversubscribed calibration (exit 2, clear message, no file).
+mdtp_add_mpi_test(bench_units SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_units.cpp RANKS 1 4 8 LABELS bench)
+
+# A python3 that imports h5py, numpy and matplotlib: Debian's first (a pyenv python3 earlier on
+# PATH usually lacks h5py).
+find_program(MDTP_ANY_PYTHON NAMES python3)
+if(NOT MDTP_ANALYSIS_PYTHON)
+  set(_mdtp_candidates "")
+  if(EXISTS /usr/bin/python3)
+    list(APPEND _mdtp_candidates /usr/bin/python3)
+  endif()
+  if(MDTP_ANY_PYTHON)
+    list(APPEND _mdtp_candidates ${MDTP_ANY_PYTHON})
+  endif()
+  foreach(candidate IN LISTS _mdtp_candidates)
+    execute_process(COMMAND ${candidate} -c "import h5py, numpy, matplotlib" RESULT_VARIABLE _mdtp_py_rc
+                    OUTPUT_QUIET ERROR_QUIET)
+    if(_mdtp_py_rc EQUAL 0)
+      set(MDTP_ANALYSIS_PYTHON ${candidate} CACHE FILEPATH "python3 with h5py, numpy and matplotlib (analysis tests)")
+      break()
+    endif()
+  endforeach()
+endif()
+
+set(_bench_dir ${CMAKE_BINARY_DIR}/test-bench)
+set(_mdtp_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
+set(_tiny --batch 2 --seq 8 --hidden 16 --ffn 32 --warmup 1 --reps 2 --out ${_bench_dir}/bench.h5)
+
+add_test(NAME bench_prepare COMMAND ${CMAKE_COMMAND} -E rm -rf ${_bench_dir})
+set_tests_properties(bench_prepare PROPERTIES FIXTURES_SETUP bench_dir LABELS bench)
+
+add_test(NAME calibrate_np2
+         COMMAND ${_mdtp_run} 2 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mdtp> calibrate
+                 --max-bytes 4K --iters 3 --warmup 1 --out ${_bench_dir}/calibration.h5)
+add_test(NAME bench_np4_first
+         COMMAND ${_mdtp_run} 4 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mdtp> bench --modes all ${_tiny})
+add_test(NAME bench_np4_append
+         COMMAND ${_mdtp_run} 4 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mdtp> bench --modes all ${_tiny}
+                 --calibration ${_bench_dir}/calibration.h5)
+set_tests_properties(calibrate_np2 PROPERTIES FIXTURES_REQUIRED bench_dir FIXTURES_SETUP bench_calibration)
+set_tests_properties(bench_np4_first PROPERTIES FIXTURES_REQUIRED bench_dir FIXTURES_SETUP bench_runs)
+set_tests_properties(bench_np4_append PROPERTIES FIXTURES_REQUIRED "bench_dir;bench_calibration"
+                     FIXTURES_SETUP bench_runs DEPENDS bench_np4_first)
+set_tests_properties(calibrate_np2 bench_np4_first bench_np4_append PROPERTIES LABELS "bench;mpi" TIMEOUT 600
+                     PROCESSORS 1)
+
+if(MDTP_ANALYSIS_PYTHON)
+  add_test(NAME bench_results_check
+           COMMAND ${MDTP_ANALYSIS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_bench_results.py
+                   --bench ${_bench_dir}/bench.h5 --calibration ${_bench_dir}/calibration.h5
+                   --report ${CMAKE_SOURCE_DIR}/experiments/analysis/report.py --out ${_bench_dir}/report
+                   --batches 2 --modes 1d,1d-sp,2d,2.5d)
+  set_tests_properties(bench_results_check PROPERTIES FIXTURES_REQUIRED "bench_runs;bench_calibration"
+                       DEPENDS "bench_np4_append;calibrate_np2" LABELS bench)
+else()
+  message(STATUS "mdtp: no python3 with h5py/numpy/matplotlib: bench_results_check is not registered")
+endif()
+
+if(MDTP_ANY_PYTHON)
+  add_test(NAME calibrate_refuses_oversubscribed
+           COMMAND ${MDTP_ANY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_calibrate_refusal.py
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --mdtp $<TARGET_FILE:mdtp> --dir ${_bench_dir}/refused)
+  set_tests_properties(calibrate_refuses_oversubscribed PROPERTIES FIXTURES_REQUIRED bench_dir LABELS "bench;mpi")
+endif()

@@ -1,0 +1,300 @@
+// Every MPI collective, blocking and non-blocking, against a serial computation of its result on
+// sub-groups of several shapes.  Groups are created once per test case: on an oversubscribed
+// node each MPI_Comm_split spins for a good fraction of a second at 27 ranks.
+// Roots, shapes, dtypes and blocking/non-blocking rotate together over the cases, so that every
+// root and every combination's parts are covered without multiplying the run time.
+#include <catch2/catch.hpp>
+
+#include "comm_test_groups.hpp"
+
+using namespace mdtp;
+using namespace mdtp::test;
+
+namespace {
+
+constexpr double kSentinel = -9999.0;
+const DType kDTypes[] = {DType::f64, DType::f32};
+const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::max, ReduceOp::min};
+
+Tensor make(const Backend& b, const std::vector<double>& v, const Shape& shape, DType dtype) {
+  return b.from_f64(v, shape, dtype, MemCategory::communication);
+}
+
+Tensor filled(const Backend& b, const Shape& shape, DType dtype, double x) {
+  return make(b, std::vector<double>(static_cast<std::size_t>(shape_numel(shape)), x), shape, dtype);
+}
+
+double combine(ReduceOp op, double a, double b) {
+  switch (op) {
+    case ReduceOp::sum: return a + b;
+    case ReduceOp::max: return std::max(a, b);
+    case ReduceOp::min: return std::min(a, b);
+  }
+  return 0;
+}
+
+// Elementwise `op` over the group members' values of elements [offset, offset + n).
+std::vector<double> reduce_over(const std::vector<int>& ranks, std::int64_t offset, std::int64_t n,
+                                ReduceOp op) {
+  std::vector<double> out = values(ranks.front(), offset, n);
+  for (std::size_t k = 1; k < ranks.size(); ++k) {
+    auto v = values(ranks[k], offset, n);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = combine(op, out[i], v[i]);
+  }
+  return out;
+}
+
+int group_rank_of(const TestGroup& g) {
+  auto it = std::find(g.members.begin(), g.members.end(), world_rank());
+  return static_cast<int>(it - g.members.begin());
+}
+
+void check_all_reduce(const Backend& b, TestGroup& g) {
+  const Shape shapes[] = {{7, 5}, {1}, {0, 3}};
+  int shape_i = 0;
+  for (const auto& shape : shapes) {
+    int op_i = 0;
+    for (ReduceOp op : kOps) {
+      for (DType dtype : kDTypes) {
+        bool nonblocking = (shape_i + op_i) % 2 == 1;
+        INFO("all_reduce " << reduce_op_name(op) << " " << shape_string(shape) << " " << dtype_name(dtype)
+                           << (nonblocking ? " non-blocking" : " blocking"));
+        auto n = shape_numel(shape);
+        Tensor t = make(b, values(world_rank(), 0, n), shape, dtype);
+        if (nonblocking) {
+          CommHandle h = g.comm->iall_reduce(t, op);
+          h.wait();
+        } else {
+          g.comm->all_reduce(t, op);
+        }
+        check_values(b.to_f64(t), reduce_over(g.members, 0, n, op));
+      }
+      ++op_i;
+    }
+    ++shape_i;
+  }
+}
+
+void check_all_gather(const Backend& b, TestGroup& g) {
+  const Shape shard_shapes[] = {{7, 5}, {1, 5}, {0, 5}, {2, 3, 2}};
+  const int size = g.comm->size(), me = group_rank_of(g);
+  int case_i = 0;
+  for (const auto& shard_shape : shard_shapes) {
+    for (DType dtype : kDTypes) {
+      for (bool in_place : {false, true}) {
+        bool nonblocking = case_i++ % 3 == 1;
+        INFO("all_gather shard " << shape_string(shard_shape) << " " << dtype_name(dtype)
+                                 << (in_place ? " in place" : "") << (nonblocking ? " non-blocking" : " blocking"));
+        const auto n = shape_numel(shard_shape);
+        Shape full_shape = shard_shape;
+        full_shape[0] *= size;
+        std::vector<double> expected;
+        for (int r : g.members) {
+          auto v = values(r, 0, n);
+          expected.insert(expected.end(), v.begin(), v.end());
+        }
+        Tensor gathered = filled(b, full_shape, dtype, kSentinel);
+        Tensor shard;
+        if (in_place) {
+          shard = gathered.row_slice(shard_shape[0] * me, shard_shape[0] * (me + 1));
+          b.assign_f64(shard, values(world_rank(), 0, n));
+        } else {
+          shard = make(b, values(world_rank(), 0, n), shard_shape, dtype);
+        }
+        if (nonblocking) {
+          CommHandle h = g.comm->iall_gather(shard, gathered);
+          h.wait();
+        } else {
+          g.comm->all_gather(shard, gathered);
+        }
+        check_values(b.to_f64(gathered), expected);
+      }
+    }
+  }
+}
+
+void check_reduce_scatter(const Backend& b, TestGroup& g) {
+  const Shape shard_shapes[] = {{7, 5}, {1, 5}, {0, 5}};
+  const int size = g.comm->size(), me = group_rank_of(g);
+  int case_i = 0;
+  for (const auto& shard_shape : shard_shapes) {
+    for (ReduceOp op : kOps) {
+      for (DType dtype : kDTypes) {
+        bool nonblocking = case_i++ % 3 != 0;
+        INFO("reduce_scatter " << reduce_op_name(op) << " shard " << shape_string(shard_shape) << " "
+                               << dtype_name(dtype) << (nonblocking ? " non-blocking" : " blocking"));
+        const auto n = shape_numel(shard_shape);
+        Shape full_shape = shard_shape;
+        full_shape[0] *= size;
+        Tensor full = make(b, values(world_rank(), 0, n * size), full_shape, dtype);
+        Tensor shard = filled(b, shard_shape, dtype, kSentinel);
+        if (nonblocking) {
+          CommHandle h = g.comm->ireduce_scatter(full, shard, op);
+          h.wait();
+        } else {
+          g.comm->reduce_scatter(full, shard, op);
+        }
+        check_values(b.to_f64(shard), reduce_over(g.members, n * me, n, op));
+      }
+    }
+  }
+}
+
+void check_broadcast(const Backend& b, TestGroup& g) {
+  const Shape shapes[] = {{7, 5}, {1}, {0, 4}};
+  const int me = group_rank_of(g);
+  for (int root = 0; root < g.comm->size(); ++root) {
+    for (int k = 0; k < 2; ++k) {
+      const Shape& shape = shapes[(root + k) % 3];
+      DType dtype = kDTypes[(root + k) % 2];
+      bool nonblocking = k == 1;
+      INFO("broadcast root " << root << " " << shape_string(shape) << " " << dtype_name(dtype)
+                             << (nonblocking ? " non-blocking" : " blocking"));
+      const auto n = shape_numel(shape);
+      const int root_world = g.members[static_cast<std::size_t>(root)];
+      Tensor t = me == root ? make(b, values(root_world, 0, n), shape, dtype) : filled(b, shape, dtype, kSentinel);
+      if (nonblocking) {
+        CommHandle h = g.comm->ibroadcast(t, root);
+        h.wait();
+      } else {
+        g.comm->broadcast(t, root);
+      }
+      check_values(b.to_f64(t), values(root_world, 0, n));
+    }
+  }
+}
+
+void check_reduce(const Backend& b, TestGroup& g) {
+  const Shape shapes[] = {{7, 5}, {1}, {0, 4}};
+  const int me = group_rank_of(g);
+  for (int root = 0; root < g.comm->size(); ++root) {
+    for (int k = 0; k < 2; ++k) {
+      const Shape& shape = shapes[(root + k) % 3];
+      DType dtype = kDTypes[(root + k + 1) % 2];
+      ReduceOp op = kOps[(root + k) % 3];
+      bool nonblocking = k == 1;
+      bool in_place = (root + k) % 4 == 3;
+      INFO("reduce root " << root << " " << reduce_op_name(op) << " " << shape_string(shape) << " "
+                          << dtype_name(dtype) << (in_place ? " in place" : "")
+                          << (nonblocking ? " non-blocking" : " blocking"));
+      const auto n = shape_numel(shape);
+      Tensor in = make(b, values(world_rank(), 0, n), shape, dtype);
+      Tensor out;  // undefined on non-roots when k == 0
+      if (me == root) out = in_place ? in : filled(b, shape, dtype, kSentinel);
+      else if (k == 1) out = filled(b, shape, dtype, kSentinel);
+      if (nonblocking) {
+        CommHandle h = g.comm->ireduce(in, out, root, op);
+        h.wait();
+      } else {
+        g.comm->reduce(in, out, root, op);
+      }
+      if (me == root) check_values(b.to_f64(out), reduce_over(g.members, 0, n, op));
+      else if (out.defined()) check_values(b.to_f64(out), std::vector<double>(static_cast<std::size_t>(n), kSentinel));
+    }
+  }
+}
+
+void check_point_to_point(const Backend& b, TestGroup& g) {
+  const int size = g.comm->size(), me = group_rank_of(g);
+  const Shape shapes[] = {{7, 5}, {1}, {0, 2}};
+  // Ring shifts by every distance: each ordered pair of peers exchanges exactly once.
+  for (int shift = 1; shift < size; ++shift) {
+    const Shape& shape = shapes[shift % 3];
+    DType dtype = kDTypes[shift % 2];
+    const int dst = (me + shift) % size, src = (me - shift + size) % size;
+    const auto n = shape_numel(shape);
+    INFO("shift " << shift << " dst " << dst << " src " << src << " " << shape_string(shape) << " " << dtype_name(dtype));
+    Tensor out = make(b, values(world_rank(), 1000 * shift, n), shape, dtype);
+    Tensor in = filled(b, shape, dtype, kSentinel);
+    if (shift % 2 == 1) {
+      g.comm->sendrecv(out, dst, in, src, shift);
+    } else {
+      CommHandle r = g.comm->irecv(in, src, shift);
+      CommHandle s = g.comm->isend(out, dst, shift);
+      s.wait();
+      r.wait();
+    }
+    check_values(b.to_f64(in), values(g.members[static_cast<std::size_t>(src)], 1000 * shift, n));
+  }
+  // Blocking send/recv between neighbours (0<->1, 2<->3, ...), two tags received in the opposite
+  // order to the one they were sent in.
+  const int partner = me ^ 1;
+  if (partner >= size) return;
+  const Shape shape{3, 7};
+  Tensor first = make(b, values(world_rank(), 0, 21), shape, DType::f64);
+  Tensor second = make(b, values(world_rank(), 100, 21), shape, DType::f64);
+  Tensor got_first = filled(b, shape, DType::f64, kSentinel), got_second = filled(b, shape, DType::f64, kSentinel);
+  if (me % 2 == 0) {
+    g.comm->send(first, partner, 1);
+    g.comm->send(second, partner, 2);
+    g.comm->recv(got_first, partner, 1);
+    g.comm->recv(got_second, partner, 2);
+  } else {
+    CommHandle h2 = g.comm->irecv(got_second, partner, 2);
+    CommHandle h1 = g.comm->irecv(got_first, partner, 1);
+    h2.wait();
+    h1.wait();
+    g.comm->send(first, partner, 1);
+    g.comm->send(second, partner, 2);
+  }
+  const int partner_world = g.members[static_cast<std::size_t>(partner)];
+  check_values(b.to_f64(got_first), values(partner_world, 0, 21));
+  check_values(b.to_f64(got_second), values(partner_world, 100, 21));
+}
+
+// Several operations in flight on one communicator, waited in the reverse order of issue.
+void check_overlapped(const Backend& b, TestGroup& g) {
+  const int size = g.comm->size(), me = group_rank_of(g), last = size - 1;
+  Tensor sum = make(b, values(world_rank(), 0, 35), {7, 5}, DType::f64);
+  Tensor shard = make(b, values(world_rank(), 0, 10), {2, 5}, DType::f32);
+  Tensor gathered = filled(b, {2 * size, 5}, DType::f32, kSentinel);
+  Tensor bcast = me == last ? make(b, values(g.members.back(), 7, 9), {9}, DType::f64) : filled(b, {9}, DType::f64, kSentinel);
+  Tensor full = make(b, values(world_rank(), 0, 3 * size), {3 * size}, DType::f64);
+  Tensor part = filled(b, {3}, DType::f64, kSentinel);
+  {
+    CommHandle h1 = g.comm->iall_reduce(sum, ReduceOp::sum);
+    CommHandle h2 = g.comm->iall_gather(shard, gathered);
+    CommHandle h3 = g.comm->ibroadcast(bcast, last);
+    CommHandle h4 = g.comm->ireduce_scatter(full, part, ReduceOp::max);
+    // h4 is polled to completion; the rest are waited on, last issued first.
+    while (!h4.test()) {
+    }
+    CHECK_FALSE(h4.active());
+    h3.wait();
+    h2.wait();
+    // h1 completes in its destructor.
+  }
+  check_values(b.to_f64(sum), reduce_over(g.members, 0, 35, ReduceOp::sum));
+  std::vector<double> expected;
+  for (int r : g.members) {
+    auto v = values(r, 0, 10);
+    expected.insert(expected.end(), v.begin(), v.end());
+  }
+  check_values(b.to_f64(gathered), expected);
+  check_values(b.to_f64(bcast), values(g.members.back(), 7, 9));
+  check_values(b.to_f64(part), reduce_over(g.members, 3 * me, 3, ReduceOp::max));
+}
+
+}  // namespace
+
+TEST_CASE("MPI collectives match a serial computation on groups of several shapes", "[comm][mpi]") {
+  auto backend = make_host_backend();
+  const WaitPolicy policy = test_wait_policy();
+  auto groups = make_groups(nullptr, policy);
+  for (auto& g : groups) {
+    INFO("group " << g.spec.name << " of size " << g.members.size() << " at world rank " << world_rank());
+    CHECK(g.comm->world_ranks() == g.members);
+    CHECK(g.comm->size() == static_cast<int>(g.members.size()));
+    CHECK(g.comm->rank() == group_rank_of(g));
+    CHECK(std::string(g.comm->backend_name()) == "mpi");
+    CHECK(g.comm->name() == g.spec.name);
+    check_all_reduce(*backend, g);
+    check_all_gather(*backend, g);
+    check_reduce_scatter(*backend, g);
+    check_broadcast(*backend, g);
+    check_reduce(*backend, g);
+    check_point_to_point(*backend, g);
+    check_overlapped(*backend, g);
+    g.comm->barrier();
+  }
+}

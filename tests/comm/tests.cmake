@@ -1,0 +1,10 @@
+# Comm layer: ledger and validation (no MPI traffic), the MPI communicator against serial
+# results on sub-groups of several shapes, wait policy, cross-rank ledger statistics.
+# test_comm "[.bench]" times a small all-reduce under each wait policy (not run by ctest).
+mdtp_add_mpi_test(comm
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ledger.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_mpi_collectives.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_mpi_ledger.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_comm_bench.cpp
+  RANKS 1 2 3 4 8 27
+  LIBS mdtp_comm)

@@ -1,0 +1,339 @@
+// The tensor-parallel layers on the GPU: the checks of tests/tp/test_tp_layers.cpp with a
+// CudaBackend and the device communicators.  Every mode against the serial float64 reference
+// (tests/tp/reference.hpp) — a chain of three Linears (3D parity), LayerNorm and the MLP, forward
+// output and every gradient, non-square sizes — in f64 (≤ 1e-12) and f32 (≤ 1e-5), ‖Δ‖∞/‖ref‖∞;
+// and a bf16 Linear chain forward (fp32 GEMM accumulation, ≤ 1e-2) against an f64 product of the
+// bf16 values the layers hold.
+//
+// The mesh's communicators come from make_device_comm_factory: MDTP_COMM=nccl|mpi when set,
+// otherwise NCCL when every rank has its own GPU and the staged MPI communicator when ranks of a
+// node share one (ctest runs 2, 4 and 8 ranks on one machine: with one GPU they share it).
+// Cases by world size:
+//   1: none, 1d, 1d-sp, 2d, 2.5d, 3d, all with tp=1 (their code paths with trivial groups);
+//   2: 1d, 1d-sp;  4: 1d, 1d-sp, 2d q=2, 2.5d q=2 d=1;  8: 2.5d q=2 d=2, 3d q=2.
+// Inputs go to the device with from_f64 + scatter_full, results come back with gather_full +
+// to_f64.  Without a GPU the binary prints "SKIPPED: no GPU available" and exits 77
+// (gpu_skip_listener.cpp).
+#include <mpi.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm/wait_policy.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/device_comm.hpp"
+#include "mesh/mesh.hpp"
+#include "tp/layout.hpp"
+#include "tp/mlp.hpp"
+#include "tp/mode.hpp"
+#include "tp/tp_harness.hpp"
+
+using namespace mdtp;
+using namespace mdtp::testing;
+
+namespace {
+
+constexpr double kBf16Tolerance = 1e-2;
+
+const InitSpec kWeightInit{InitSpec::Kind::normal, 0.5, 0.0};
+const InitSpec kBiasInit{InitSpec::Kind::normal, 0.3, 0.0};
+
+// The (mode, mesh) pairs the GPU runs check at `world` ranks (see the header comment).
+std::vector<ModeCase> gpu_cases_for_world(int world) {
+  auto make = [&](std::string mode, int tp, std::string grid, int depth = 1) {
+    MeshConfig c;
+    c.world = world;
+    c.tp = tp;
+    c.tp_mode = std::move(grid);
+    c.tp_depth = depth;
+    return ModeCase{std::move(mode), c};
+  };
+  std::vector<ModeCase> cases;
+  switch (world) {
+    case 1:
+      cases = {make("none", 1, "1d"), make("1d", 1, "1d"),     make("1d-sp", 1, "1d"),
+               make("2d", 1, "2d"),   make("2.5d", 1, "2.5d"), make("3d", 1, "3d")};
+      break;
+    case 2: cases = {make("1d", 2, "1d"), make("1d-sp", 2, "1d")}; break;
+    case 4:
+      cases = {make("1d", 4, "1d"), make("1d-sp", 4, "1d"), make("2d", 4, "2d"), make("2.5d", 4, "2.5d", 1)};
+      break;
+    case 8: cases = {make("2.5d", 8, "2.5d", 2), make("3d", 8, "3d")}; break;
+    default: break;
+  }
+  return cases;
+}
+
+// Once per process (collective over MPI_COMM_WORLD, reached at the same point on every rank):
+// this rank's GPU, the device communicator kind and the wait policy of the staged one.
+struct DeviceSetup {
+  DeviceCommKind kind = DeviceCommKind::nccl;
+  WaitPolicy policy = WaitPolicy::library;
+};
+
+const DeviceSetup& device_setup() {
+  static const DeviceSetup setup = [] {
+    DeviceSetup s;
+    DeviceAssignment a = select_device_for_local_rank(MPI_COMM_WORLD);
+    s.policy = resolve_wait_policy(measure_node_occupancy(MPI_COMM_WORLD));
+    const char* env = std::getenv("MDTP_COMM");
+    std::string why;
+    if (env != nullptr && *env != '\0') {
+      s.kind = resolve_device_comm_kind();  // an unknown value throws alike on every rank
+      why = std::string("MDTP_COMM=") + env;
+    } else {
+      // Automatic: NCCL needs one GPU per rank; where any node has ranks sharing a GPU, every
+      // rank takes the staged MPI communicator.
+      GpuSharing g = measure_gpu_sharing(MPI_COMM_WORLD);
+      int shared = g.local_ranks > g.distinct_gpus ? 1 : 0, any_shared = 0;
+      MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      s.kind = any_shared != 0 ? DeviceCommKind::mpi : DeviceCommKind::nccl;
+      why = "automatic: " + std::to_string(g.local_ranks) + " rank(s) on rank 0's node share " +
+            std::to_string(g.distinct_gpus) + " GPU(s)";
+    }
+    int rank = 0, size = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank == 0) {
+      std::printf("gpu_tp_layers: %d rank(s), device %d of %d visible, device communicator %s (%s)\n", size,
+                  a.device, a.visible_devices, device_comm_kind_name(s.kind), why.c_str());
+      std::fflush(stdout);
+    }
+    return s;
+  }();
+  return setup;
+}
+
+// A mode on its own mesh of device communicators, ledger and CudaBackend (the CUDA counterpart
+// of tp_harness's host-only ModeFixture).  Members are destroyed in reverse order: the mode and
+// the mesh (its communicators) before the backend they use, the ledger last.
+struct CudaModeFixture {
+  CudaModeFixture(const ModeCase& c, DType dt) : dtype(dt) {
+    const DeviceSetup& setup = device_setup();
+    backend = make_cuda_backend();
+    DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy);
+    mesh = std::make_unique<Mesh>(c.config, MPI_COMM_WORLD, ledger, factory);
+    mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, 1234, TpOptions{}});
+    comm_name = setup.kind == DeviceCommKind::nccl ? "nccl" : "mpi-staged";
+  }
+
+  CommLedger ledger;
+  std::unique_ptr<CudaBackend> backend;
+  std::unique_ptr<Mesh> mesh;
+  std::unique_ptr<TensorParallelMode> mode;
+  DType dtype;
+  std::string comm_name;  // backend_name() of the mesh's communicators
+
+  Tensor scatter(const Matrix& full, const Layout& layout) const {
+    Tensor t = backend->from_f64(full.v, {full.rows, full.cols}, dtype, MemCategory::other);
+    return scatter_full(t, layout, *mesh, *backend, MemCategory::activations);
+  }
+  Matrix gather(const Tensor& shard, const Layout& layout, std::int64_t rows, std::int64_t cols) const {
+    CHECK(shard.device() == DeviceKind::cuda);
+    CHECK(shard.dtype() == dtype);
+    Tensor full = gather_full(shard, layout, *mesh, *backend, rows, cols);
+    Matrix m(rows, cols);
+    m.v = backend->to_f64(full);
+    return m;
+  }
+  std::vector<double> gather_vector(const Parameter& p, bool grad) const {
+    const Tensor& t = grad ? p.grad : p.value;
+    CHECK(t.device() == DeviceKind::cuda);
+    Tensor full = gather_full(t, p.layout, *mesh, *backend, 1, p.full_shape.back());
+    return backend->to_f64(full);
+  }
+  Matrix gather_matrix(const Parameter& p, bool grad) const {
+    return gather(grad ? p.grad : p.value, p.layout, p.full_shape[0], p.full_shape[1]);
+  }
+  void set_full_value(Parameter& p, const std::vector<double>& full) const {
+    Tensor t = backend->from_f64(full, p.full_shape, dtype, MemCategory::other);
+    Tensor shard = scatter_full(t, p.layout, *mesh, *backend, MemCategory::parameters, p.name);
+    backend->copy(shard, p.value);
+  }
+  // The mesh carries device tensors (no silent host fallback) with the communicator chosen.
+  void check_device_mesh() const {
+    for (const char* group : {"world", "tp"}) {
+      INFO("group " << group);
+      CHECK(std::string(mesh->comm(group).backend_name()) == comm_name);
+    }
+  }
+};
+
+LinearSpec spec(const std::string& name, std::int64_t in, std::int64_t out) {
+  LinearSpec s{name, in, out};
+  s.weight_init = kWeightInit;
+  s.bias_init = kBiasInit;
+  return s;
+}
+
+struct RefLinear {
+  Matrix w;
+  std::vector<double> b;
+  Matrix x;  // input saved by forward
+};
+
+RefLinear ref_linear(const LinearSpec& s) {
+  return RefLinear{full_parameter(1234, s.name + ".weight", s.in_features, s.out_features, s.weight_init),
+                   full_parameter(1234, s.name + ".bias", 1, s.out_features, s.bias_init).v, {}};
+}
+
+void check_close(const std::vector<double>& got, const std::vector<double>& ref, double tol, const std::string& what) {
+  double err = relative_error(got, ref);
+  INFO(what << ": relative error " << err << " (tolerance " << tol << ")");
+  CHECK(err <= tol);
+}
+
+}  // namespace
+
+TEST_CASE("GPU: Linear and a chain of three Linears match the serial reference", "[gpu][tp][linear]") {
+  for (const ModeCase& c : gpu_cases_for_world(world_size())) {
+    for (DType dtype : {DType::f64, DType::f32}) {
+      DYNAMIC_SECTION(c.label() << " " << dtype_name(dtype)) {
+        CudaModeFixture f(c, dtype);
+        f.check_device_mesh();
+        const double tol = tolerance(dtype);
+        const std::int64_t fu = c.feature_unit(), B = c.row_unit() * 3;
+        const std::int64_t dims[4] = {fu * 5, fu * 7, fu * 3, fu * 2};
+        std::vector<std::unique_ptr<Linear>> layers;
+        std::vector<RefLinear> refs;
+        Layout layout = f.mode->residual_layout();
+        for (int l = 0; l < 3; ++l) {
+          LinearSpec s = spec("chain." + std::to_string(l), dims[l], dims[l + 1]);
+          layers.push_back(f.mode->linear(s, layout));
+          layout = layers.back()->output_layout();
+          refs.push_back(ref_linear(s));
+        }
+        Matrix x = random_matrix(B, dims[0], 7);
+        Tensor h = f.scatter(x, f.mode->residual_layout());
+        Matrix hr = x;
+        for (int l = 0; l < 3; ++l) {
+          refs[l].x = hr;
+          hr = add_row(matmul(hr, refs[l].w), refs[l].b);
+          h = layers[l]->forward(h);
+          check_close(f.gather(h, layers[l]->output_layout(), B, dims[l + 1]).v, hr.v, tol,
+                      "forward output of layer " + std::to_string(l));
+        }
+        Matrix dy = random_matrix(B, dims[3], 8);
+        Tensor g = f.scatter(dy, layers[2]->output_layout());
+        Matrix gr = dy;
+        for (int l = 2; l >= 0; --l) {
+          g = layers[l]->backward(g);
+          Matrix dw = matmul(refs[l].x, gr, true, false);
+          std::vector<double> db = column_sums(gr);
+          gr = matmul(gr, refs[l].w, false, true);
+          check_close(f.gather(g, layers[l]->input_layout(), B, dims[l]).v, gr.v, tol, "dX of layer " + std::to_string(l));
+          std::vector<Parameter*> ps = layers[l]->parameters();
+          reduce_gradients(ps, *f.mesh);
+          check_close(f.gather_matrix(*ps[0], true).v, dw.v, tol, "dW of layer " + std::to_string(l));
+          check_close(f.gather_vector(*ps[1], true), db, tol, "db of layer " + std::to_string(l));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU: LayerNorm matches the serial reference", "[gpu][tp][layernorm]") {
+  for (const ModeCase& c : gpu_cases_for_world(world_size())) {
+    for (DType dtype : {DType::f64, DType::f32}) {
+      DYNAMIC_SECTION(c.label() << " " << dtype_name(dtype)) {
+        CudaModeFixture f(c, dtype);
+        f.check_device_mesh();
+        const double tol = tolerance(dtype);
+        const std::int64_t H = c.feature_unit() * 5, B = c.row_unit() * 3;
+        Layout layout = f.mode->residual_layout();
+        auto ln = f.mode->layernorm("ln", H, layout);
+        std::vector<double> gamma = random_matrix(1, H, 31, 1.0).v, beta = random_matrix(1, H, 32, 1.0).v;
+        f.set_full_value(*ln->parameters()[0], gamma);
+        f.set_full_value(*ln->parameters()[1], beta);
+        Matrix x = random_matrix(B, H, 33, 2.0);
+        for (auto& v : x.v) v += 3.0;  // an offset, as real activations have
+        Matrix dy = random_matrix(B, H, 34);
+        LayerNormRef ref = layernorm(x, gamma, beta, dy);
+        Tensor y = ln->forward(f.scatter(x, layout));
+        check_close(f.gather(y, layout, B, H).v, ref.y.v, tol, "LayerNorm output");
+        Tensor dx = ln->backward(f.scatter(dy, layout));
+        check_close(f.gather(dx, layout, B, H).v, ref.dx.v, tol, "LayerNorm dX");
+        reduce_gradients(ln->parameters(), *f.mesh);
+        check_close(f.gather_vector(*ln->parameters()[0], true), ref.dgamma, tol, "LayerNorm dγ");
+        check_close(f.gather_vector(*ln->parameters()[1], true), ref.dbeta, tol, "LayerNorm dβ");
+      }
+    }
+  }
+}
+
+TEST_CASE("GPU: two-layer MLP (Linear → GeLU → Linear) matches the serial MLP", "[gpu][tp][mlp]") {
+  for (const ModeCase& c : gpu_cases_for_world(world_size())) {
+    for (DType dtype : {DType::f64, DType::f32}) {
+      DYNAMIC_SECTION(c.label() << " " << dtype_name(dtype)) {
+        CudaModeFixture f(c, dtype);
+        f.check_device_mesh();
+        const double tol = tolerance(dtype);
+        const std::int64_t H = c.feature_unit() * 3, F = 4 * H, B = c.row_unit() * 5;
+        Layout layout = f.mode->residual_layout();
+        Mlp mlp(*f.mode, "mlp", H, F, layout);
+        REQUIRE(mlp.output_layout() == layout);
+        InitSpec wi{}, bi{InitSpec::Kind::normal, 0.02, 0.0};
+        Matrix w1 = full_parameter(1234, "mlp.c_fc.weight", H, F, wi), w2 = full_parameter(1234, "mlp.c_proj.weight", F, H, wi);
+        std::vector<double> b1 = full_parameter(1234, "mlp.c_fc.bias", 1, F, bi).v;
+        std::vector<double> b2 = full_parameter(1234, "mlp.c_proj.bias", 1, H, bi).v;
+        Matrix x = random_matrix(B, H, 41, 3.0), dy = random_matrix(B, H, 42);
+        Matrix pre = add_row(matmul(x, w1), b1), act = pre;
+        for (auto& v : act.v) v = gelu(v);
+        Matrix y = add_row(matmul(act, w2), b2);
+        Tensor out = mlp.forward(f.scatter(x, layout));
+        check_close(f.gather(out, layout, B, H).v, y.v, tol, "MLP output");
+        Matrix dact = matmul(dy, w2, false, true), dpre = dact;
+        for (std::size_t i = 0; i < dpre.v.size(); ++i) dpre.v[i] *= gelu_grad(pre.v[i]);
+        Tensor dx = mlp.backward(f.scatter(dy, layout));
+        check_close(f.gather(dx, layout, B, H).v, matmul(dpre, w1, false, true).v, tol, "MLP dX");
+        std::vector<Parameter*> ps = mlp.parameters();
+        reduce_gradients(ps, *f.mesh);
+        check_close(f.gather_matrix(*ps[0], true).v, matmul(x, dpre, true, false).v, tol, "MLP dW1");
+        check_close(f.gather_vector(*ps[1], true), column_sums(dpre), tol, "MLP db1");
+        check_close(f.gather_matrix(*ps[2], true).v, matmul(act, dy, true, false).v, tol, "MLP dW2");
+        check_close(f.gather_vector(*ps[3], true), column_sums(dy), tol, "MLP db2");
+      }
+    }
+  }
+}
+
+// bf16 is a storage type on the CUDA backend: its GEMM is cublasGemmEx on bf16 operands with
+// CUBLAS_COMPUTE_32F (fp32 accumulation), elementwise ops compute in fp32.  The reference is an
+// f64 product of the values as the layers hold them (x, W, b rounded to bf16 once, read back from
+// the device), so the tolerance measures the layer — fp32 accumulation, the bf16 rounding of its
+// output and of the partial sums its collectives carry — not the rounding of the inputs.  Each
+// layer of the chain is checked on the bf16 input it was actually given.
+TEST_CASE("GPU: bf16 Linear chain forward (fp32 accumulation) matches f64 products of its bf16 values",
+          "[gpu][tp][linear][bf16]") {
+  for (const ModeCase& c : gpu_cases_for_world(world_size())) {
+    DYNAMIC_SECTION(c.label() << " bf16") {
+      CudaModeFixture f(c, DType::bf16);
+      f.check_device_mesh();
+      const std::int64_t fu = c.feature_unit(), B = c.row_unit() * 3;
+      const std::int64_t dims[3] = {fu * 5, fu * 7, fu * 3};
+      std::vector<std::unique_ptr<Linear>> layers;
+      Layout layout = f.mode->residual_layout();
+      for (int l = 0; l < 2; ++l) {
+        layers.push_back(f.mode->linear(spec("bf16." + std::to_string(l), dims[l], dims[l + 1]), layout));
+        layout = layers.back()->output_layout();
+      }
+      Tensor h = f.scatter(random_matrix(B, dims[0], 7), f.mode->residual_layout());
+      Matrix in = f.gather(h, f.mode->residual_layout(), B, dims[0]);  // x as rounded to bf16
+      for (int l = 0; l < 2; ++l) {
+        std::vector<Parameter*> ps = layers[l]->parameters();
+        CHECK(ps[0]->value.dtype() == DType::bf16);
+        const Matrix w = f.gather_matrix(*ps[0], false);
+        const std::vector<double> b = f.gather_vector(*ps[1], false);
+        const Matrix ref = add_row(matmul(in, w), b);
+        h = layers[l]->forward(h);
+        Matrix got = f.gather(h, layers[l]->output_layout(), B, dims[l + 1]);
+        check_close(got.v, ref.v, kBf16Tolerance, "bf16 forward output of layer " + std::to_string(l));
+        in = std::move(got);
+      }
+    }
+  }
+}

@@ -1,0 +1,38 @@
+# GPU tests (label "gpu"): built only with MDTP_CUDA=ON.  Without a GPU every binary prints
+# "SKIPPED: no GPU available" and exits 77, which SKIP_RETURN_CODE turns into a ctest "Skipped"
+# (never a pass).  See docs/GPU.md.
+if(MDTP_CUDA)
+  set(MDTP_GPU_SKIP_CODE 77)
+
+  # One rank: every CudaBackend op against the host backend, the allocator, the extra training ops.
+  mdtp_add_mpi_test(gpu_backend
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_allocator.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_train_backend.cpp
+    RANKS 1 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+
+  # Communicators: NCCL (multi-rank only where each rank has its own GPU) and the staged MPI
+  # communicator, whose 2- and 4-rank runs share one GPU.
+  mdtp_add_mpi_test(gpu_comm
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_nccl_communicator.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/test_staged_communicator.cpp
+    RANKS 1 2 4 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+
+  set_tests_properties(gpu_backend_np1 gpu_comm_np1 gpu_comm_np2 gpu_comm_np4
+                       PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
+
+  # Tensor-parallel layers on the CUDA backend against the serial f64 reference: every mode with
+  # tp=1 over NCCL at one rank; 1D/1D-SP (2 ranks), + 2D, 2.5D d=1 (4), 2.5D d=2, 3D (8) with
+  # ranks sharing one GPU over the staged MPI communicator (automatic, or MDTP_COMM).
+  # tp_harness.cpp gives ModeCase and the reference helpers; its host ModeFixture goes unused.
+  mdtp_add_mpi_test(gpu_tp_layers
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_tp_layers.cpp
+            ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
+    RANKS 1 2 4 8 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+  set_tests_properties(gpu_tp_layers_np1 gpu_tp_layers_np2 gpu_tp_layers_np4 gpu_tp_layers_np8
+                       PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
+
+  # A benchmark, not a test: GEMM TFLOP/s through CudaBackend vs raw cuBLAS.
+  add_executable(bench_gemm_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gemm_cuda.cpp)
+  target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_warnings)
+endif()

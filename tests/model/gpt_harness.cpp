@@ -1,0 +1,120 @@
+#include "gpt_harness.hpp"
+
+#include <random>
+
+namespace mdtp::testing {
+namespace {
+
+ModeCase make_case(const std::string& mode, int world, int tp, const std::string& grid, int depth = 1) {
+  MeshConfig c;
+  c.world = world;
+  c.tp = tp;
+  c.tp_mode = grid;
+  c.tp_depth = depth;
+  return ModeCase{mode, c};
+}
+
+}  // namespace
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+std::vector<ModeCase> model_cases_for_world(int world) {
+  std::vector<ModeCase> cases;
+  switch (world) {
+    case 1:
+      cases = {make_case("none", 1, 1, "1d")};
+      break;
+    case 2:
+      cases = {make_case("none", 2, 1, "1d"), make_case("1d", 2, 2, "1d"), make_case("1d-sp", 2, 2, "1d")};
+      break;
+    case 4:
+      cases = {make_case("1d", 4, 4, "1d"),         make_case("1d-sp", 4, 4, "1d"), make_case("2d", 4, 4, "2d"),
+               make_case("2.5d", 4, 4, "2.5d", 1),  make_case("1d", 4, 2, "1d"),    make_case("none", 4, 1, "1d")};
+      break;
+    case 8:
+      cases = {make_case("3d", 8, 8, "3d"),          make_case("2.5d", 8, 8, "2.5d", 2), make_case("2d", 8, 4, "2d"),
+               make_case("2.5d", 8, 4, "2.5d", 1),   make_case("1d-sp", 8, 4, "1d"),     make_case("1d", 8, 2, "1d")};
+      break;
+    case 18:
+      cases = {make_case("2.5d", 18, 18, "2.5d", 2), make_case("2d", 18, 9, "2d")};
+      break;
+    case 27:
+      cases = {make_case("3d", 27, 27, "3d")};
+      break;
+    default:
+      break;
+  }
+  return cases;
+}
+
+ModelSize model_size_for_world(int world) {
+  // Vocabulary 19 is padded by every vocabulary split of 2, 4, 6, 8 or 9 ranks.
+  if (world == 18) return {GptConfig{19, 2, 3, 18, 4}, 12};  // q = 3: H, heads by 3; batch by dp·d·q
+  if (world == 27) return {GptConfig{19, 2, 3, 18, 3}, 9};   // q = 3: H by q² = 9, batch by q²
+  return {GptConfig{19, 2, 4, 24, 4}, 4};
+}
+
+TokenBatch random_batch(const GptConfig& config, std::int64_t batch, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(config.vocab_size - 1));
+  TokenBatch b;
+  for (std::int64_t i = 0; i < batch * config.block_size; ++i) {
+    b.inputs.push_back(token(gen));
+    b.targets.push_back(token(gen));
+  }
+  return b;
+}
+
+GptRun::GptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, MPI_Comm comm, DType dtype,
+               std::uint64_t seed)
+    : backend(make_host_backend()) {
+  mesh = std::make_unique<Mesh>(c.config, comm, ledger);
+  mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, seed, {}});
+  const int dp = mesh->comm("dp").size();
+  require(global_batch % dp == 0, "test: global batch ", global_batch, " does not divide over dp=", dp);
+  model = std::make_unique<GptModel>(*mode, config, global_batch / dp);
+}
+
+std::vector<std::int32_t> GptRun::replica_rows(const std::vector<std::int32_t>& global) const {
+  const std::int64_t n = model->batch_per_replica() * model->config().block_size;
+  const auto first = global.begin() + mesh->comm("dp").rank() * n;
+  return std::vector<std::int32_t>(first, first + n);
+}
+
+double GptRun::step(const TokenBatch& batch) {
+  const double loss = model->forward_backward(replica_rows(batch.inputs), replica_rows(batch.targets));
+  model->reduce_gradients();
+  return loss;
+}
+
+ParamMap GptRun::gather(bool grad) const {
+  ParamMap out;
+  for (const ModelParam& p : model->parameters())
+    out[p.name()] = gather_logical(p, grad ? p.param->grad : p.param->value, *mesh, *backend);
+  return out;
+}
+
+void GptRun::set(const ParamMap& values) {
+  for (ModelParam& p : model->parameters()) scatter_logical(p, values.at(p.name()), p.param->value, *mesh, *backend);
+}
+
+ModeCase serial_case() { return make_case("none", 1, 1, "1d"); }
+
+ParamMap random_parameters(const GptRun& run, unsigned seed, double scale) {
+  ParamMap out;
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<double> normal(0.0, scale);
+  for (const ModelParam& p : run.model->parameters()) {
+    std::vector<double> v(static_cast<std::size_t>(shape_numel(p.checkpoint_shape())));
+    const bool gamma = p.init.kind == InitSpec::Kind::constant && p.init.value == 1.0;
+    for (auto& x : v) x = (gamma ? 1.0 : 0.0) + normal(gen);
+    out[p.name()] = v;
+  }
+  return out;
+}
+
+}  // namespace mdtp::testing
