@@ -26,7 +26,7 @@ const char* kUsage =
     "  --batch B --seq S    global batch of B·S rows, split over the data-parallel replicas   [8, 32]\n"
     "  --hidden H[,H2,...]  hidden size(s): one run per mode and size                          [256]\n"
     "  --ffn F[,F2,...]     MLP inner / Linear output size, one per hidden size              [4·H]\n"
-    "  --depth D            2.5D depth (default: chosen, see `mode_mesh.hpp`)\n"
+    "  --depth D            2.5D depth (default: the largest d·q² dividing N, preferring d ≥ 2)\n"
     "  --dtype f32|f64                                                                          [f32]\n"
     "  --warmup N --reps N  untimed and timed steps                                            [2, 5]\n"
     "  --calibration FILE.h5[:/runs/NNNN-calibrate]  α-β parameters (default: the latest calibrate\n"

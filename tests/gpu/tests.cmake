@@ -36,3 +36,9 @@ if(MDTP_CUDA)
   add_executable(bench_gemm_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gemm_cuda.cpp)
   target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_warnings)
 endif()
+
+# Everything the CUDA variant needs for its tests, so CI can build just that (the host tests are
+# built and run in the host build).
+if(MDTP_CUDA)
+  add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers bench_gemm_cuda mdtp)
+endif()

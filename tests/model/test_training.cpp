@@ -27,6 +27,15 @@ std::string shared_dir() {
     MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
     auto d = std::filesystem::temp_directory_path() / ("mdtp-train-test-" + std::to_string(pid));
     run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(d); });
+    // Removed by rank 0 at exit (after MPI_Finalize every rank is done with it).
+    static struct Cleanup {
+      std::filesystem::path dir;
+      bool owner;
+      ~Cleanup() {
+        std::error_code ignored;
+        if (owner) std::filesystem::remove_all(dir, ignored);
+      }
+    } cleanup{d, world_rank() == 0};
     return d.string();
   }();
   return dir;
