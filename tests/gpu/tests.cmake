@@ -35,10 +35,24 @@ if(MDTP_CUDA)
   # A benchmark, not a test: GEMM TFLOP/s through CudaBackend vs raw cuBLAS.
   add_executable(bench_gemm_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gemm_cuda.cpp)
   target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_warnings)
+
+  # The GPT model (src/model) on the CUDA backend against the serial host model: loss and every
+  # gathered gradient after one forward+backward, f64 (1e-10) and f32 (1e-4); mode none at one
+  # rank, 1d/2d/1d+dp/dp at 4 ranks sharing one GPU over the staged MPI communicator.
+  mdtp_add_mpi_test(gpu_gpt
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_gpt.cpp
+            ${CMAKE_SOURCE_DIR}/tests/model/gpt_harness.cpp ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
+    RANKS 1 4 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+  set_tests_properties(gpu_gpt_np1 gpu_gpt_np4 PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
+
+  # A benchmark, not a test: GPT training steps (tokens/s, model TFLOP/s, MFU), one rank per GPU.
+  add_executable(bench_gpt_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gpt_cuda.cpp)
+  target_link_libraries(bench_gpt_cuda PRIVATE mdtp_cuda mdtp_lib MPI::MPI_CXX mdtp_warnings)
 endif()
 
 # Everything the CUDA variant needs for its tests, so CI can build just that (the host tests are
 # built and run in the host build).
 if(MDTP_CUDA)
-  add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers bench_gemm_cuda mdtp)
+  add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers test_gpu_gpt bench_gemm_cuda
+                    bench_gpt_cuda mdtp)
 endif()
