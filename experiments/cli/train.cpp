@@ -9,14 +9,44 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "model/trainer.hpp"
+#ifdef MDTP_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#include "cuda/device_comm.hpp"
+#endif
 
 namespace mdtp::cli {
+namespace {
+
+// --device cuda: one GPU per local rank, the CUDA backend, NCCL communicators (MDTP_COMM=mpi for
+// the staged MPI communicator, which lets ranks share a GPU).
+TrainDevice train_device(const std::string& name) {
+  TrainDevice device;
+  device.name = name;
+  if (name == "host") return device;
+  require(name == "cuda", "--device must be host or cuda; got '", name, "'");
+#ifdef MDTP_HAVE_CUDA
+  device.make_backend = [](MPI_Comm world) -> std::unique_ptr<Backend> {
+    select_device_for_local_rank(world);
+    return make_cuda_backend();
+  };
+  device.make_comm_factory = [](const Backend& backend, MPI_Comm world) -> CommFactory {
+    const auto& cuda = static_cast<const CudaBackend&>(backend);  // made by make_backend above
+    return make_device_comm_factory(cuda, world, resolve_device_comm_kind(),
+                                    resolve_wait_policy(measure_node_occupancy(world)));
+  };
+  return device;
+#else
+  throw_error("--device cuda needs mdtp built with CUDA (cmake -DMDTP_CUDA=ON); this build is host-only");
+#endif
+}
+
+}  // namespace
 
 int run_train(const std::vector<std::string>& argv) {
   Args args(argv,
             {"--tp-mode", "--tp", "--tp-depth", "--layers", "--embd", "--heads", "--vocab", "--seq", "--batch", "--steps",
              "--lr", "--optimizer", "--grad-clip", "--dtype", "--seed", "--data", "--init-from", "--save", "--dump-grads",
-             "--out"},
+             "--out", "--device"},
             {});
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -46,6 +76,7 @@ int run_train(const std::vector<std::string>& argv) {
   c.save = args.get("--save", "");
   c.dump_grads = args.get("--dump-grads", "");
   c.out = args.get("--out", "");
+  c.device = train_device(args.get("--device", "host"));
   c.command_line = "mdtp train " + args.command_line();
 
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);

@@ -90,8 +90,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
 
   // ---- Collective from here on.
   CommLedger ledger;
-  auto backend = make_host_backend();
-  Mesh mesh(mesh_config, world, ledger);
+  std::unique_ptr<Backend> backend = tc.device.make_backend ? tc.device.make_backend(world) : make_host_backend();
+  Mesh mesh(mesh_config, world, ledger,
+            tc.device.make_comm_factory ? tc.device.make_comm_factory(*backend, world) : CommFactory{});
   auto mode = make_tp_mode(tc.tp_mode, TpContext{mesh, *backend, tc.dtype, tc.seed, {}});
   const std::int64_t per_replica = tc.batch / dp;
   GptModel model(*mode, result.model, per_replica);

@@ -6,13 +6,25 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "mesh/mesh.hpp"
 #include "model/checkpoint.hpp"
 
 namespace mdtp {
+
+// Where the model computes and how its groups communicate.  Empty members mean the host backend
+// and MPI communicators; the `mdtp` program fills them for `--device cuda` (CudaBackend + NCCL),
+// which keeps this library free of CUDA.
+struct TrainDevice {
+  std::string name = "host";
+  std::function<std::unique_ptr<Backend>(MPI_Comm world)> make_backend;
+  std::function<CommFactory(const Backend& backend, MPI_Comm world)> make_comm_factory;
+};
 
 struct TrainConfig {
   std::string tp_mode = "none";  // none | 1d | 1d-sp | 2d | 2.5d | 3d; dp = world / tp
@@ -32,6 +44,7 @@ struct TrainConfig {
   std::string dump_grads;  // gradients of this run's first step
   std::string out;         // results file (a /runs/<n>-train group is appended)
   std::string command_line;
+  TrainDevice device{};
 };
 
 // Defaults for an unspecified model shape (a small character-level GPT).
