@@ -7,7 +7,8 @@
 #
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), MDTP_NATIVE=OFF for portable
 # binaries, MDTP_CUDA_BUILD=0 to skip compiling the CUDA variant in `test` when nvcc is present,
-# MDTP_SKIP_APT=1 when the packages are already there.
+# MDTP_SANITIZER_TESTS=0 to skip the AddressSanitizer/UBSan pass in `test`, MDTP_SKIP_APT=1 when
+# the packages are already there.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -59,6 +60,15 @@ if [ "$mode" = test ]; then
     fi
   else
     echo "== no CUDA toolkit found: the CUDA variant is not built"
+  fi
+  # AddressSanitizer + UBSan (Debug) over the core suites at up to 9 ranks; MPICH's own
+  # allocations at exit are not ours, so leak detection is off.  MDTP_SANITIZER_TESTS=0 skips it.
+  if [ "${MDTP_SANITIZER_TESTS:-1}" = 1 ]; then
+    configure_and_build "${BUILD_DIR}-asan" mdtp_sanitizer_tests -DCMAKE_BUILD_TYPE=Debug -DMDTP_SANITIZE=ON
+    echo "== AddressSanitizer + UBSan run (a subset of the suite)"
+    (cd "${BUILD_DIR}-asan" && ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+       ctest --output-on-failure --timeout 900 \
+       -R '^(core_np1|io_np1|comm_np[1-8]|mesh_mpi_np[148]|tp_layers_np[1-9]|tp2d_np[48]|tp3d_np8|cost_np[148]|model_np[124])$')
   fi
   echo "== running the test suite"
   cd "$BUILD_DIR"

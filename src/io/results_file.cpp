@@ -216,12 +216,12 @@ Table read_table(const std::string& path, const std::string& dataset_path) {
       if (rows) check(H5Dread(dataset.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), "reading " + name);
       if (integer) {
         std::vector<std::int64_t> values(rows);
-        std::memcpy(values.data(), buf.data(), rows * 8);
+        if (rows) std::memcpy(values.data(), buf.data(), rows * 8);  // an empty vector's data() may be null
         table.integer(name);
         data.emplace_back(std::move(values));
       } else {
         std::vector<double> values(rows);
-        std::memcpy(values.data(), buf.data(), rows * 8);
+        if (rows) std::memcpy(values.data(), buf.data(), rows * 8);
         table.real(name);
         data.emplace_back(std::move(values));
       }

@@ -46,6 +46,17 @@ TEST_CASE("runs are appended, never overwritten, and read back exactly", "[io]")
   CHECK(std::get<std::string>(read_attributes(path, second).at("mode")) == "3d");
 }
 
+TEST_CASE("an empty table round-trips", "[io]") {
+  std::string path = temp_path("empty.h5");
+  std::filesystem::remove(path);
+  Table t;
+  t.text("name").integer("count").real("value");
+  std::string run = ResultsFile(path).append_run("empty", {}, {{"rows", t}});
+  Table back = read_table(path, run + "/rows");
+  CHECK(back.names() == t.names());
+  CHECK(back.rows() == 0);
+}
+
 TEST_CASE("a file that is not HDF5 is refused and left untouched", "[io]") {
   std::string path = temp_path("notes.txt");
   { std::ofstream(path) << "precious notes\n"; }
