@@ -21,7 +21,6 @@ namespace {
 // the staged MPI communicator, which lets ranks share a GPU).
 TrainDevice train_device(const std::string& name) {
   TrainDevice device;
-  device.name = name;
   if (name == "host") return device;
   require(name == "cuda", "--device must be host or cuda; got '", name, "'");
 #ifdef MDTP_HAVE_CUDA

@@ -21,7 +21,6 @@ namespace mdtp {
 // and MPI communicators; the `mdtp` program fills them for `--device cuda` (CudaBackend + NCCL),
 // which keeps this library free of CUDA.
 struct TrainDevice {
-  std::string name = "host";
   std::function<std::unique_ptr<Backend>(MPI_Comm world)> make_backend;
   std::function<CommFactory(const Backend& backend, MPI_Comm world)> make_comm_factory;
 };
