@@ -20,15 +20,17 @@
 #include <string>
 #include <vector>
 
-#include "comm/wait_policy.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_comm.hpp"
+#include "gpu_test_support.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt_harness.hpp"
 #include "tp/mode.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
+using mdtp::gpu_test::DeviceSetup;
+using mdtp::gpu_test::device_setup;
 
 namespace {
 
@@ -51,43 +53,12 @@ std::vector<ModeCase> gpu_model_cases(int world) {
   }
 }
 
-// Once per process (collective over MPI_COMM_WORLD): this rank's GPU, the communicator kind
-// (MDTP_COMM, else NCCL unless ranks of a node share a GPU) and the staged one's wait policy.
-struct DeviceSetup {
-  DeviceCommKind kind = DeviceCommKind::nccl;
-  WaitPolicy policy = WaitPolicy::library;
-};
-
-const DeviceSetup& device_setup() {
-  static const DeviceSetup setup = [] {
-    DeviceSetup s;
-    DeviceAssignment a = select_device_for_local_rank(MPI_COMM_WORLD);
-    s.policy = resolve_wait_policy(measure_node_occupancy(MPI_COMM_WORLD));
-    const char* env = std::getenv("MDTP_COMM");
-    if (env != nullptr && *env != '\0') {
-      s.kind = resolve_device_comm_kind();
-    } else {
-      GpuSharing g = measure_gpu_sharing(MPI_COMM_WORLD);
-      int shared = g.local_ranks > g.distinct_gpus ? 1 : 0, any_shared = 0;
-      MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      s.kind = any_shared != 0 ? DeviceCommKind::mpi : DeviceCommKind::nccl;
-    }
-    if (world_rank() == 0) {
-      std::printf("gpu_gpt: %d rank(s), device %d of %d visible, device communicator %s\n", world_size(), a.device,
-                  a.visible_devices, device_comm_kind_name(s.kind));
-      std::fflush(stdout);
-    }
-    return s;
-  }();
-  return setup;
-}
-
 // GptRun (tests/model/gpt_harness.hpp) on a CudaBackend and a mesh of device communicators.
 // Members are destroyed in reverse order: model, mode, mesh (its communicators) before the
 // backend, the ledger last.
 struct CudaGptRun {
   CudaGptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, DType dtype) {
-    const DeviceSetup& setup = device_setup();
+    const DeviceSetup& setup = device_setup("gpu_gpt");
     backend = make_cuda_backend();
     DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy);
     mesh = std::make_unique<Mesh>(c.config, MPI_COMM_WORLD, ledger, factory);
@@ -162,7 +133,7 @@ TEST_CASE("GPU: the GPT's loss and gradients match the host model", "[gpu][model
         for (const char* group : {"world", "tp", "dp"}) {
           INFO("group " << group);
           CHECK(std::string(run.mesh->comm(group).backend_name()) ==
-                (device_setup().kind == DeviceCommKind::nccl ? "nccl" : "mpi-staged"));
+                device_setup("gpu_gpt").comm_name());
         }
         std::string worst;
         // Same GPT-2 init by logical index (exact in f64; f32 rounding of the same draws).

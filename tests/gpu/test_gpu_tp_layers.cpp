@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "comm/wait_policy.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_comm.hpp"
+#include "gpu_test_support.hpp"
 #include "mesh/mesh.hpp"
 #include "tp/layout.hpp"
 #include "tp/mlp.hpp"
@@ -34,6 +34,8 @@
 
 using namespace mdtp;
 using namespace mdtp::testing;
+using mdtp::gpu_test::DeviceSetup;
+using mdtp::gpu_test::device_setup;
 
 namespace {
 
@@ -65,57 +67,17 @@ std::vector<ModeCase> gpu_cases_for_world(int world) {
   return cases;
 }
 
-// Once per process (collective over MPI_COMM_WORLD, reached at the same point on every rank):
-// this rank's GPU, the device communicator kind and the wait policy of the staged one.
-struct DeviceSetup {
-  DeviceCommKind kind = DeviceCommKind::nccl;
-  WaitPolicy policy = WaitPolicy::library;
-};
-
-const DeviceSetup& device_setup() {
-  static const DeviceSetup setup = [] {
-    DeviceSetup s;
-    DeviceAssignment a = select_device_for_local_rank(MPI_COMM_WORLD);
-    s.policy = resolve_wait_policy(measure_node_occupancy(MPI_COMM_WORLD));
-    const char* env = std::getenv("MDTP_COMM");
-    std::string why;
-    if (env != nullptr && *env != '\0') {
-      s.kind = resolve_device_comm_kind();  // an unknown value throws alike on every rank
-      why = std::string("MDTP_COMM=") + env;
-    } else {
-      // Automatic: NCCL needs one GPU per rank; where any node has ranks sharing a GPU, every
-      // rank takes the staged MPI communicator.
-      GpuSharing g = measure_gpu_sharing(MPI_COMM_WORLD);
-      int shared = g.local_ranks > g.distinct_gpus ? 1 : 0, any_shared = 0;
-      MPI_Allreduce(&shared, &any_shared, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      s.kind = any_shared != 0 ? DeviceCommKind::mpi : DeviceCommKind::nccl;
-      why = "automatic: " + std::to_string(g.local_ranks) + " rank(s) on rank 0's node share " +
-            std::to_string(g.distinct_gpus) + " GPU(s)";
-    }
-    int rank = 0, size = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (rank == 0) {
-      std::printf("gpu_tp_layers: %d rank(s), device %d of %d visible, device communicator %s (%s)\n", size,
-                  a.device, a.visible_devices, device_comm_kind_name(s.kind), why.c_str());
-      std::fflush(stdout);
-    }
-    return s;
-  }();
-  return setup;
-}
-
 // A mode on its own mesh of device communicators, ledger and CudaBackend (the CUDA counterpart
 // of tp_harness's host-only ModeFixture).  Members are destroyed in reverse order: the mode and
 // the mesh (its communicators) before the backend they use, the ledger last.
 struct CudaModeFixture {
   CudaModeFixture(const ModeCase& c, DType dt) : dtype(dt) {
-    const DeviceSetup& setup = device_setup();
+    const DeviceSetup& setup = device_setup("gpu_tp_layers");
     backend = make_cuda_backend();
     DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy);
     mesh = std::make_unique<Mesh>(c.config, MPI_COMM_WORLD, ledger, factory);
     mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, 1234, TpOptions{}});
-    comm_name = setup.kind == DeviceCommKind::nccl ? "nccl" : "mpi-staged";
+    comm_name = setup.comm_name();
   }
 
   CommLedger ledger;

@@ -1,6 +1,11 @@
 #include "gpt_harness.hpp"
 
+#include <filesystem>
 #include <random>
+#include <system_error>
+#include <unistd.h>
+
+#include "model/root_task.hpp"
 
 namespace mdtp::testing {
 namespace {
@@ -20,6 +25,19 @@ int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
+}
+
+SharedTempDir::SharedTempDir(const std::string& prefix) : owner_(world_rank() == 0) {
+  long long pid = ::getpid();
+  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+  auto path = std::filesystem::temp_directory_path() / (prefix + std::to_string(pid));
+  run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(path); });
+  path_ = path.string();
+}
+
+SharedTempDir::~SharedTempDir() {
+  std::error_code ignored;
+  if (owner_) std::filesystem::remove_all(path_, ignored);
 }
 
 std::vector<ModeCase> model_cases_for_world(int world) {

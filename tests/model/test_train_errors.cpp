@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "gpt_harness.hpp"
 #include "model/h5_file.hpp"
@@ -19,23 +18,8 @@ using namespace mdtp::testing;
 namespace {
 
 std::string dir() {
-  static std::string d = [] {
-    long long pid = ::getpid();
-    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    auto path = std::filesystem::temp_directory_path() / ("mdtp-train-errors-" + std::to_string(pid));
-    run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(path); });
-    // Removed by rank 0 at exit (after MPI_Finalize every rank is done with it).
-    static struct Cleanup {
-      std::filesystem::path dir;
-      bool owner;
-      ~Cleanup() {
-        std::error_code ignored;
-        if (owner) std::filesystem::remove_all(dir, ignored);
-      }
-    } cleanup{path, world_rank() == 0};
-    return path.string();
-  }();
-  return d;
+  static const SharedTempDir d("mdtp-train-errors-");
+  return d.path();
 }
 
 std::string path_of(const std::string& name) { return dir() + "/" + name; }

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
-#include <unistd.h>
 
 #include "gpt_harness.hpp"
 #include "io/results_file.hpp"
@@ -20,25 +19,10 @@ using namespace mdtp::testing;
 
 namespace {
 
-// A directory shared by all ranks (named after rank 0's pid), created once.
+// A directory shared by all ranks, created once.
 std::string shared_dir() {
-  static std::string dir = [] {
-    long long pid = ::getpid();
-    MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    auto d = std::filesystem::temp_directory_path() / ("mdtp-train-test-" + std::to_string(pid));
-    run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(d); });
-    // Removed by rank 0 at exit (after MPI_Finalize every rank is done with it).
-    static struct Cleanup {
-      std::filesystem::path dir;
-      bool owner;
-      ~Cleanup() {
-        std::error_code ignored;
-        if (owner) std::filesystem::remove_all(dir, ignored);
-      }
-    } cleanup{d, world_rank() == 0};
-    return d.string();
-  }();
-  return dir;
+  static const SharedTempDir dir("mdtp-train-test-");
+  return dir.path();
 }
 
 std::string shared_path(const std::string& name) { return shared_dir() + "/" + name; }
