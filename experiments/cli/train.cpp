@@ -11,6 +11,7 @@
 #include "model/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_gpt_kernels.hpp"
 #include "cuda/device_comm.hpp"
 #endif
 
@@ -32,6 +33,9 @@ TrainDevice train_device(const std::string& name) {
     const auto& cuda = static_cast<const CudaBackend&>(backend);  // made by make_backend above
     return make_device_comm_factory(cuda, world, resolve_device_comm_kind(),
                                     resolve_wait_policy(measure_node_occupancy(world)));
+  };
+  device.make_kernels = [](const Backend& backend) -> std::unique_ptr<GptKernels> {
+    return make_cuda_gpt_kernels(static_cast<const CudaBackend&>(backend));
   };
   return device;
 #else

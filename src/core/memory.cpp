@@ -15,6 +15,7 @@ const char* mem_category_name(MemCategory category) {
     case MemCategory::optimizer_state: return "optimizer_state";
     case MemCategory::activations: return "activations";
     case MemCategory::communication: return "communication";
+    case MemCategory::workspace: return "workspace";
     case MemCategory::other: return "other";
   }
   return "?";

@@ -19,9 +19,13 @@ enum class MemCategory : std::uint8_t {
   optimizer_state,
   activations,
   communication,
+  // Scratch that lives only inside one backend call (a kernel's workspace, uploaded token ids):
+  // apart so that per-category peaks agree between backends that need scratch and those that
+  // do not.
+  workspace,
   other,
 };
-inline constexpr std::size_t kMemCategoryCount = 6;
+inline constexpr std::size_t kMemCategoryCount = 7;
 const char* mem_category_name(MemCategory category);
 
 class MemoryTracker {

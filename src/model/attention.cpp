@@ -19,9 +19,10 @@ std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t
   return logical;
 }
 
-CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const std::string& name,
-                                         const GptConfig& config, const Layout& input, std::int64_t batch_per_replica)
-    : backend_(mode.context().backend), config_(config) {
+CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels,
+                                         const std::string& name, const GptConfig& config, const Layout& input,
+                                         std::int64_t batch_per_replica)
+    : backend_(mode.context().backend), kernels_(kernels), config_(config) {
   const Mesh& mesh = mode.context().mesh;
   const std::int64_t H = config_.n_embd;
   c_attn_ = mode.linear(LinearSpec{name + ".c_attn", H, 3 * H}, input);
@@ -48,7 +49,7 @@ Tensor CausalSelfAttention::forward(const Tensor& x) {
   const std::int64_t rows = qkv_.rows(), T = config_.block_size;
   Tensor y = backend_.empty({rows, qkv_.cols() / 3}, qkv_.dtype(), MemCategory::activations);
   probs_ = backend_.empty({rows / T, local_heads_, T, T}, qkv_.dtype(), MemCategory::activations);
-  backend_.attention_forward(qkv_, T, local_heads_, y, probs_);
+  kernels_.attention_forward(qkv_, T, local_heads_, y, probs_);
   return c_proj_->forward(y);
 }
 
@@ -56,7 +57,7 @@ Tensor CausalSelfAttention::backward(const Tensor& dy) {
   require(qkv_.defined(), "attention: backward called before forward");
   Tensor dattn = c_proj_->backward(dy);
   Tensor dqkv = backend_.empty(qkv_.shape(), qkv_.dtype(), MemCategory::activations);
-  backend_.attention_backward(dattn, qkv_, probs_, config_.block_size, local_heads_, dqkv);
+  kernels_.attention_backward(dattn, qkv_, probs_, config_.block_size, local_heads_, dqkv);
   qkv_ = Tensor();
   probs_ = Tensor();
   return c_attn_->backward(dqkv);

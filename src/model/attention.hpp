@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/gpt_config.hpp"
+#include "model/gpt_kernels.hpp"
 #include "model/model_param.hpp"
 #include "tp/mode.hpp"
 
@@ -27,14 +28,15 @@ class CausalSelfAttention {
  public:
   // `name` is the module prefix ("transformer.h.0.attn"); `batch_per_replica` sequences of
   // config.block_size tokens are fed to every forward.
-  CausalSelfAttention(const TensorParallelMode& mode, const std::string& name, const GptConfig& config,
-                      const Layout& input, std::int64_t batch_per_replica);
+  CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
+                      const GptConfig& config, const Layout& input, std::int64_t batch_per_replica);
   Tensor forward(const Tensor& x);
   Tensor backward(const Tensor& dy);
   std::vector<ModelParam> parameters();
 
  private:
   const Backend& backend_;
+  const GptKernels& kernels_;
   GptConfig config_;
   std::unique_ptr<Linear> c_attn_, c_proj_;
   std::int64_t local_heads_ = 0;

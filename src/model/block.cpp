@@ -10,13 +10,13 @@ std::vector<ModelParam> layernorm_parameters(LayerNorm& ln) {
           model_param(ps[1], InitSpec{InitSpec::Kind::constant, 0.0, 0.0})};
 }
 
-TransformerBlock::TransformerBlock(const TensorParallelMode& mode, const std::string& name, const GptConfig& config,
-                                   std::int64_t batch_per_replica)
+TransformerBlock::TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
+                                   const GptConfig& config, std::int64_t batch_per_replica)
     : backend_(mode.context().backend), config_(config) {
   const Layout residual = mode.residual_layout();
   const std::int64_t H = config_.n_embd;
   ln_1_ = mode.layernorm(name + ".ln_1", H, residual);
-  attn_ = std::make_unique<CausalSelfAttention>(mode, name + ".attn", config_, residual, batch_per_replica);
+  attn_ = std::make_unique<CausalSelfAttention>(mode, kernels, name + ".attn", config_, residual, batch_per_replica);
   ln_2_ = mode.layernorm(name + ".ln_2", H, residual);
   mlp_ = std::make_unique<Mlp>(mode, name + ".mlp", H, 4 * H, residual);
   require_layout(mlp_->output_layout(), residual, name + ".mlp output");

@@ -11,8 +11,8 @@ namespace mdtp {
 class TransformerBlock {
  public:
   // `name` is the module prefix, "transformer.h.<i>".
-  TransformerBlock(const TensorParallelMode& mode, const std::string& name, const GptConfig& config,
-                   std::int64_t batch_per_replica);
+  TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
+                   const GptConfig& config, std::int64_t batch_per_replica);
   Tensor forward(const Tensor& x);
   Tensor backward(const Tensor& dy);
   std::vector<ModelParam> parameters();

@@ -12,8 +12,9 @@ std::vector<std::string> as_list(const std::string& group) {
 
 }  // namespace
 
-GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config)
-    : ctx_(mode.context()), split_(split), config_(config) {
+GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
+                           const GptConfig& config)
+    : ctx_(mode.context()), kernels_(kernels), split_(split), config_(config) {
   std::vector<std::string> used = split_.vocab;
   used.insert(used.end(), split_.cols.begin(), split_.cols.end());
   wte_.name = "transformer.wte.weight";
@@ -47,7 +48,7 @@ Tensor GptEmbedding::forward(std::span<const std::int32_t> ids) {
     positions_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((b.row0() + i) % config_.block_size);
 
   Tensor partial = be.empty({total, b.cols}, ctx_.dtype, MemCategory::activations);
-  be.embedding_forward(wte_.value, ids, vocab_row0_, partial);
+  kernels_.embedding_forward(wte_.value, ids, vocab_row0_, partial);
   Tensor x = partial;
   if (split_.vocab_parts > 1) {
     if (split_.row_parts > 1) {
@@ -58,7 +59,7 @@ Tensor GptEmbedding::forward(std::span<const std::int32_t> ids) {
     }
   }
   Tensor pos = be.empty({b.rows, b.cols}, ctx_.dtype, MemCategory::activations);
-  be.embedding_forward(wpe_.value, positions_, 0, pos);
+  kernels_.embedding_forward(wpe_.value, positions_, 0, pos);
   be.axpy(1.0, pos, x);
   return x;
 }
@@ -67,13 +68,13 @@ void GptEmbedding::backward(const Tensor& dx) {
   require(dx.rows() == static_cast<std::int64_t>(positions_.size()), "GPT embedding: backward got ", dx.rows(),
           " rows; the forward produced ", positions_.size());
   const Backend& be = ctx_.backend;
-  be.embedding_backward(dx, positions_, 0, wpe_.grad);
+  kernels_.embedding_backward(dx, positions_, 0, wpe_.grad);
   Tensor full = dx;
   if (split_.row_parts > 1) {
     full = be.empty({dx.rows() * split_.row_parts, dx.cols()}, dx.dtype(), MemCategory::communication);
     ctx_.mesh.comm(split_.row_span).all_gather(dx, full);
   }
-  be.embedding_backward(full, ids_, vocab_row0_, wte_.grad);
+  kernels_.embedding_backward(full, ids_, vocab_row0_, wte_.grad);
 }
 
 }  // namespace mdtp

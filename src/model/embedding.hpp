@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/gpt_config.hpp"
+#include "model/gpt_kernels.hpp"
 #include "model/model_param.hpp"
 #include "model/model_split.hpp"
 
@@ -20,7 +21,8 @@ namespace mdtp {
 
 class GptEmbedding {
  public:
-  GptEmbedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config);
+  GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
+               const GptConfig& config);
   // ids: this replica's B·T tokens (row-major [B, T]); returns this rank's shard in L.
   Tensor forward(std::span<const std::int32_t> ids);
   void backward(const Tensor& dx);
@@ -29,6 +31,7 @@ class GptEmbedding {
 
  private:
   TpContext ctx_;
+  const GptKernels& kernels_;
   ModelSplit split_;
   GptConfig config_;
   Parameter wte_, wpe_;

@@ -5,8 +5,10 @@
 namespace mdtp {
 
 GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t batch_per_replica,
-                   std::string data_parallel_group)
-    : mode_(mode), ctx_(mode.context()), config_(config), batch_(batch_per_replica),
+                   std::string data_parallel_group, const GptKernels* kernels)
+    : mode_(mode), ctx_(mode.context()),
+      own_kernels_(kernels ? nullptr : make_host_gpt_kernels(ctx_.backend)),
+      kernels_(kernels ? *kernels : *own_kernels_), config_(config), batch_(batch_per_replica),
       dp_group_(std::move(data_parallel_group)) {
   validate(config_);
   require(batch_ > 0, "GPT model: the per-replica batch must be positive; got ", batch_);
@@ -17,11 +19,11 @@ GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std:
           " token rows of a replica (per-replica batch ", batch_, " × block_size ", config_.block_size,
           ") must be divisible by the row split of the residual (", split_.row_parts, ": ", group_list(split_.rows),
           ") and by the logits' row split (", split_.col_parts, ": ", group_list(split_.cols), ") in mode ", mode_.name());
-  embedding_ = std::make_unique<GptEmbedding>(mode_, split_, config_);
+  embedding_ = std::make_unique<GptEmbedding>(mode_, kernels_, split_, config_);
   for (std::int64_t i = 0; i < config_.n_layer; ++i)
-    blocks_.push_back(std::make_unique<TransformerBlock>(mode_, "transformer.h." + std::to_string(i), config_, batch_));
+    blocks_.push_back(std::make_unique<TransformerBlock>(mode_, kernels_, "transformer.h." + std::to_string(i), config_, batch_));
   ln_f_ = mode_.layernorm("transformer.ln_f", config_.n_embd, split_.residual);
-  head_ = std::make_unique<TiedLmHead>(mode_, split_, embedding_->wte(), config_.vocab_size);
+  head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, embedding_->wte(), config_.vocab_size);
 
   params_ = embedding_->parameters();
   for (auto& block : blocks_)

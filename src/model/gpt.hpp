@@ -14,6 +14,7 @@
 
 #include "model/block.hpp"
 #include "model/embedding.hpp"
+#include "model/gpt_kernels.hpp"
 #include "model/lm_head.hpp"
 
 namespace mdtp {
@@ -24,8 +25,10 @@ class GptModel {
   // on every rank before any collective, then builds and initialises the model (GPT-2 init from
   // ctx.seed, by logical index: the same model in every mode and on every mesh).  The mode (with
   // its mesh and backend) must outlive the model.
+  // `kernels` (the GPT kernels of the mode's backend, outliving the model) may be null for a host
+  // backend: the model then uses its own host kernels.
   GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t batch_per_replica,
-           std::string data_parallel_group = "dp");
+           std::string data_parallel_group = "dp", const GptKernels* kernels = nullptr);
 
   // One forward and backward over this replica's batch (row-major [batch_per_replica, T] token ids
   // and targets, identical on every rank of the replica).  Accumulates (unreduced) gradients and
@@ -50,6 +53,8 @@ class GptModel {
   double forward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
   const TensorParallelMode& mode_;
   TpContext ctx_;
+  std::unique_ptr<GptKernels> own_kernels_;  // when none were given
+  const GptKernels& kernels_;
   GptConfig config_;
   std::int64_t batch_;
   std::string dp_group_;

@@ -7,9 +7,9 @@
 
 namespace mdtp {
 
-TiedLmHead::TiedLmHead(const TensorParallelMode& mode, const ModelSplit& split, Parameter& wte,
-                       std::int64_t vocab_size)
-    : ctx_(mode.context()), split_(split), wte_(wte), vocab_size_(vocab_size) {
+TiedLmHead::TiedLmHead(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
+                       Parameter& wte, std::int64_t vocab_size)
+    : ctx_(mode.context()), kernels_(kernels), split_(split), wte_(wte), vocab_size_(vocab_size) {
   const ShardBlock b = shard_block(wte_.layout, ctx_.mesh, wte_.full_shape[0], wte_.full_shape[1], wte_.name);
   vocab_col0_ = b.row0();
   valid_cols_ = std::clamp<std::int64_t>(vocab_size_ - vocab_col0_, 0, b.rows);
@@ -42,10 +42,10 @@ double TiedLmHead::forward(const Tensor& x, std::span<const std::int32_t> target
   targets_.assign(targets.begin() + first, targets.begin() + first + rows);
 
   Tensor row_max = be.empty({rows}, DType::f64, MemCategory::activations);
-  be.xent_row_max(logits_, valid_cols_, row_max);
+  kernels_.xent_row_max(logits_, valid_cols_, row_max);
   Tensor sums = be.empty({rows, 2}, DType::f64, MemCategory::activations);
   if (split_.vocab_parts > 1) mesh.comm(split_.vocab_span).all_reduce(row_max, ReduceOp::max);
-  be.xent_partial_sums(logits_, valid_cols_, row_max, targets_, vocab_col0_, sums);
+  kernels_.xent_partial_sums(logits_, valid_cols_, row_max, targets_, vocab_col0_, sums);
   if (split_.vocab_parts > 1) mesh.comm(split_.vocab_span).all_reduce(sums);
 
   const std::vector<double> mx = be.to_f64(row_max), s = be.to_f64(sums);
@@ -64,7 +64,7 @@ Tensor TiedLmHead::backward(double scale) {
   const Backend& be = ctx_.backend;
   const Mesh& mesh = ctx_.mesh;
   Tensor dlogits = be.empty(logits_.shape(), logits_.dtype(), MemCategory::activations);
-  be.xent_backward(logits_, valid_cols_, lse_, targets_, vocab_col0_, scale, dlogits);
+  kernels_.xent_backward(logits_, valid_cols_, lse_, targets_, vocab_col0_, scale, dlogits);
   logits_ = Tensor();
   Tensor dp = dlogits;
   if (split_.col_parts > 1) {

@@ -14,13 +14,15 @@
 #include <span>
 #include <vector>
 
+#include "model/gpt_kernels.hpp"
 #include "model/model_split.hpp"
 
 namespace mdtp {
 
 class TiedLmHead {
  public:
-  TiedLmHead(const TensorParallelMode& mode, const ModelSplit& split, Parameter& wte, std::int64_t vocab_size);
+  TiedLmHead(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split, Parameter& wte,
+             std::int64_t vocab_size);
   // x: the final hidden states in L; targets: this replica's B·T targets.  Returns the SUM of the
   // token losses over the logit rows this rank holds (every rank of the vocabulary split returns
   // the same sum; the caller reduces over C and data parallelism).
@@ -30,6 +32,7 @@ class TiedLmHead {
 
  private:
   TpContext ctx_;
+  const GptKernels& kernels_;
   ModelSplit split_;
   Parameter& wte_;
   std::int64_t vocab_size_;

@@ -95,7 +95,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
             tc.device.make_comm_factory ? tc.device.make_comm_factory(*backend, world) : CommFactory{});
   auto mode = make_tp_mode(tc.tp_mode, TpContext{mesh, *backend, tc.dtype, tc.seed, {}});
   const std::int64_t per_replica = tc.batch / dp;
-  GptModel model(*mode, result.model, per_replica);
+  std::unique_ptr<GptKernels> kernels =
+      tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
+  GptModel model(*mode, result.model, per_replica, "dp", kernels.get());
   Optimizer optimizer(tc.optimizer, model.parameters(), mesh, *backend);
   TrainingState& state = result.state;
   state.rng_state = tc.seed;

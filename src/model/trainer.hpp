@@ -23,6 +23,7 @@ namespace mdtp {
 struct TrainDevice {
   std::function<std::unique_ptr<Backend>(MPI_Comm world)> make_backend;
   std::function<CommFactory(const Backend& backend, MPI_Comm world)> make_comm_factory;
+  std::function<std::unique_ptr<GptKernels>(const Backend& backend)> make_kernels;
 };
 
 struct TrainConfig {

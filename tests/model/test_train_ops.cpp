@@ -1,4 +1,4 @@
-// The Backend training ops the model adds (host implementation) and the Optimizer, against
+// The GPT kernels (host implementation) and the Optimizer, against
 // direct float64 formulas: embedding lookup/scatter-add, vocabulary-split cross-entropy pieces
 // with padding, AdamW (PyTorch semantics), clipping and weight decay on 2+-D parameters only.
 #include <catch2/catch.hpp>
@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "gpt_harness.hpp"
+#include "model/gpt_kernels.hpp"
 #include "model/optimizer.hpp"
 
 using namespace mdtp;
@@ -13,31 +14,33 @@ using namespace mdtp::testing;
 
 TEST_CASE("embedding lookup zeroes ids outside the slice and scatter-add accumulates repeats", "[train][ops]") {
   auto be = make_host_backend();
+  auto kernels = make_host_gpt_kernels(*be);
   for (DType dt : {DType::f64, DType::f32}) {
     // Rows 3..5 of a table whose row r, column j holds 10r + j.
     Tensor table = be->from_f64({30, 31, 40, 41, 50, 51}, {3, 2}, dt, MemCategory::other);
     const std::vector<std::int32_t> ids{4, 1, 3, 4, 6};
     Tensor out = be->empty({5, 2}, dt, MemCategory::other);
-    be->embedding_forward(table, ids, 3, out);
+    kernels->embedding_forward(table, ids, 3, out);
     CHECK(be->to_f64(out) == std::vector<double>{40, 41, 0, 0, 30, 31, 40, 41, 0, 0});
     Tensor grad = be->zeros({3, 2}, dt, MemCategory::other);
     Tensor dy = be->from_f64({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2}, dt, MemCategory::other);
-    be->embedding_backward(dy, ids, 3, grad);
+    kernels->embedding_backward(dy, ids, 3, grad);
     CHECK(be->to_f64(grad) == std::vector<double>{5, 6, 1 + 7, 2 + 8, 0, 0});
   }
 }
 
 TEST_CASE("cross-entropy pieces treat padded columns as -inf", "[train][ops]") {
   auto be = make_host_backend();
+  auto kernels = make_host_gpt_kernels(*be);
   // Two rows of a slice holding vocabulary entries 4..7 of which 4..5 are real (6, 7 padding).
   const std::vector<double> l{0.5, -1.0, 9.0, 9.0, 2.0, 1.5, 9.0, 9.0};
   const std::vector<std::int32_t> targets{5, 2};  // row 1's target lies in another slice
   Tensor logits = be->from_f64(l, {2, 4}, DType::f64, MemCategory::other);
   Tensor mx = be->empty({2}, DType::f64, MemCategory::other);
-  be->xent_row_max(logits, 2, mx);
+  kernels->xent_row_max(logits, 2, mx);
   CHECK(be->to_f64(mx) == std::vector<double>{0.5, 2.0});
   Tensor sums = be->empty({2, 2}, DType::f64, MemCategory::other);
-  be->xent_partial_sums(logits, 2, mx, targets, 4, sums);
+  kernels->xent_partial_sums(logits, 2, mx, targets, 4, sums);
   const std::vector<double> s = be->to_f64(sums);
   CHECK(s[0] == Approx(1.0 + std::exp(-1.5)).epsilon(1e-15));
   CHECK(s[1] == -1.0);
@@ -45,7 +48,7 @@ TEST_CASE("cross-entropy pieces treat padded columns as -inf", "[train][ops]") {
   const double lse0 = 0.5 + std::log(s[0]), lse1 = 2.0 + std::log(s[2]);
   Tensor lse = be->from_f64({lse0, lse1}, {2}, DType::f64, MemCategory::other);
   Tensor d = be->empty({2, 4}, DType::f64, MemCategory::other);
-  be->xent_backward(logits, 2, lse, targets, 4, 0.5, d);
+  kernels->xent_backward(logits, 2, lse, targets, 4, 0.5, d);
   const std::vector<double> g = be->to_f64(d);
   CHECK(g[0] == Approx(0.5 * std::exp(0.5 - lse0)).epsilon(1e-15));
   CHECK(g[1] == Approx(0.5 * (std::exp(-1.0 - lse0) - 1.0)).epsilon(1e-15));
@@ -53,7 +56,7 @@ TEST_CASE("cross-entropy pieces treat padded columns as -inf", "[train][ops]") {
   CHECK(g[3] == 0.0);
   CHECK(g[5] == Approx(0.5 * std::exp(1.5 - lse1)).epsilon(1e-15));
   // A slice with no real column: max -inf, nothing summed.
-  be->xent_row_max(logits, 0, mx);
+  kernels->xent_row_max(logits, 0, mx);
   CHECK(be->to_f64(mx)[0] == -std::numeric_limits<double>::infinity());
 }
 

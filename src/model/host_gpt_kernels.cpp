@@ -1,4 +1,6 @@
-#include "core/host_train_ops.hpp"
+// The host implementation of GptKernels: plain loops per (sequence, head) with float64
+// accumulation.  Arguments arrive validated by the GptKernels front.
+#include "model/gpt_kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,50 +8,15 @@
 #include <limits>
 #include <vector>
 
-namespace mdtp::host_ops {
+namespace mdtp {
 namespace {
 
 std::size_t at(std::int64_t row, std::int64_t cols, std::int64_t col) {
   return static_cast<std::size_t>(row * cols + col);
 }
 
-}  // namespace
-
-void check_embedding(const Tensor& table, std::size_t ids, const Tensor& rows_tensor, const char* op) {
-  require(table.ndim() == 2, op, ": the table must be 2-D; got shape ", shape_string(table.shape()));
-  require(rows_tensor.rows() == static_cast<std::int64_t>(ids) && rows_tensor.cols() == table.cols(), op, ": ",
-          ids, " ids need rows of [", ids, ", ", table.cols(), "]; got shape ", shape_string(rows_tensor.shape()));
-  require(table.dtype() == rows_tensor.dtype(), op, ": mixed dtypes ", dtype_name(table.dtype()), " and ",
-          dtype_name(rows_tensor.dtype()));
-}
-
-void check_attention(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, const Tensor& y,
-                     const Tensor& probs, const char* op) {
-  require(seq_len > 0 && n_head > 0, op, ": seq_len and n_head must be positive; got ", seq_len, " and ", n_head);
-  require(qkv.rows() % seq_len == 0, op, ": ", qkv.rows(), " rows are not whole sequences of ", seq_len);
-  require(qkv.cols() % (3 * n_head) == 0, op, ": qkv has ", qkv.cols(), " columns; expected a multiple of 3·n_head=",
-          3 * n_head);
-  const std::int64_t width = qkv.cols() / 3;
-  require(y.rows() == qkv.rows() && y.cols() == width, op, ": output shape ", shape_string(y.shape()),
-          "; expected [", qkv.rows(), ", ", width, "]");
-  require(probs.numel() == qkv.rows() / seq_len * n_head * seq_len * seq_len, op, ": probs has ", probs.numel(),
-          " elements; expected sequences·n_head·seq_len² = ", qkv.rows() / seq_len * n_head * seq_len * seq_len);
-  require(qkv.dtype() == y.dtype() && qkv.dtype() == probs.dtype(), op, ": qkv, y and probs must share a dtype");
-}
-
-void check_xent(const Tensor& logits, std::int64_t valid_cols, std::size_t targets, const Tensor& stats,
-                std::int64_t stats_cols, const char* op) {
-  require(valid_cols >= 0 && valid_cols <= logits.cols(), op, ": valid_cols=", valid_cols, " outside [0, ",
-          logits.cols(), "]");
-  require(static_cast<std::int64_t>(targets) == logits.rows() || targets == 0, op, ": ", targets,
-          " targets for ", logits.rows(), " rows");
-  require(stats.dtype() == DType::f64 && stats.numel() == logits.rows() * stats_cols, op,
-          ": statistics must be f64 with ", logits.rows() * stats_cols, " elements; got ",
-          dtype_name(stats.dtype()), " ", shape_string(stats.shape()));
-}
-
 template <class T>
-void embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row, Tensor& out) {
+void host_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row, Tensor& out) {
   const std::int64_t cols = table.cols(), rows = table.rows();
   const T* src = table.data<T>();
   T* dst = out.data<T>();
@@ -62,7 +29,7 @@ void embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, s
 }
 
 template <class T>
-void embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
+void host_embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
                         Tensor& table_grad) {
   const std::int64_t cols = table_grad.cols(), rows = table_grad.rows();
   const T* g = dy.data<T>();
@@ -76,7 +43,7 @@ void embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std
 }
 
 template <class T>
-void attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y, Tensor& probs) {
+void host_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y, Tensor& probs) {
   const std::int64_t T_ = seq_len, C3 = qkv.cols(), C = C3 / 3, d = C / n_head;
   const std::int64_t sequences = qkv.rows() / T_;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -113,7 +80,7 @@ void attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_h
 }
 
 template <class T>
-void attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
+void host_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                         std::int64_t n_head, Tensor& dqkv) {
   const std::int64_t T_ = seq_len, C3 = qkv.cols(), C = C3 / 3, d = C / n_head;
   const std::int64_t sequences = qkv.rows() / T_;
@@ -159,7 +126,7 @@ void attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs
 }
 
 template <class T>
-void xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) {
+void host_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) {
   const std::int64_t cols = logits.cols();
   const T* l = logits.data<T>();
   double* mx = row_max.data<double>();
@@ -171,7 +138,7 @@ void xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max
 }
 
 template <class T>
-void xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
+void host_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
                        std::span<const std::int32_t> targets, std::int64_t col0, Tensor& sums) {
   const std::int64_t cols = logits.cols();
   const T* l = logits.data<T>();
@@ -187,7 +154,7 @@ void xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tens
 }
 
 template <class T>
-void xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& lse,
+void host_xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& lse,
                    std::span<const std::int32_t> targets, std::int64_t col0, double scale, Tensor& dlogits) {
   const std::int64_t cols = logits.cols();
   const T* l = logits.data<T>();
@@ -203,40 +170,58 @@ void xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& 
   }
 }
 
-template <class T>
-void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& st) {
-  T* w = param.data<T>();
-  const T* g = grad.data<T>();
-  T* m1 = m.data<T>();
-  T* m2 = v.data<T>();
-  const double t = static_cast<double>(st.step);
-  const double c1 = 1.0 - std::pow(st.beta1, t), c2 = 1.0 - std::pow(st.beta2, t);
-  const T decay = static_cast<T>(1.0 - st.lr * st.weight_decay);
-  const T b1 = static_cast<T>(st.beta1), b2 = static_cast<T>(st.beta2);
-  const T step_size = static_cast<T>(st.lr / c1), inv_sqrt_c2 = static_cast<T>(1.0 / std::sqrt(c2));
-  const T eps = static_cast<T>(st.eps), gs = static_cast<T>(st.grad_scale);
-  for (std::int64_t i = 0; i < param.numel(); ++i) {
-    const T gi = g[i] * gs;
-    m1[i] = b1 * m1[i] + (T(1) - b1) * gi;
-    m2[i] = b2 * m2[i] + (T(1) - b2) * gi * gi;
-    w[i] = w[i] * decay - step_size * m1[i] / (std::sqrt(m2[i]) * inv_sqrt_c2 + eps);
-  }
+// One dispatch on the element type per op; the front has already refused other dtypes.
+template <class Fn>
+void dispatch(DType dtype, Fn&& fn) {
+  if (dtype == DType::f32) fn(float{});
+  else fn(double{});
 }
 
-#define MDTP_HOST_TRAIN_OPS(T)                                                                                    \
-  template void embedding_forward<T>(const Tensor&, std::span<const std::int32_t>, std::int64_t, Tensor&);         \
-  template void embedding_backward<T>(const Tensor&, std::span<const std::int32_t>, std::int64_t, Tensor&);        \
-  template void attention_forward<T>(const Tensor&, std::int64_t, std::int64_t, Tensor&, Tensor&);                \
-  template void attention_backward<T>(const Tensor&, const Tensor&, const Tensor&, std::int64_t, std::int64_t,    \
-                                      Tensor&);                                                                   \
-  template void xent_row_max<T>(const Tensor&, std::int64_t, Tensor&);                                            \
-  template void xent_partial_sums<T>(const Tensor&, std::int64_t, const Tensor&, std::span<const std::int32_t>,   \
-                                     std::int64_t, Tensor&);                                                      \
-  template void xent_backward<T>(const Tensor&, std::int64_t, const Tensor&, std::span<const std::int32_t>,       \
-                                 std::int64_t, double, Tensor&);                                                  \
-  template void adamw_update<T>(Tensor&, const Tensor&, Tensor&, Tensor&, const AdamWStep&);
-MDTP_HOST_TRAIN_OPS(float)
-MDTP_HOST_TRAIN_OPS(double)
-#undef MDTP_HOST_TRAIN_OPS
+class HostGptKernels final : public GptKernels {
+ public:
+  using GptKernels::GptKernels;
 
-}  // namespace mdtp::host_ops
+ protected:
+  void do_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row,
+                            Tensor& out) const override {
+    dispatch(table.dtype(), [&](auto zero) { host_embedding_forward<decltype(zero)>(table, ids, first_row, out); });
+  }
+  void do_embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
+                             Tensor& table_grad) const override {
+    dispatch(dy.dtype(), [&](auto zero) { host_embedding_backward<decltype(zero)>(dy, ids, first_row, table_grad); });
+  }
+  void do_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y,
+                            Tensor& probs) const override {
+    dispatch(qkv.dtype(), [&](auto zero) { host_attention_forward<decltype(zero)>(qkv, seq_len, n_head, y, probs); });
+  }
+  void do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
+                             std::int64_t n_head, Tensor& dqkv) const override {
+    dispatch(qkv.dtype(),
+             [&](auto zero) { host_attention_backward<decltype(zero)>(dy, qkv, probs, seq_len, n_head, dqkv); });
+  }
+  void do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const override {
+    dispatch(logits.dtype(), [&](auto zero) { host_xent_row_max<decltype(zero)>(logits, valid_cols, row_max); });
+  }
+  void do_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
+                            std::span<const std::int32_t> targets, std::int64_t col0, Tensor& sums) const override {
+    dispatch(logits.dtype(), [&](auto zero) {
+      host_xent_partial_sums<decltype(zero)>(logits, valid_cols, row_max, targets, col0, sums);
+    });
+  }
+  void do_xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& lse,
+                        std::span<const std::int32_t> targets, std::int64_t col0, double scale,
+                        Tensor& dlogits) const override {
+    dispatch(logits.dtype(), [&](auto zero) {
+      host_xent_backward<decltype(zero)>(logits, valid_cols, lse, targets, col0, scale, dlogits);
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<GptKernels> make_host_gpt_kernels(const Backend& backend) {
+  require(backend.device() == DeviceKind::host, "the host GPT kernels need a host backend; got ", backend.name());
+  return std::make_unique<HostGptKernels>(backend);
+}
+
+}  // namespace mdtp
