@@ -9,10 +9,10 @@
 #include <iostream>
 
 #include "bench/bench_tables.hpp"
-#include "bench/calibration_io.hpp"
+#include "calibrate/calibration_io.hpp"
 #include "bench/mode_mesh.hpp"
-#include "bench/rank_stats.hpp"
-#include "bench/results_sink.hpp"
+#include "run/rank_stats.hpp"
+#include "run/results_sink.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 
@@ -38,11 +38,14 @@ const char* kUsage =
     "Mesh per mode on N ranks: 1d/1d-sp tp=N; 2d the largest square q² dividing N (dp = N/q²);\n"
     "2.5d d·q²; 3d the largest cube; none = pure data parallelism (tp=1, dp=N).\n";
 
-std::vector<std::string> selected_modes(const Args& args, int world, int depth) {
-  std::vector<std::string> modes = args.get_list("--modes", {"all"});
-  if (modes.size() == 1 && modes[0] == "all") {
+std::vector<TpMode> selected_modes(const Args& args, int world, int depth) {
+  const std::vector<std::string> names = args.get_list("--modes", {"all"});
+  std::vector<TpMode> modes;
+  if (names.size() == 1 && names[0] == "all") {
     modes = bench::modes_that_fit(world, depth);
     require(!modes.empty(), "no tensor-parallel mode fits ", world, " ranks (1d needs at least 2); use --modes none");
+  } else {
+    for (const auto& name : names) modes.push_back(parse_tp_mode(name));
   }
   for (const auto& mode : modes)
     require(bench::mesh_for_mode(mode, world, depth).has_value(), "mode ", mode, " does not fit ", world,
@@ -52,7 +55,7 @@ std::vector<std::string> selected_modes(const Args& args, int world, int depth) 
 
 std::vector<cost::Workload> workloads(const Args& args, int world) {
   const int depth = static_cast<int>(args.get_int("--depth", 0));
-  const std::vector<std::string> modes = selected_modes(args, world, depth);
+  const std::vector<TpMode> modes = selected_modes(args, world, depth);
   const long long batch = args.get_int("--batch", 8), seq = args.get_int("--seq", 32);
   require(batch > 0 && seq > 0, "--batch and --seq must be positive; got ", batch, " and ", seq);
   const std::vector<long long> hidden = args.get_int_list("--hidden", {256});
@@ -111,16 +114,16 @@ int run_bench(const std::vector<std::string>& argv) {
   require(settings.reps >= 1 && settings.reps <= 100000, "--reps must be between 1 and 100000; got ", settings.reps);
   require(settings.warmup >= 0 && settings.warmup <= 100000, "--warmup must be between 0 and 100000; got ",
           settings.warmup);
-  const bench::LinkParameters links = args.has("--calibration")
-                                          ? bench::load_calibration(args.get("--calibration", ""))
-                                          : bench::default_link_parameters();
+  const calibrate::LinkParameters links = args.has("--calibration")
+                                          ? calibrate::load_calibration(args.get("--calibration", ""))
+                                          : calibrate::default_link_parameters();
 
-  bench::ResultsSink sink(args.get("--out", "results/bench.h5"), MPI_COMM_WORLD);
+  run::ResultsSink sink(args.get("--out", "results/bench.h5"), MPI_COMM_WORLD);
   const NodeOccupancy occupancy = measure_node_occupancy(MPI_COMM_WORLD);
   const WaitPolicy policy = resolve_wait_policy(occupancy);
-  const double oversubscription = bench::mean_max_over_ranks(occupancy.oversubscription(), MPI_COMM_WORLD, policy).max;
+  const double oversubscription = run::mean_max_over_ranks(occupancy.oversubscription(), MPI_COMM_WORLD, policy).max;
   const std::string batch_id =
-      bench::broadcast_string(bench::utc_time_now() + "-" + std::to_string(getpid()), 0, MPI_COMM_WORLD, policy);
+      run::broadcast_string(run::utc_time_now() + "-" + std::to_string(getpid()), 0, MPI_COMM_WORLD, policy);
   if (rank == 0) {
     std::printf("mdtp bench: %d ranks, %d on %d cores of rank 0's node (oversubscription %.2g), wait policy %s\n",
                 world, occupancy.local_ranks, occupancy.cores, oversubscription, wait_policy_name(policy));
@@ -133,11 +136,11 @@ int run_bench(const std::vector<std::string>& argv) {
     std::fflush(stdout);
   }
 
-  bench::RunDescription run{"mdtp bench " + args.command_line(), "", dtype_name(cases.front().dtype), ""};
+  run::RunDescription run{"mdtp bench " + args.command_line(), "", dtype_name(cases.front().dtype), ""};
   std::vector<std::string> rows;
   bool all_good = true;
   for (const auto& w : cases) {
-    run.mode = w.mode;
+    run.mode = tp_mode_name(w.mode);
     bench::LayerMeasurement m = bench::run_layer_bench(w, settings, MPI_COMM_WORLD, run);
     const bench::Prediction p = bench::predict(w, links.model);
     const bench::BenchSummary s = bench::summarize(m, p);

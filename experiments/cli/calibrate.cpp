@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <iostream>
 
-#include "bench/calibration_fit.hpp"
-#include "bench/collective_sweep.hpp"
-#include "bench/provenance.hpp"
-#include "bench/rank_stats.hpp"
-#include "bench/results_sink.hpp"
+#include "calibrate/calibration_fit.hpp"
+#include "calibrate/collective_sweep.hpp"
+#include "run/provenance.hpp"
+#include "run/rank_stats.hpp"
+#include "run/results_sink.hpp"
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 
@@ -61,14 +61,14 @@ MeshConfig calibration_mesh(const Args& args, int world) {
   MeshConfig c;
   c.world = world;
   c.tp = static_cast<int>(args.get_int("--tp", world % 2 == 0 && world >= 4 ? world / 2 : world));
-  c.tp_mode = args.get("--tp-mode", "1d");
+  c.tp_mode = parse_tp_mode(args.get("--tp-mode", "1d"));
   c.tp_depth = static_cast<int>(args.get_int("--tp-depth", 1));
   c.ranks_per_node = static_cast<int>(args.get_int("--ranks-per-node", 0));
   Topology check(c);  // every rank refuses a bad mesh alike, before any collective
   return c;
 }
 
-void print_point(const bench::SweepPoint& p) {
+void print_point(const calibrate::SweepPoint& p) {
   std::printf("%-8s %3d %-15s %12lld %6d %12.2f %12.2f %10.3f %10.3f  %s\n", p.group.c_str(), p.group_size,
               collective_name(p.op), static_cast<long long>(p.bytes), p.iterations, p.seconds_mean * 1e6,
               p.seconds_max * 1e6, p.algbw / 1e9, p.busbw / 1e9, p.correct ? "ok" : "WRONG");
@@ -92,11 +92,11 @@ int run_calibrate(const std::vector<std::string>& argv) {
   require(world >= 2, "mdtp calibrate measures links between ranks: run it under mpiexec with at least 2 ranks; got ",
           world);
   const MeshConfig config = calibration_mesh(args, world);
-  bench::SweepSettings sweep;
+  calibrate::SweepSettings sweep;
   sweep.groups = args.get_list("--groups", sweep.groups);
   if (args.has("--ops") && args.get("--ops", "") != "all") {
     sweep.ops.clear();
-    for (const auto& name : args.get_list("--ops", {})) sweep.ops.push_back(bench::parse_collective(name));
+    for (const auto& name : args.get_list("--ops", {})) sweep.ops.push_back(calibrate::parse_collective(name));
   }
   sweep.min_bytes = parse_bytes(args, "--min-bytes", sweep.min_bytes);
   sweep.max_bytes = parse_bytes(args, "--max-bytes", sweep.max_bytes);
@@ -112,7 +112,7 @@ int run_calibrate(const std::vector<std::string>& argv) {
   // The refusal comes before the results file is touched: a refused run writes nothing.
   const NodeOccupancy occupancy = measure_node_occupancy(MPI_COMM_WORLD);
   const double oversubscription =
-      bench::mean_max_over_ranks(occupancy.oversubscription(), MPI_COMM_WORLD, WaitPolicy::polite).max;
+      run::mean_max_over_ranks(occupancy.oversubscription(), MPI_COMM_WORLD, WaitPolicy::polite).max;
   const bool oversubscribed = oversubscription > 1.0;
   require(!oversubscribed || allow_oversubscribed, "refusing to calibrate oversubscribed: ", occupancy.local_ranks,
           " ranks share ", occupancy.cores, " core(s) on a node (oversubscription ", oversubscription,
@@ -121,8 +121,8 @@ int run_calibrate(const std::vector<std::string>& argv) {
 
   CommLedger ledger;
   Mesh mesh(config, MPI_COMM_WORLD, ledger);
-  bench::validate_sweep(sweep, mesh);
-  bench::ResultsSink sink(out, MPI_COMM_WORLD);
+  calibrate::validate_sweep(sweep, mesh);
+  run::ResultsSink sink(out, MPI_COMM_WORLD);
   if (rank == 0) {
     std::printf("mdtp calibrate: %d ranks (%d on %d cores, oversubscription %.2g), wait policy %s, mesh tp=%d dp=%d\n",
                 world, occupancy.local_ranks, occupancy.cores, oversubscription, wait_policy_name(mesh.wait_policy()),
@@ -131,18 +131,18 @@ int run_calibrate(const std::vector<std::string>& argv) {
       std::printf("WARNING: OVERSUBSCRIBED (--allow-oversubscribed): these times measure the scheduler; the fit is "
                   "flagged in the results file and must not be used for predictions elsewhere\n");
     std::string swept;
-    for (const auto& g : bench::swept_groups(sweep, mesh)) swept += " " + g;
+    for (const auto& g : calibrate::swept_groups(sweep, mesh)) swept += " " + g;
     std::printf("groups swept:%s (one-rank groups and repeats of the same ranks are skipped)\n", swept.c_str());
     std::printf("\n%-8s %3s %-15s %12s %6s %12s %12s %10s %10s  %s\n", "group", "n", "op", "bytes", "iters",
                 "mean us", "max us", "algbw GB/s", "busbw GB/s", "check");
   }
-  const std::vector<bench::SweepPoint> points = bench::run_sweep(mesh, sweep, MPI_COMM_WORLD, print_point);
+  const std::vector<calibrate::SweepPoint> points = calibrate::run_sweep(mesh, sweep, MPI_COMM_WORLD, print_point);
   bool all_correct = true;
   for (const auto& p : points) all_correct = all_correct && p.correct;
 
-  const std::vector<bench::GemmRate> gemm = bench::measure_gemm_rates(gemm_size, mesh, MPI_COMM_WORLD);
-  const bench::CalibrationResult fit = bench::fit_calibration(points, gemm);
-  Attributes attributes = bench::collect_provenance(mesh, MPI_COMM_WORLD,
+  const std::vector<calibrate::GemmRate> gemm = calibrate::measure_gemm_rates(gemm_size, mesh, MPI_COMM_WORLD);
+  const calibrate::CalibrationResult fit = calibrate::fit_calibration(points, gemm);
+  Attributes attributes = run::collect_provenance(mesh, MPI_COMM_WORLD,
                                                     {"mdtp calibrate " + args.command_line(), "", dtype_name(sweep.dtype), "host"});
   attributes["allow_oversubscribed"] = static_cast<std::int64_t>(allow_oversubscribed ? 1 : 0);
   attributes["sweep_min_bytes"] = sweep.min_bytes;
@@ -153,9 +153,9 @@ int run_calibrate(const std::vector<std::string>& argv) {
   attributes["gemm_size"] = gemm_size;
   attributes["all_correct"] = static_cast<std::int64_t>(all_correct ? 1 : 0);
   if (oversubscribed) attributes["warning"] = std::string("OVERSUBSCRIBED: times measure the OS scheduler");
-  const std::string path = sink.append_run("calibrate", attributes, bench::calibrate_run_tables(points, fit));
+  const std::string path = sink.append_run("calibrate", attributes, calibrate::calibrate_run_tables(points, fit));
   if (rank == 0) {
-    std::printf("\n%s\n", bench::describe_fit(fit).c_str());
+    std::printf("\n%s\n", calibrate::describe_fit(fit).c_str());
     std::printf("written: %s:%s%s\n", sink.path().c_str(), path.c_str(),
                 oversubscribed ? "   (flagged OVERSUBSCRIBED)" : "");
     if (!all_correct) std::printf("mdtp calibrate: FAILED: some collective results were wrong (check column)\n");

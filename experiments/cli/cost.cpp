@@ -8,7 +8,7 @@
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
-#include "cost/calibration_io.hpp"
+#include "calibrate/calibration_io.hpp"
 #include "cost/pipeline_bubble.hpp"
 #include "cost/report.hpp"
 #include "cost/zero.hpp"
@@ -134,11 +134,11 @@ int run_pipeline(const Args& args, bool json) {
 
 int run_model(const Args& args, bool json) {
   cost::Workload w;
-  w.mode = args.get("--mode", "");
-  require(!w.mode.empty(), "mdtp cost needs --mode (none, 1d, 1d-sp, 2d, 2.5d or 3d)");
+  require(args.has("--mode"), "mdtp cost needs --mode (", tp_mode_list(), ")");
+  w.mode = parse_tp_mode(args.get("--mode", ""));
   w.mesh.tp = int_option(args, "--tp", 1);
   w.mesh.pp = int_option(args, "--pp", 1);
-  w.mesh.tp_mode = w.mode == "none" ? "1d" : w.mode;
+  w.mesh.tp_mode = w.mode;
   w.mesh.tp_depth = int_option(args, "--tp-depth", 1);
   w.mesh.world = int_option(args, "--world", static_cast<long long>(w.mesh.tp) * w.mesh.pp);
   w.mesh.ranks_per_node = int_option(args, "--ranks-per-node", 0);
@@ -157,7 +157,9 @@ int run_model(const Args& args, bool json) {
                            args.has("--beta-inter");
   if (args.has("--calibration")) {
     require(!given_links, "give either --calibration or the --alpha-*/--beta-* link parameters, not both");
-    model.calibration = cost::load_calibration(args.get("--calibration", ""), args.get("--calibration-run", ""));
+    const std::string run = args.get("--calibration-run", "");
+    const std::string spec = args.get("--calibration", "") + (run.empty() ? "" : ":/runs/" + run);
+    model.calibration = calibrate::load_calibration(spec).model.calibration;
     source = "calibration " + args.get("--calibration", "");
   }
   if (given_links) {

@@ -36,7 +36,7 @@ int run_mesh(const std::vector<std::string>& argv) {
   config.pp = int_option(args, "--pp", 1);
   config.cp = int_option(args, "--cp", 1);
   config.order = args.get("--order", config.order);
-  config.tp_mode = args.get("--tp-mode", config.tp_mode);
+  config.tp_mode = parse_tp_mode(args.get("--tp-mode", tp_mode_name(config.tp_mode)));
   config.tp_depth = int_option(args, "--tp-depth", 1);
   config.ranks_per_node = int_option(args, "--ranks-per-node", 0);
 

@@ -25,7 +25,7 @@ int run_smoke(const std::vector<std::string>& argv) {
   config.pp = static_cast<int>(args.get_int("--pp", world % (2 * config.tp) == 0 ? 2 : 1));
   config.cp = static_cast<int>(args.get_int("--cp", 1));
   config.order = args.get("--order", config.order);
-  config.tp_mode = args.get("--tp-mode", config.tp_mode);
+  config.tp_mode = parse_tp_mode(args.get("--tp-mode", tp_mode_name(config.tp_mode)));
   config.tp_depth = static_cast<int>(args.get_int("--tp-depth", 1));
   config.ranks_per_node = static_cast<int>(args.get_int("--ranks-per-node", 0));
 

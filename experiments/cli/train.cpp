@@ -8,7 +8,7 @@
 
 #include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "model/trainer.hpp"
+#include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_gpt_kernels.hpp"
@@ -54,7 +54,7 @@ int run_train(const std::vector<std::string>& argv) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   TrainConfig c;
-  c.tp_mode = args.get("--tp-mode", "none");
+  c.tp_mode = parse_tp_mode(args.get("--tp-mode", "none"));
   c.tp = static_cast<int>(args.get_int("--tp", 1));
   c.tp_depth = static_cast<int>(args.get_int("--tp-depth", 1));
   c.model.n_layer = args.get_int("--layers", 0);

@@ -124,7 +124,7 @@ Table summary_table(const LayerMeasurement& m, const BenchSummary& s) {
   t.real("comm_s").real("comm_model_s").real("comm_ratio").real("compute_s").real("compute_model_s");
   t.real("step_s").real("step_model_s").real("peak_bytes").real("peak_model_bytes").text("check");
   t.real("check_error").real("oversubscription");
-  t.row()(w.mode)(describe_mesh(w.mode, w.mesh))(w.layer)(w.mesh.world)(w.mesh.tp)(topology.dp())(w.mesh.tp_depth)(
+  t.row()(std::string(tp_mode_name(w.mode)))(describe_mesh(w.mode, w.mesh))(w.layer)(w.mesh.world)(w.mesh.tp)(topology.dp())(w.mesh.tp_depth)(
       w.rows)(w.rows * topology.dp())(w.hidden)(w.ffn_hidden)(dtype_name(w.dtype))(s.bytes_measured)(s.bytes_model)(
       s.bytes_model > 0 ? s.bytes_measured / s.bytes_model : (s.bytes_measured == 0 ? 1.0 : 0.0))(
       s.bytes_match ? 1 : 0)(s.comm_measured)(s.comm_model)(s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0)(

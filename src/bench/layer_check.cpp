@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <map>
 
-#include "bench/rank_stats.hpp"
+#include "modes/registry.hpp"
+#include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
 #include "tp/parameter.hpp"
 
@@ -51,7 +52,7 @@ std::map<std::string, std::vector<double>> serial_reference(cost::Workload w, in
   CommLedger ledger;
   Mesh mesh(config, MPI_COMM_SELF, ledger);
   auto backend = make_host_backend();
-  auto mode = make_tp_mode("none", TpContext{mesh, *backend, w.dtype, seed, w.options});
+  auto mode = make_tp_mode(TpMode::none, TpContext{mesh, *backend, w.dtype, seed, w.options});
   auto layer = make_layer_under_test(*mode, w);
   Tensor x = make_full_input(kInputName, input_seed, *backend, w.dtype, w.rows, layer->in_features());
   Tensor dy = make_full_input(kOutputGradName, input_seed, *backend, w.dtype, w.rows, layer->out_features());

@@ -5,7 +5,8 @@
 #include <cmath>
 
 #include "bench/mode_mesh.hpp"
-#include "bench/rank_stats.hpp"
+#include "modes/registry.hpp"
+#include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
 #include "bench/timed_backend.hpp"
 #include "tp/parameter.hpp"
@@ -88,7 +89,7 @@ std::vector<StepTiming> reduce_timings(const std::vector<std::vector<PhaseSample
       values.insert(values.end(), {s.wall, s.comm, s.gemm + s.other, s.gemm, s.wall - s.gemm - s.other});
     }
   }
-  const std::vector<MeanMax> stats = mean_max_over_ranks(values, world, policy);
+  const std::vector<MeanMax> stats = run::mean_max_over_ranks(values, world, policy);
   std::vector<StepTiming> out;
   for (std::size_t r = 0; r < per_step.size(); ++r) {
     for (std::size_t p = 0; p < phases; ++p) {
@@ -109,7 +110,7 @@ std::vector<MemoryStat> reduce_memory(const std::vector<double>& after_setup, co
   for (std::size_t c = 0; c < kMemCategoryCount; ++c)
     values.push_back(static_cast<double>(tracker.peak(static_cast<MemCategory>(c))));
   values.push_back(static_cast<double>(tracker.peak_total()));
-  const std::vector<MeanMax> stats = mean_max_over_ranks(values, world, policy);
+  const std::vector<MeanMax> stats = run::mean_max_over_ranks(values, world, policy);
   const std::size_t n = kMemCategoryCount + 1;
   std::vector<MemoryStat> out;
   for (std::size_t c = 0; c < n; ++c)
@@ -134,7 +135,7 @@ void validate_workload(const cost::Workload& w) {
   require(w.rows > 0 && w.rows % rows_unit == 0, "mode ", describe_mesh(w.mode, w.mesh),
           " needs the rows of each data-parallel replica divisible by ", rows_unit, " (the mode's row split); got ",
           w.rows);
-  const bool mode_1d = w.mode == "1d" || w.mode == "1d-sp";
+  const bool mode_1d = w.mode == TpMode::d1 || w.mode == TpMode::d1_sp;
   const std::int64_t hidden_unit = mode_1d ? 1 : feature_unit(w.mode, w.mesh);
   require(w.hidden % hidden_unit == 0, "mode ", describe_mesh(w.mode, w.mesh), " needs --hidden divisible by ",
           hidden_unit, "; got ", w.hidden);
@@ -146,7 +147,7 @@ void validate_workload(const cost::Workload& w) {
 }
 
 LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettings& settings, MPI_Comm world,
-                                 const RunDescription& run) {
+                                 const run::RunDescription& run) {
   require(settings.reps >= 1, "--reps must be at least 1; got ", settings.reps);
   require(settings.warmup >= 0, "--warmup must not be negative; got ", settings.warmup);
   validate_workload(workload);
@@ -166,9 +167,9 @@ LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettin
                                     workload.dtype, workload.rows, layer->in_features());
   const Tensor dy = make_input_shard(kOutputGradName, settings.input_seed, layer->output_layout(), mesh, *host,
                                      workload.dtype, workload.rows, layer->out_features());
-  RunDescription described = run;
+  run::RunDescription described = run;
   described.backend = host->name();
-  m.provenance = collect_provenance(mesh, world, described);
+  m.provenance = run::collect_provenance(mesh, world, described);
   m.oversubscription = std::get<double>(m.provenance.at("oversubscription"));
 
   StepRunner step(*layer, mesh, ledger, timed, workload.data_parallel_group);
@@ -208,7 +209,7 @@ LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettin
   m.steps = reduce_timings(samples, world, policy);
   m.comm = reduce_ledger_stats(ledger, world, policy);
   m.memory = reduce_memory(after_setup, tracker, world, policy);
-  m.repeat_deviation = mean_max_over_ranks(deviation, world, policy).max;
+  m.repeat_deviation = run::mean_max_over_ranks(deviation, world, policy).max;
   return m;
 }
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "bench/layer_check.hpp"
-#include "bench/provenance.hpp"
+#include "run/provenance.hpp"
 #include "comm/ledger_stats.hpp"
 #include "cost/cost_model.hpp"
 
@@ -79,7 +79,7 @@ struct LayerMeasurement {
 // Validates the settings, then runs the workload on `world` (collective: every rank calls it with
 // the same arguments).  Configuration errors are raised on every rank before any collective.
 LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettings& settings, MPI_Comm world,
-                                 const RunDescription& run);
+                                 const run::RunDescription& run);
 
 // Checks a workload against the rules of its mode without MPI (divisibility of rows and features
 // by the mesh), raising an mdtp::Error naming the offending size.

@@ -3,7 +3,6 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "tp/mode.hpp"
 
 namespace mdtp::bench {
 namespace {
@@ -20,18 +19,18 @@ int largest_side(int world, int power, int factor) {
   return best;
 }
 
-MeshConfig make_config(int world, int tp, const char* grid, int depth = 1) {
+MeshConfig make_config(int world, int tp, TpMode mode, int depth = 1) {
   MeshConfig c;
   c.world = world;
   c.tp = tp;
-  c.tp_mode = grid;
+  c.tp_mode = mode;
   c.tp_depth = depth;
   return c;
 }
 
 int side_of(const MeshConfig& mesh) {  // q of a 2d / 2.5d / 3d grid
   const int per_slab = mesh.tp / mesh.tp_depth;
-  if (mesh.tp_mode == "3d") {
+  if (mesh.tp_mode == TpMode::d3) {
     int q = 1;
     while ((q + 1) * (q + 1) * (q + 1) <= mesh.tp) ++q;
     return q;
@@ -43,32 +42,29 @@ int side_of(const MeshConfig& mesh) {  // q of a 2d / 2.5d / 3d grid
 
 }  // namespace
 
-std::optional<MeshConfig> mesh_for_mode(const std::string& mode, int world, int depth) {
+std::optional<MeshConfig> mesh_for_mode(TpMode mode, int world, int depth) {
   require(world >= 1, "a mesh needs at least one rank; got world=", world);
   require(depth >= 0, "the 2.5D depth must be positive (or 0 to choose); got depth=", depth);
-  bool known = false;
-  for (const auto& m : tp_mode_names()) known = known || m == mode;
-  require(known, "unknown tensor-parallel mode '", mode, "'; expected one of none, 1d, 1d-sp, 2d, 2.5d, 3d");
-  if (mode == "none") return make_config(world, 1, "1d");
-  if (mode == "1d" || mode == "1d-sp") {
+  if (mode == TpMode::none) return make_config(world, 1, TpMode::none);
+  if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
     if (world < 2) return std::nullopt;
-    return make_config(world, world, "1d");
+    return make_config(world, world, mode);
   }
-  if (mode == "2d") {
+  if (mode == TpMode::d2) {
     const int q = largest_side(world, 2, 1);
     if (q == 0) return std::nullopt;
-    return make_config(world, q * q, "2d");
+    return make_config(world, q * q, mode);
   }
-  if (mode == "3d") {
+  if (mode == TpMode::d3) {
     const int q = largest_side(world, 3, 1);
     if (q == 0) return std::nullopt;
-    return make_config(world, q * q * q, "3d");
+    return make_config(world, q * q * q, mode);
   }
   // 2.5d
   if (depth > 0) {
     const int q = largest_side(world, 2, depth);
     if (q == 0) return std::nullopt;
-    return make_config(world, depth * q * q, "2.5d", depth);
+    return make_config(world, depth * q * q, mode, depth);
   }
   int best_tp = 0, best_q = 0, best_d = 0;
   for (int d = 1; d <= world; ++d) {
@@ -81,36 +77,36 @@ std::optional<MeshConfig> mesh_for_mode(const std::string& mode, int world, int 
     }
   }
   if (best_tp == 0) return std::nullopt;
-  return make_config(world, best_tp, "2.5d", best_d);
+  return make_config(world, best_tp, mode, best_d);
 }
 
-std::vector<std::string> modes_that_fit(int world, int depth) {
-  std::vector<std::string> out;
-  for (const char* m : {"1d", "1d-sp", "2d", "2.5d", "3d"})
+std::vector<TpMode> modes_that_fit(int world, int depth) {
+  std::vector<TpMode> out;
+  for (TpMode m : {TpMode::d1, TpMode::d1_sp, TpMode::d2, TpMode::d2p5, TpMode::d3})
     if (mesh_for_mode(m, world, depth)) out.push_back(m);
   return out;
 }
 
-std::int64_t row_unit(const std::string& mode, const MeshConfig& mesh) {
-  if (mode == "1d-sp") return mesh.tp;
-  if (mode == "2d") return side_of(mesh);
-  if (mode == "2.5d") return static_cast<std::int64_t>(side_of(mesh)) * mesh.tp_depth;
-  if (mode == "3d") return static_cast<std::int64_t>(side_of(mesh)) * side_of(mesh);
+std::int64_t row_unit(TpMode mode, const MeshConfig& mesh) {
+  if (mode == TpMode::d1_sp) return mesh.tp;
+  if (mode == TpMode::d2) return side_of(mesh);
+  if (mode == TpMode::d2p5) return static_cast<std::int64_t>(side_of(mesh)) * mesh.tp_depth;
+  if (mode == TpMode::d3) return static_cast<std::int64_t>(side_of(mesh)) * side_of(mesh);
   return 1;
 }
 
-std::int64_t feature_unit(const std::string& mode, const MeshConfig& mesh) {
-  if (mode == "2d" || mode == "2.5d") return side_of(mesh);
-  if (mode == "3d") return static_cast<std::int64_t>(side_of(mesh)) * side_of(mesh);
-  if (mode == "none") return 1;
+std::int64_t feature_unit(TpMode mode, const MeshConfig& mesh) {
+  if (mode == TpMode::d2 || mode == TpMode::d2p5) return side_of(mesh);
+  if (mode == TpMode::d3) return static_cast<std::int64_t>(side_of(mesh)) * side_of(mesh);
+  if (mode == TpMode::none) return 1;
   return mesh.tp;
 }
 
-std::string describe_mesh(const std::string& mode, const MeshConfig& mesh) {
+std::string describe_mesh(TpMode mode, const MeshConfig& mesh) {
   std::ostringstream os;
   os << mode << " tp=" << mesh.tp;
-  if (mode == "2d" || mode == "3d") os << " (q=" << side_of(mesh) << ")";
-  if (mode == "2.5d") os << " (q=" << side_of(mesh) << ", d=" << mesh.tp_depth << ")";
+  if (mode == TpMode::d2 || mode == TpMode::d3) os << " (q=" << side_of(mesh) << ")";
+  if (mode == TpMode::d2p5) os << " (q=" << side_of(mesh) << ", d=" << mesh.tp_depth << ")";
   const int dp = mesh.world / (mesh.tp * mesh.pp * mesh.cp);
   if (dp > 1) os << " dp=" << dp;
   return os.str();

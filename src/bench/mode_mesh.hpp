@@ -19,17 +19,17 @@ namespace mdtp::bench {
 
 // The mesh of `mode` on `world` ranks, or nullopt when the mode cannot use them (e.g. 3d on 4).
 // `depth` > 0 fixes the 2.5D depth.  An unknown mode is an mdtp::Error.
-std::optional<MeshConfig> mesh_for_mode(const std::string& mode, int world, int depth = 0);
+std::optional<MeshConfig> mesh_for_mode(TpMode mode, int world, int depth = 0);
 
 // The TP modes (1d, 1d-sp, 2d, 2.5d, 3d) that fit `world`, in that order ("all").
-std::vector<std::string> modes_that_fit(int world, int depth = 0);
+std::vector<TpMode> modes_that_fit(int world, int depth = 0);
 
 // Rows of an activation (per data-parallel replica) and hidden sizes must be multiples of these
 // for the mode's shards to divide evenly.
-std::int64_t row_unit(const std::string& mode, const MeshConfig& mesh);
-std::int64_t feature_unit(const std::string& mode, const MeshConfig& mesh);
+std::int64_t row_unit(TpMode mode, const MeshConfig& mesh);
+std::int64_t feature_unit(TpMode mode, const MeshConfig& mesh);
 
 // "1d tp=8", "2d tp=4 (q=2) dp=2", ...
-std::string describe_mesh(const std::string& mode, const MeshConfig& mesh);
+std::string describe_mesh(TpMode mode, const MeshConfig& mesh);
 
 }  // namespace mdtp::bench

@@ -43,7 +43,7 @@ struct PlannedCall {
 
 // What runs in one step of an experiment.
 struct Workload {
-  std::string mode;         // "1d", "1d-sp", "2d", "2.5d", "3d", "none"
+  TpMode mode = TpMode::d1;
   MeshConfig mesh;          // world, tp, tp_mode, tp_depth, pp, cp, ranks_per_node
   std::string layer = "mlp";  // "linear" | "layernorm" | "mlp"
   std::int64_t rows = 0;      // B = batch·sequence rows of the activation (full, unsharded)

@@ -6,23 +6,14 @@ namespace mdtp::cost {
 
 namespace {
 
-// Mirrors make_tp_mode's check (tp/mode.cpp): a mode runs only on a mesh built for its grid.
+// Mirrors make_tp_mode's check (modes/registry.cpp): a mode runs only on a mesh built for its grid.
 // Returns the mesh, so the Topology member is built only from a configuration that passed.
 const MeshConfig& checked_mesh(const Workload& w) {
-  const std::string& grid = w.mesh.tp_mode;
-  const std::string& mode = w.mode;
-  auto need = [&](const char* wanted, bool ok) {
-    require(ok, "tensor-parallel mode '", mode, "' needs a mesh built with tp_mode ", wanted, "; this mesh has tp_mode ",
-            grid);
-  };
-  if (mode == "none")
+  require(grid_kind(w.mode) == grid_kind(w.mesh.tp_mode), "tensor-parallel mode '", w.mode,
+          "' needs a mesh built for the ", tp_grid_kind_name(grid_kind(w.mode)), " TP grid; this mesh was built for mode ",
+          w.mesh.tp_mode);
+  if (w.mode == TpMode::none)
     require(w.mesh.tp == 1, "mode 'none' is the serial reference and needs tp=1; got tp=", w.mesh.tp);
-  else if (mode == "1d" || mode == "1d-sp")
-    need("1d", grid == "1d" || grid == "1d-sp");
-  else if (mode == "2d" || mode == "2.5d" || mode == "3d")
-    need(mode.c_str(), grid == mode);
-  else
-    throw_error("unknown tensor-parallel mode '", mode, "'; expected one of none, 1d, 1d-sp, 2d, 2.5d, 3d");
   return w.mesh;
 }
 
@@ -52,7 +43,7 @@ Geometry::Geometry(const Workload& workload) : workload_(workload), topology_(ch
   const Workload& w = workload_;
   const TpGrid& grid = topology_.tp_grid();
   tp_ = topology_.tp();
-  q_ = w.mode == "none" ? 1 : grid.q();
+  q_ = w.mode == TpMode::none ? 1 : grid.q();
   depth_ = grid.depth();
   require(w.layer == "linear" || w.layer == "layernorm" || w.layer == "mlp", "unknown layer '", w.layer,
           "'; expected linear, layernorm or mlp");
@@ -79,20 +70,20 @@ int Geometry::group_size(const std::string& group) const {
 }
 
 Extent Geometry::residual(std::int64_t cols) const {
-  const std::string& mode = workload_.mode;
+  const TpMode mode = workload_.mode;
   std::int64_t row_blocks = 1, col_blocks = 1;
   std::string why;
-  if (mode == "1d-sp") {
+  if (mode == TpMode::d1_sp) {
     row_blocks = tp_;
     why = "1d-sp splits the residual rows over tp";
-  } else if (mode == "2d") {
+  } else if (mode == TpMode::d2) {
     row_blocks = col_blocks = q_;
     why = "2D splits the activation q×q";
-  } else if (mode == "2.5d") {
+  } else if (mode == TpMode::d2p5) {
     row_blocks = static_cast<std::int64_t>(depth_) * q_;
     col_blocks = q_;
     why = "2.5D splits the activation rows d·q ways and its columns q ways";
-  } else if (mode == "3d") {
+  } else if (mode == TpMode::d3) {
     row_blocks = static_cast<std::int64_t>(q_) * q_;
     col_blocks = q_;
     why = "3D splits the activation rows q² ways and its columns q ways";
@@ -105,7 +96,7 @@ Extent Geometry::residual(std::int64_t cols) const {
 // `position` is the Linear's index in the layer: in 1D it decides column (0) or row (1), in 3D
 // the layout parity (the MLP's second Linear sees I and O swapped).
 LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::int64_t N, int position) const {
-  const std::string& mode = workload_.mode;
+  const TpMode mode = workload_.mode;
   const std::int64_t B = workload_.rows;
   LinearShape s;
   s.name = name;
@@ -114,13 +105,13 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
   s.full_rows = B;
   std::vector<std::string> weight_partial, bias_partial;
   const std::string who = name + " (" + std::to_string(K) + "→" + std::to_string(N) + ")";
-  if (mode == "none") {
+  if (mode == TpMode::none) {
     s.kind = LinearKind::serial;
     s.x = {B, K};
     s.w = {K, N};
     s.y = {B, N};
     s.bias = N;
-  } else if (mode == "1d" || mode == "1d-sp") {
+  } else if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
     const std::int64_t P = tp_;
     const bool sp = sequence_parallel();
     if (sp) require_divides(B, P, "rows B", "1d-sp splits the rows over tp=" + std::to_string(P));
@@ -140,7 +131,7 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
       s.bias = N;
       if (sp) bias_partial = {"tp"};  // its output rows are split over tp
     }
-  } else if (mode == "2d" || mode == "2.5d") {
+  } else if (mode == TpMode::d2 || mode == TpMode::d2p5) {
     s.kind = LinearKind::summa;
     const std::int64_t q = q_, d = depth_;
     require_divides(B, d * q, "rows B", "the activation rows are split over tp.dep × tp.col");
@@ -150,7 +141,7 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
     s.w = {K / q, N / q};
     s.y = {B / (d * q), N / q};
     s.bias = N / q;
-    if (mode == "2.5d") {
+    if (mode == TpMode::d2p5) {
       weight_partial = {"tp.dep"};
       bias_partial = {"tp.col-dep"};
     } else {
@@ -178,19 +169,19 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
 }
 
 LayerNormShape Geometry::make_layernorm(std::int64_t hidden) const {
-  const std::string& mode = workload_.mode;
+  const TpMode mode = workload_.mode;
   LayerNormShape s;
   s.x = residual(hidden);
   std::string partial;
-  if (mode == "1d-sp") {
+  if (mode == TpMode::d1_sp) {
     partial = "tp";
-  } else if (mode == "2d") {
+  } else if (mode == TpMode::d2) {
     s.hidden_group = "tp.row";
     partial = "tp.col";
-  } else if (mode == "2.5d") {
+  } else if (mode == TpMode::d2p5) {
     s.hidden_group = "tp.row";
     partial = "tp.col-dep";
-  } else if (mode == "3d") {
+  } else if (mode == TpMode::d3) {
     s.hidden_group = "tp.output";  // the residual's parity 0: columns over tp.output
     partial = "tp.input-weight";
   }

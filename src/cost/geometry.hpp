@@ -65,7 +65,7 @@ class Geometry {
   int tp() const { return tp_; }
   int q() const { return q_; }          // grid side: P for 1D, q for 2D/2.5D/3D, 1 for none
   int depth() const { return depth_; }  // 2.5D d, else 1
-  bool sequence_parallel() const { return workload_.mode == "1d-sp"; }
+  bool sequence_parallel() const { return is_sequence_parallel(workload_.mode); }
   bool keep_gathered_3d() const { return workload_.options.keep_gathered_3d; }
 
   // Shard of the residual activation [B, H] (where LayerNorm runs and the layers start).

@@ -8,7 +8,7 @@ namespace mdtp::cost {
 
 namespace {
 
-int exact_root(int value, int n, const std::string& mode) {
+int exact_root(int value, int n, TpMode mode) {
   const int q = static_cast<int>(std::lround(std::pow(value, 1.0 / n)));
   int power = 1;
   for (int e = 0; e < n; ++e) power *= q;
@@ -26,26 +26,26 @@ PublishedCosts row(std::string name, std::string note, double compute, double pa
 
 }  // namespace
 
-PublishedCosts published_costs(const std::string& mode, int tp, int depth) {
+PublishedCosts published_costs(TpMode mode, int tp, int depth) {
   require(tp >= 1 && depth >= 1, "published costs need tp >= 1 and depth >= 1; got tp=", tp, ", depth=", depth);
-  if (mode == "none") return row("serial", "one rank: no parallel row in the table", 1, 1, 1, 0, 0, "1", "1", "1", "0", "0");
-  if (mode == "1d" || mode == "1d-sp") {
+  if (mode == TpMode::none) return row("serial", "one rank: no parallel row in the table", 1, 1, 1, 0, 0, "1", "1", "1", "0", "0");
+  if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
     const double P = tp;
-    return row("1D", mode == "1d-sp" ? "the table has no sequence-parallel row: 1D shown" : "", 1 / P, 1 / P, 1,
+    return row("1D", mode == TpMode::d1_sp ? "the table has no sequence-parallel row: 1D shown" : "", 1 / P, 1 / P, 1,
                2 * (P - 1) / P, 2 * (P - 1), "1/P", "1/P", "1", "2(P-1)/P", "2(P-1)");
   }
-  if (mode == "2d") {
+  if (mode == TpMode::d2) {
     const double q = exact_root(tp, 2, mode);
     return row("2D", "", 1 / (q * q), 1 / (q * q), 1 / (q * q), 6 * (q - 1) / q, 6 * (q - 1), "1/q^2", "1/q^2", "1/q^2",
                "6(q-1)/q", "6(q-1)");
   }
-  if (mode == "2.5d") {
+  if (mode == TpMode::d2p5) {
     require(tp % depth == 0, "mode 2.5d needs tp = d·q²; got tp=", tp, ", d=", depth);
     const double q = exact_root(tp / depth, 2, mode), d = depth;
     return row("2.5D", "", 1 / (d * q * q), 1 / (q * q), 1 / (d * q * q), 3 * (q - 1) * (d + 1) / (d * q), 6 * (q - 1),
                "1/(d*q^2)", "1/q^2", "1/(d*q^2)", "3(q-1)(d+1)/(d*q)", "6(q-1)");
   }
-  if (mode == "3d") {
+  if (mode == TpMode::d3) {
     const double q = exact_root(tp, 3, mode);
     return row("3D", "", 1 / (q * q * q), 1 / (q * q * q), 1 / (q * q * q), 6 * (q - 1) / (q * q * q), 6 * (q - 1),
                "1/q^3", "1/q^3", "1/q^3", "6(q-1)/q^3", "6(q-1)");

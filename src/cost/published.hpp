@@ -12,6 +12,8 @@
 //   3D     1/q³        1/q³       1/q³            6(q−1)/q³          6(q−1)
 #include <string>
 
+#include "mesh/tp_mode.hpp"
+
 namespace mdtp::cost {
 
 struct PublishedCosts {
@@ -22,9 +24,8 @@ struct PublishedCosts {
   std::string compute_formula, parameter_formula, activation_formula, bandwidth_formula, latency_formula;
 };
 
-// `mode` as in Workload ("none", "1d", "1d-sp", "2d", "2.5d", "3d"), `tp` the TP group size,
-// `depth` the 2.5D depth.  mdtp::Error for a tp the mode cannot have.
-PublishedCosts published_costs(const std::string& mode, int tp, int depth = 1);
+// `tp` the TP group size, `depth` the 2.5D depth.  mdtp::Error for a tp the mode cannot have.
+PublishedCosts published_costs(TpMode mode, int tp, int depth = 1);
 
 inline constexpr const char* kPublishedLabel = "published, not normalised consistently";
 

@@ -16,7 +16,7 @@ double ratio(double part, double whole) { return whole == 0.0 ? 0.0 : part / who
 
 Workload serial_of(const Workload& w) {
   Workload s = w;
-  s.mode = "none";
+  s.mode = TpMode::none;
   s.mesh = MeshConfig{};
   s.options = TpOptions{};
   s.data_parallel_group.clear();
@@ -106,7 +106,7 @@ std::string report_text(const CostReport& r) {
      << ", rows B=" << w.rows << ", hidden=" << w.hidden;
   if (w.layer != "layernorm") os << ", ffn=" << w.ffn_hidden;
   os << ", dtype " << dtype_name(w.dtype);
-  if (w.mode == "3d") os << (w.options.keep_gathered_3d ? ", keep gathered X and W" : ", keep shards only");
+  if (w.mode == TpMode::d3) os << (w.options.keep_gathered_3d ? ", keep gathered X and W" : ", keep shards only");
   os << "\nmesh: world=" << topology.world() << " tp=" << topology.tp() << " pp=" << topology.pp()
      << " dp=" << topology.dp() << " cp=" << topology.cp();
   if (topology.ranks_per_node() > 0) os << "  ranks/node=" << topology.ranks_per_node();
@@ -177,13 +177,13 @@ std::string report_json(const CostReport& r) {
   const Workload& w = r.workload;
   const Topology topology(w.mesh);
   std::ostringstream os;
-  os << "{\n  \"workload\": {\"mode\": " << json_string(w.mode) << ", \"layer\": " << json_string(w.layer)
+  os << "{\n  \"workload\": {\"mode\": " << json_string(tp_mode_name(w.mode)) << ", \"layer\": " << json_string(w.layer)
      << ", \"layers\": " << r.layers << ", \"rows\": " << w.rows << ", \"hidden\": " << w.hidden
      << ", \"ffn_hidden\": " << w.ffn_hidden << ", \"dtype\": " << json_string(dtype_name(w.dtype))
      << ", \"keep_gathered_3d\": " << (w.options.keep_gathered_3d ? "true" : "false")
      << ", \"data_parallel_group\": " << json_string(w.data_parallel_group) << "},\n";
   os << "  \"mesh\": {\"world\": " << topology.world() << ", \"tp\": " << topology.tp() << ", \"pp\": " << topology.pp()
-     << ", \"dp\": " << topology.dp() << ", \"cp\": " << topology.cp() << ", \"tp_mode\": " << json_string(w.mesh.tp_mode)
+     << ", \"dp\": " << topology.dp() << ", \"cp\": " << topology.cp() << ", \"tp_mode\": " << json_string(tp_mode_name(w.mesh.tp_mode))
      << ", \"tp_depth\": " << w.mesh.tp_depth << ", \"ranks_per_node\": " << topology.ranks_per_node() << "},\n";
   os << "  \"links\": {\"source\": " << json_string(r.link_source);
   for (LinkClass link : {LinkClass::intra_node, LinkClass::inter_node}) {

@@ -22,7 +22,8 @@ MeshConfig validated(const MeshConfig& c) {
           ", pp=", c.pp, ", cp=", c.cp, ")");
   require(c.ranks_per_node >= 0, "ranks_per_node must be >= 0 (0 = one node); got ranks_per_node=",
           c.ranks_per_node);
-  require(is_tp_mode(c.tp_mode), "unknown TP mode '", c.tp_mode, "'; expected 1d, 1d-sp, 2d, 2.5d or 3d");
+  require(c.tp_mode != TpMode::none || c.tp == 1, "tensor-parallel mode 'none' is the serial reference and needs tp=1; got tp=",
+          c.tp);
   return c;
 }
 
@@ -51,7 +52,7 @@ Topology::Topology(const MeshConfig& config)
     : config_(validated(config)),
       dp_(config_.world / (config_.tp * config_.pp * config_.cp)),
       generator_(config_.tp, config_.cp, dp_, config_.pp, config_.order),
-      grid_(parse_tp_grid_kind(config_.tp_mode), config_.tp, config_.tp_depth) {
+      grid_(grid_kind(config_.tp_mode), config_.tp, config_.tp_depth) {
   std::vector<int> all(config_.world);
   for (int r = 0; r < config_.world; ++r) all[r] = r;
   groups_["world"] = {all};
@@ -110,7 +111,7 @@ std::string Topology::canonical_name(const std::string& name) const {
   std::ostringstream known;
   for (const auto& n : group_names()) known << ' ' << n;
   if (name.rfind("tp.", 0) == 0)
-    throw_error("unknown mesh group '", name, "' for TP mode ", config_.tp_mode, "; known groups:", known.str());
+    throw_error("unknown mesh group '", name, "' for TP mode ", tp_mode_name(config_.tp_mode), "; known groups:", known.str());
   std::vector<std::string> parts = split_token(name);
   for (const auto& part : parts)
     require(part == "tp" || part == "dp" || part == "cp" || part == "pp", "unknown mesh group '", name,
@@ -134,7 +135,7 @@ const std::vector<std::vector<int>>& Topology::tp_groups(const std::string& name
   if (std::find(names.begin(), names.end(), name) == names.end()) {
     std::ostringstream known;
     for (const auto& n : names) known << ' ' << n;
-    throw_error("unknown TP group '", name, "' for TP mode ", config_.tp_mode, "; expected one of:", known.str());
+    throw_error("unknown TP group '", name, "' for TP mode ", tp_mode_name(config_.tp_mode), "; expected one of:", known.str());
   }
   return groups_.at(name);
 }
@@ -200,7 +201,7 @@ std::string Topology::to_json() const {
 std::string Topology::to_table() const {
   std::ostringstream os;
   os << "mesh: world=" << world() << "  tp=" << tp() << " pp=" << pp() << " dp=" << dp() << " cp=" << cp()
-     << "  order=" << order() << "  tp-mode=" << tp_mode();
+     << "  order=" << order() << "  tp-mode=" << tp_mode_name(tp_mode());
   if (grid_.kind() != TpGridKind::d1) os << " (q=" << grid_.q() << (grid_.kind() == TpGridKind::d2p5 ? ", d=" : "");
   if (grid_.kind() == TpGridKind::d2p5) os << grid_.depth();
   if (grid_.kind() != TpGridKind::d1) os << ")";

@@ -20,6 +20,7 @@
 
 #include "mesh/rank_generator.hpp"
 #include "mesh/tp_grid.hpp"
+#include "mesh/tp_mode.hpp"
 
 namespace mdtp {
 
@@ -27,7 +28,7 @@ struct MeshConfig {
   int world = 1;
   int tp = 1, pp = 1, cp = 1;
   std::string order = "tp-cp-dp-pp";
-  std::string tp_mode = "1d";  // 1d | 1d-sp | 2d | 2.5d | 3d
+  TpMode tp_mode = TpMode::d1;
   int tp_depth = 1;            // 2.5d only
   int ranks_per_node = 0;      // 0 = all ranks on one node
 };
@@ -47,7 +48,7 @@ class Topology {
   int cp() const { return config_.cp; }
   int dp() const { return dp_; }
   std::string order() const { return generator_.order(); }  // effective, with appended axes
-  const std::string& tp_mode() const { return config_.tp_mode; }
+  TpMode tp_mode() const { return config_.tp_mode; }
   const RankGenerator& rank_generator() const { return generator_; }
   const TpGrid& tp_grid() const { return grid_; }
 

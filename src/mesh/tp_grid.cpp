@@ -21,18 +21,6 @@ int exact_root(int value, int n) {
 
 }  // namespace
 
-TpGridKind parse_tp_grid_kind(const std::string& mode) {
-  if (mode == "1d" || mode == "1d-sp") return TpGridKind::d1;
-  if (mode == "2d") return TpGridKind::d2;
-  if (mode == "2.5d") return TpGridKind::d2p5;
-  if (mode == "3d") return TpGridKind::d3;
-  throw_error("unknown TP mode '", mode, "'; expected 1d, 1d-sp, 2d, 2.5d or 3d");
-}
-
-bool is_tp_mode(const std::string& mode) {
-  return mode == "1d" || mode == "1d-sp" || mode == "2d" || mode == "2.5d" || mode == "3d";
-}
-
 const char* tp_grid_kind_name(TpGridKind kind) {
   switch (kind) {
     case TpGridKind::d1: return "1d";

@@ -27,10 +27,7 @@ namespace mdtp {
 
 enum class TpGridKind { d1, d2, d2p5, d3 };
 
-// "1d" | "1d-sp" | "2d" | "2.5d" | "3d" (1d-sp, sequence-parallel 1D, uses the 1d grid).
-TpGridKind parse_tp_grid_kind(const std::string& mode);
 const char* tp_grid_kind_name(TpGridKind kind);  // "1d", "2d", "2.5d", "3d"
-bool is_tp_mode(const std::string& mode);
 
 // Coordinates of a TP rank.  Fields not used by the grid's kind are 0.
 struct TpCoords {

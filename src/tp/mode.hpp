@@ -1,12 +1,13 @@
 #pragma once
 // TensorParallelMode: the factory a model is written against.  It names the layout of the
 // residual stream, the mode's TP axes, and builds the layers; the model never asks which mode it
-// runs in.  Modes: "none" (serial reference), "1d", "1d-sp", "2d", "2.5d", "3d".
+// runs in.  The modes (mesh/tp_mode.hpp) are built by modes/registry.hpp, which sits above them.
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mesh/tp_mode.hpp"
 #include "tp/layernorm.hpp"
 #include "tp/linear.hpp"
 
@@ -17,7 +18,8 @@ class TensorParallelMode {
   explicit TensorParallelMode(const TpContext& ctx) : ctx_(ctx) {}
   virtual ~TensorParallelMode() = default;
 
-  virtual std::string name() const = 0;
+  virtual TpMode kind() const = 0;
+  std::string name() const { return tp_mode_name(kind()); }
   // Layout of activations [B, H] between blocks (where LayerNorm and residual adds happen).
   virtual Layout residual_layout() const = 0;
   // The mode's TP groups; every other group a parameter is replicated over is derived from them.
@@ -32,11 +34,6 @@ class TensorParallelMode {
  protected:
   TpContext ctx_;
 };
-
-// The mode names accepted by make_tp_mode.
-std::vector<std::string> tp_mode_names();
-// Checks the mesh fits the mode (e.g. "2d" needs the mesh built with tp_mode 2d) and builds it.
-std::unique_ptr<TensorParallelMode> make_tp_mode(std::string_view name, const TpContext& ctx);
 
 // Throws unless `actual` is `expected` (a layer fed the wrong layout).
 void require_layout(const Layout& actual, const Layout& expected, const std::string& who);

@@ -8,7 +8,7 @@ namespace mdtp {
 class SerialMode final : public TensorParallelMode {
  public:
   using TensorParallelMode::TensorParallelMode;
-  std::string name() const override { return "none"; }
+  TpMode kind() const override { return TpMode::none; }
   Layout residual_layout() const override { return Layout{"full", {}, {}}; }
   std::vector<std::string> tp_axes() const override { return {}; }
   std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const override;

@@ -21,7 +21,7 @@ class Mode1D final : public TensorParallelMode {
  public:
   Mode1D(const TpContext& ctx, bool sequence_parallel)
       : TensorParallelMode(ctx), sequence_parallel_(sequence_parallel) {}
-  std::string name() const override { return sequence_parallel_ ? "1d-sp" : "1d"; }
+  TpMode kind() const override { return sequence_parallel_ ? TpMode::d1_sp : TpMode::d1; }
   Layout residual_layout() const override { return sequence_parallel_ ? seq_layout() : full_layout(); }
   std::vector<std::string> tp_axes() const override { return {"tp"}; }
   std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const override;

@@ -18,7 +18,7 @@ namespace mdtp {
 class Mode2D final : public TensorParallelMode {
  public:
   using TensorParallelMode::TensorParallelMode;
-  std::string name() const override { return "2d"; }
+  TpMode kind() const override { return TpMode::d2; }
   Layout residual_layout() const override { return activation_layout(); }
   std::vector<std::string> tp_axes() const override { return {"tp.row", "tp.col"}; }
   std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const override;

@@ -16,7 +16,7 @@ namespace mdtp {
 class Mode2p5D final : public TensorParallelMode {
  public:
   using TensorParallelMode::TensorParallelMode;
-  std::string name() const override { return "2.5d"; }
+  TpMode kind() const override { return TpMode::d2p5; }
   Layout residual_layout() const override { return activation_layout(); }
   std::vector<std::string> tp_axes() const override { return {"tp.row", "tp.col", "tp.dep"}; }
   std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const override;

@@ -21,7 +21,7 @@ namespace mdtp {
 class Mode3D final : public TensorParallelMode {
  public:
   using TensorParallelMode::TensorParallelMode;
-  std::string name() const override { return "3d"; }
+  TpMode kind() const override { return TpMode::d3; }
   Layout residual_layout() const override { return activation_layout(0); }
   std::vector<std::string> tp_axes() const override { return {"tp.input", "tp.weight", "tp.output"}; }
   std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const override;

@@ -6,15 +6,16 @@
 
 #include <cmath>
 
-#include "bench/alpha_beta_fit.hpp"
+#include "calibrate/alpha_beta_fit.hpp"
 #include "bench/bench_tables.hpp"
-#include "bench/calibration_io.hpp"
+#include "calibrate/calibration_io.hpp"
 #include "bench/layer_runner.hpp"
 #include "bench/mode_mesh.hpp"
 #include "bench/timed_backend.hpp"
 
 using namespace mdtp;
 using namespace mdtp::bench;
+using namespace mdtp::calibrate;
 
 namespace {
 int world_size() {
@@ -26,32 +27,32 @@ int world_size() {
 
 TEST_CASE("each mode gets the documented mesh for a world size", "[bench][mesh]") {
   auto tp = [](const std::string& mode, int world, int depth = 0) {
-    auto c = mesh_for_mode(mode, world, depth);
+    auto c = mesh_for_mode(parse_tp_mode(mode), world, depth);
     return c ? c->tp : 0;
   };
   CHECK(tp("1d", 8) == 8);
   CHECK(tp("1d-sp", 8) == 8);
   CHECK(tp("2d", 8) == 4);  // q = 2, dp = 2
   CHECK(tp("2.5d", 8) == 8);
-  CHECK(mesh_for_mode("2.5d", 8)->tp_depth == 2);
+  CHECK(mesh_for_mode(parse_tp_mode("2.5d"), 8)->tp_depth == 2);
   CHECK(tp("3d", 8) == 8);
   CHECK(tp("2.5d", 4) == 4);
-  CHECK(mesh_for_mode("2.5d", 4)->tp_depth == 1);
+  CHECK(mesh_for_mode(parse_tp_mode("2.5d"), 4)->tp_depth == 1);
   CHECK(tp("3d", 4) == 0);
   CHECK(tp("2d", 18) == 9);
   CHECK(tp("2.5d", 18) == 18);
   CHECK(tp("2.5d", 16) == 16);
-  CHECK(mesh_for_mode("2.5d", 16)->tp_depth == 4);
+  CHECK(mesh_for_mode(parse_tp_mode("2.5d"), 16)->tp_depth == 4);
   CHECK(tp("2.5d", 16, 1) == 16);
   CHECK(tp("3d", 16) == 8);
   CHECK(tp("none", 4) == 1);
   CHECK(tp("1d", 1) == 0);
-  CHECK(modes_that_fit(8) == std::vector<std::string>{"1d", "1d-sp", "2d", "2.5d", "3d"});
-  CHECK(modes_that_fit(4) == std::vector<std::string>{"1d", "1d-sp", "2d", "2.5d"});
+  CHECK(modes_that_fit(8) == std::vector<TpMode>{TpMode::d1, TpMode::d1_sp, TpMode::d2, TpMode::d2p5, TpMode::d3});
+  CHECK(modes_that_fit(4) == std::vector<TpMode>{TpMode::d1, TpMode::d1_sp, TpMode::d2, TpMode::d2p5});
   CHECK(modes_that_fit(1).empty());
-  CHECK_THROWS_WITH(mesh_for_mode("4d", 8), Catch::Contains("unknown tensor-parallel mode '4d'"));
-  CHECK(describe_mesh("2.5d", *mesh_for_mode("2.5d", 8)) == "2.5d tp=8 (q=2, d=2)");
-  CHECK(describe_mesh("2d", *mesh_for_mode("2d", 8)) == "2d tp=4 (q=2) dp=2");
+  CHECK_THROWS_WITH(parse_tp_mode("4d"), Catch::Contains("unknown tensor-parallel mode '4d'"));
+  CHECK(describe_mesh(parse_tp_mode("2.5d"), *mesh_for_mode(parse_tp_mode("2.5d"), 8)) == "2.5d tp=8 (q=2, d=2)");
+  CHECK(describe_mesh(parse_tp_mode("2d"), *mesh_for_mode(parse_tp_mode("2d"), 8)) == "2d tp=4 (q=2) dp=2");
 }
 
 TEST_CASE("the α-β fit recovers the parameters of exact ring data", "[bench][fit]") {
@@ -91,7 +92,7 @@ TEST_CASE("the timed backend forwards every call and times the GEMMs", "[bench][
 
 TEST_CASE("the layer runner checks every mode and its bytes equal the model's", "[bench][runner]") {
   const int world = world_size();
-  std::vector<std::string> modes = world == 1 ? std::vector<std::string>{"none"} : modes_that_fit(world);
+  std::vector<TpMode> modes = world == 1 ? std::vector<TpMode>{TpMode::none} : modes_that_fit(world);
   const LinkParameters links = default_link_parameters();
   for (const auto& mode : modes) {
     for (const char* layer : {"linear", "layernorm", "mlp"}) {
@@ -108,7 +109,7 @@ TEST_CASE("the layer runner checks every mode and its bytes equal the model's", 
         RunSettings settings;
         settings.warmup = 1;
         settings.reps = 2;
-        LayerMeasurement m = run_layer_bench(w, settings, MPI_COMM_WORLD, {"test", mode, "f64", ""});
+        LayerMeasurement m = run_layer_bench(w, settings, MPI_COMM_WORLD, {"test", tp_mode_name(mode), "f64", ""});
         INFO("worst relative error " << m.check.worst());
         CHECK(m.check.ran);
         CHECK(m.check.passed);
@@ -126,8 +127,8 @@ TEST_CASE("the layer runner checks every mode and its bytes equal the model's", 
 
 TEST_CASE("a workload that does not divide is refused before anything runs", "[bench][validate]") {
   cost::Workload w;
-  w.mode = "2d";
-  w.mesh = *mesh_for_mode("2d", 4);
+  w.mode = TpMode::d2;
+  w.mesh = *mesh_for_mode(parse_tp_mode("2d"), 4);
   w.rows = 15;
   w.hidden = 16;
   w.ffn_hidden = 32;

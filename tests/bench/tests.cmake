@@ -50,6 +50,13 @@ set_tests_properties(bench_np4_append PROPERTIES FIXTURES_REQUIRED "bench_dir;be
                      FIXTURES_SETUP bench_runs DEPENDS bench_np4_first)
 set_tests_properties(calibrate_np2 bench_np4_first bench_np4_append PROPERTIES LABELS "bench;mpi" TIMEOUT 600
                      PROCESSORS 1)
+# calibrate → cost on the same file: `mdtp cost` reads what `mdtp calibrate` wrote (one schema).
+add_test(NAME cost_reads_calibration
+         COMMAND $<TARGET_FILE:mdtp> cost --mode 2d --world 8 --tp 4 --batch 8 --seq 512 --hidden 1024
+                 --calibration ${_bench_dir}/calibration.h5)
+set_tests_properties(cost_reads_calibration PROPERTIES FIXTURES_REQUIRED bench_calibration DEPENDS calibrate_np2
+                     LABELS bench PASS_REGULAR_EXPRESSION "calibration ${_bench_dir}/calibration.h5"
+                     FAIL_REGULAR_EXPRESSION "error")
 
 if(MDTP_ANALYSIS_PYTHON)
   add_test(NAME bench_results_check

@@ -60,19 +60,19 @@ TEST_CASE("pipeline bubble: (p-1)/m, (p-1)/(v*m), and (p-1)/(m+p-1) of the total
 }
 
 TEST_CASE("the published asymptotic rows at P, q, d", "[cost][published]") {
-  CHECK(published_costs("1d", 4).bandwidth == Approx(1.5));
-  CHECK(published_costs("1d", 4).latency == Approx(6));
-  CHECK(published_costs("1d-sp", 4).note.find("sequence-parallel") != std::string::npos);
-  const PublishedCosts d2 = published_costs("2d", 9);
+  CHECK(published_costs(parse_tp_mode("1d"), 4).bandwidth == Approx(1.5));
+  CHECK(published_costs(parse_tp_mode("1d"), 4).latency == Approx(6));
+  CHECK(published_costs(parse_tp_mode("1d-sp"), 4).note.find("sequence-parallel") != std::string::npos);
+  const PublishedCosts d2 = published_costs(parse_tp_mode("2d"), 9);
   CHECK(d2.compute == Approx(1.0 / 9));
   CHECK(d2.bandwidth == Approx(4.0));
   CHECK(d2.latency == Approx(12));
-  const PublishedCosts d25 = published_costs("2.5d", 8, 2);
+  const PublishedCosts d25 = published_costs(parse_tp_mode("2.5d"), 8, 2);
   CHECK(d25.compute == Approx(1.0 / 8));
   CHECK(d25.parameter_memory == Approx(1.0 / 4));
   CHECK(d25.bandwidth == Approx(3.0 * 1 * 3 / 4));
-  CHECK(published_costs("3d", 27).bandwidth == Approx(12.0 / 27));
-  CHECK_THROWS_WITH(published_costs("2d", 6), Catch::Contains("tp=6"));
+  CHECK(published_costs(parse_tp_mode("3d"), 27).bandwidth == Approx(12.0 / 27));
+  CHECK_THROWS_WITH(published_costs(parse_tp_mode("2d"), 6), Catch::Contains("tp=6"));
 }
 
 TEST_CASE("α-β algorithms are those MPICH picks, with the REFERENCE formulas", "[cost][time]") {
@@ -155,16 +155,16 @@ TEST_CASE("GEMM flops divide exactly over the ranks of every mode", "[cost][comp
   for (const M m : {M{"1d", 4, 1}, M{"1d-sp", 4, 1}, M{"2d", 9, 1}, M{"2.5d", 18, 2}, M{"3d", 27, 1}, M{"3d", 8, 1}}) {
     for (const char* layer : {"linear", "mlp"}) {
       Workload w;
-      w.mode = m.mode;
+      w.mode = parse_tp_mode(m.mode);
       w.mesh.world = w.mesh.tp = m.tp;
-      w.mesh.tp_mode = m.mode;
+      w.mesh.tp_mode = w.mode;
       w.mesh.tp_depth = m.depth;
       w.layer = layer;
       w.rows = 36;
       w.hidden = 36;
       w.ffn_hidden = 72;
       Workload serial = w;
-      serial.mode = "none";
+      serial.mode = TpMode::none;
       serial.mesh = MeshConfig{};
       const double serial_flops = total_flops(plan_gemms(serial));
       const double per_linear = 3 * 2.0 * 36 * 36 * 72;
@@ -177,7 +177,7 @@ TEST_CASE("GEMM flops divide exactly over the ranks of every mode", "[cost][comp
 
 TEST_CASE("the cost report carries the published row beside the exact figures", "[cost][report]") {
   Workload w;
-  w.mode = w.mesh.tp_mode = "2d";
+  w.mode = w.mesh.tp_mode = TpMode::d2;
   w.mesh.world = w.mesh.tp = 4;
   w.rows = 32;
   w.hidden = 16;

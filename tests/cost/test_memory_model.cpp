@@ -13,7 +13,7 @@ using namespace mdtp::testing;
 TEST_CASE("estimate_memory equals the MemoryTracker's bytes on every mode and mesh", "[cost][memory]") {
   for (const ModeCase& c : cases_for_world(world_size())) {
     for (bool keep : {false, true}) {
-      if (keep && c.mode != "3d") continue;
+      if (keep && c.mode != TpMode::d3) continue;
       DYNAMIC_SECTION(c.label() << (keep ? " keep-gathered" : "")) {
         TpOptions options;
         options.keep_gathered_3d = keep;

@@ -87,7 +87,7 @@ TEST_CASE("plan_step equals the ledger of the real layers on every mode and mesh
   for (const ModeCase& c : cases_for_world(world_size())) {
     for (DType dtype : {DType::f64, DType::f32}) {
       for (bool keep : {false, true}) {
-        if (keep && c.mode != "3d") continue;
+        if (keep && c.mode != TpMode::d3) continue;
         DYNAMIC_SECTION(c.label() << " " << dtype_name(dtype) << (keep ? " keep-gathered" : "")) {
           TpOptions options;
           options.keep_gathered_3d = keep;
@@ -121,14 +121,14 @@ TEST_CASE("the plan has the collective counts the modes document", "[cost][plan]
   w.hidden = 64;
   w.ffn_hidden = 128;
   SECTION("2D SUMMA: 2q calls forward, 4q backward") {
-    w.mode = w.mesh.tp_mode = "2d";
+    w.mode = w.mesh.tp_mode = TpMode::d2;
     w.mesh.world = w.mesh.tp = 16;
     const auto plan = cost::plan_step(w);
     CHECK(count(plan, "forward") == 8);
     CHECK(count(plan, "backward") == 16);
   }
   SECTION("3D: 3 calls forward; 3 (keep) or 5 backward") {
-    w.mode = w.mesh.tp_mode = "3d";
+    w.mode = w.mesh.tp_mode = TpMode::d3;
     w.mesh.world = w.mesh.tp = 64;
     CHECK(count(cost::plan_step(w), "forward") == 3);
     CHECK(count(cost::plan_step(w), "backward") == 5);
@@ -136,7 +136,7 @@ TEST_CASE("the plan has the collective counts the modes document", "[cost][plan]
     CHECK(count(cost::plan_step(w), "backward") == 3);
   }
   SECTION("1D MLP: one all-reduce forward, one backward (Megatron)") {
-    w.mode = w.mesh.tp_mode = "1d";
+    w.mode = w.mesh.tp_mode = TpMode::d1;
     w.layer = "mlp";
     w.mesh.world = w.mesh.tp = 8;
     const auto plan = cost::plan_step(w);
@@ -146,12 +146,12 @@ TEST_CASE("the plan has the collective counts the modes document", "[cost][plan]
     CHECK(plan[1].phase == "backward");
   }
   SECTION("a workload the layers would refuse is refused, naming the value") {
-    w.mode = w.mesh.tp_mode = "3d";
+    w.mode = w.mesh.tp_mode = TpMode::d3;
     w.mesh.world = w.mesh.tp = 8;
     w.hidden = 6;  // K must divide by q² = 4
     CHECK_THROWS_WITH(cost::plan_step(w), Catch::Contains("6") && Catch::Contains("divisible by 4"));
     w.hidden = 64;
-    w.mode = "2d";
-    CHECK_THROWS_WITH(cost::plan_step(w), Catch::Contains("tp_mode 2d"));
+    w.mode = TpMode::d2;
+    CHECK_THROWS_WITH(cost::plan_step(w), Catch::Contains("needs a mesh built for the 2d TP grid"));
   }
 }

@@ -42,7 +42,7 @@
 #include "cuda/device_comm.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt.hpp"
-#include "model/optimizer.hpp"
+#include "zero/optimizer.hpp"
 #include "tp/mode.hpp"
 
 using namespace mdtp;

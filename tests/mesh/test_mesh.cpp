@@ -34,7 +34,7 @@ MeshConfig make(int world, int tp, int pp, int cp, std::string order, std::strin
   c.pp = pp;
   c.cp = cp;
   c.order = order;
-  c.tp_mode = mode;
+  c.tp_mode = mdtp::parse_tp_mode(mode);
   c.tp_depth = depth;
   return c;
 }
@@ -59,7 +59,7 @@ std::vector<MeshConfig> configs_for(int world) {
 
 std::string describe(const MeshConfig& c) {
   return "world=" + std::to_string(c.world) + " tp=" + std::to_string(c.tp) + " pp=" + std::to_string(c.pp) +
-         " cp=" + std::to_string(c.cp) + " order=" + c.order + " mode=" + c.tp_mode +
+         " cp=" + std::to_string(c.cp) + " order=" + c.order + " mode=" + tp_mode_name(c.tp_mode) +
          " depth=" + std::to_string(c.tp_depth);
 }
 
@@ -131,9 +131,11 @@ TEST_CASE("A bad mesh fails on every rank before any collective", "[mesh][mpi]")
   wrong_world.world = world + 1;
   CHECK_THROWS_WITH(mdtp::Mesh(wrong_world, MPI_COMM_WORLD, ledger),
                     Contains("world=" + std::to_string(world + 1)) && Contains("has " + std::to_string(world)));
-  MeshConfig non_square = make(world, world, 1, 1, "tp-cp-dp-pp", world == 1 ? "bogus" : "2d");
-  if (world == 8 || world == 27) non_square.tp_mode = "2d";  // not squares
-  if (world == 4) non_square.tp_mode = "3d";                 // not a cube
+  // One rank: a 2.5D depth of 2 cannot fit tp = 1.
+  MeshConfig non_square = world == 1 ? make(1, 1, 1, 1, "tp-cp-dp-pp", "2.5d", 2)
+                                     : make(world, world, 1, 1, "tp-cp-dp-pp", "2d");
+  if (world == 8 || world == 27) non_square.tp_mode = mdtp::TpMode::d2;  // not squares
+  if (world == 4) non_square.tp_mode = mdtp::TpMode::d3;                 // not a cube
   CHECK_THROWS_AS(mdtp::Mesh(non_square, MPI_COMM_WORLD, ledger), mdtp::Error);
   // Every rank is still in step: a collective after the failures completes.
   MPI_Barrier(MPI_COMM_WORLD);

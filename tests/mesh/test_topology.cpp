@@ -24,7 +24,7 @@ MeshConfig make(int world, int tp, int pp, int cp = 1, std::string order = "tp-c
   c.pp = pp;
   c.cp = cp;
   c.order = order;
-  c.tp_mode = mode;
+  c.tp_mode = mdtp::parse_tp_mode(mode);
   c.tp_depth = depth;
   c.ranks_per_node = per_node;
   return c;
@@ -180,7 +180,7 @@ TEST_CASE("Every invalid mesh is refused with a message naming the value", "[mes
   CHECK_THROWS_WITH(Topology(make(4, 0, 1)), Contains("tp=0"));
   CHECK_THROWS_WITH(Topology(make(4, 1, -1)), Contains("pp=-1"));
   CHECK_THROWS_WITH(Topology(make(4, 1, 1, 0)), Contains("cp=0"));
-  CHECK_THROWS_WITH(Topology(make(4, 2, 1, 1, "tp-cp-dp-pp", "4d")), Contains("unknown TP mode '4d'"));
+  CHECK_THROWS_WITH(Topology(make(4, 2, 1, 1, "tp-cp-dp-pp", "4d")), Contains("unknown tensor-parallel mode '4d'"));
   CHECK_THROWS_WITH(Topology(make(4, 4, 1, 1, "tp-cp-dp-pp", "2d", 2)), Contains("tp_depth=2"));
   CHECK_THROWS_WITH(Topology(make(4, 4, 1, 1, "tp-cp-dp-pp", "2.5d", 0)), Contains("tp_depth=0"));
   CHECK_THROWS_WITH(Topology(make(4, 1, 1, 1, "tp-cp-dp-pp", "1d", 1, -1)), Contains("ranks_per_node=-1"));

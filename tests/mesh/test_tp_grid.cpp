@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "mesh/tp_grid.hpp"
+#include "mesh/tp_mode.hpp"
 
 using mdtp::TpGrid;
 using mdtp::TpGridKind;
@@ -110,13 +111,17 @@ void check_grid(TpGridKind kind, int q, int depth) {
 
 }  // namespace
 
-TEST_CASE("TP grid kinds parse from the mode names", "[mesh][tp_grid]") {
-  CHECK(mdtp::parse_tp_grid_kind("1d") == TpGridKind::d1);
-  CHECK(mdtp::parse_tp_grid_kind("1d-sp") == TpGridKind::d1);
-  CHECK(mdtp::parse_tp_grid_kind("2d") == TpGridKind::d2);
-  CHECK(mdtp::parse_tp_grid_kind("2.5d") == TpGridKind::d2p5);
-  CHECK(mdtp::parse_tp_grid_kind("3d") == TpGridKind::d3);
-  CHECK_THROWS_WITH(mdtp::parse_tp_grid_kind("4d"), Catch::Matchers::Contains("unknown TP mode '4d'"));
+TEST_CASE("TP modes parse from their names once, and each runs on its grid kind", "[mesh][tp_grid]") {
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("none")) == TpGridKind::d1);
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("1d")) == TpGridKind::d1);
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("1d-sp")) == TpGridKind::d1);
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("2d")) == TpGridKind::d2);
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("2.5d")) == TpGridKind::d2p5);
+  CHECK(mdtp::grid_kind(mdtp::parse_tp_mode("3d")) == TpGridKind::d3);
+  for (mdtp::TpMode mode : mdtp::all_tp_modes()) CHECK(mdtp::parse_tp_mode(mdtp::tp_mode_name(mode)) == mode);
+  CHECK(mdtp::is_sequence_parallel(mdtp::TpMode::d1_sp));
+  CHECK_THROWS_WITH(mdtp::parse_tp_mode("4d"),
+                    Catch::Matchers::Contains("unknown tensor-parallel mode '4d'; expected one of none, 1d, 1d-sp"));
 }
 
 TEST_CASE("1D TP grid has only the whole TP group", "[mesh][tp_grid]") {

@@ -5,18 +5,19 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "model/root_task.hpp"
+#include "modes/registry.hpp"
+#include "run/root_task.hpp"
 
 namespace mdtp::testing {
 namespace {
 
-ModeCase make_case(const std::string& mode, int world, int tp, const std::string& grid, int depth = 1) {
+ModeCase make_case(const char* mode, int world, int tp, int depth = 1) {
   MeshConfig c;
   c.world = world;
   c.tp = tp;
-  c.tp_mode = grid;
+  c.tp_mode = parse_tp_mode(mode);
   c.tp_depth = depth;
-  return ModeCase{mode, c};
+  return ModeCase{c.tp_mode, c};
 }
 
 }  // namespace
@@ -31,7 +32,7 @@ SharedTempDir::SharedTempDir(const std::string& prefix) : owner_(world_rank() ==
   long long pid = ::getpid();
   MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
   auto path = std::filesystem::temp_directory_path() / (prefix + std::to_string(pid));
-  run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(path); });
+  run::run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(path); });
   path_ = path.string();
 }
 
@@ -44,24 +45,24 @@ std::vector<ModeCase> model_cases_for_world(int world) {
   std::vector<ModeCase> cases;
   switch (world) {
     case 1:
-      cases = {make_case("none", 1, 1, "1d")};
+      cases = {make_case("none", 1, 1)};
       break;
     case 2:
-      cases = {make_case("none", 2, 1, "1d"), make_case("1d", 2, 2, "1d"), make_case("1d-sp", 2, 2, "1d")};
+      cases = {make_case("none", 2, 1), make_case("1d", 2, 2), make_case("1d-sp", 2, 2)};
       break;
     case 4:
-      cases = {make_case("1d", 4, 4, "1d"),         make_case("1d-sp", 4, 4, "1d"), make_case("2d", 4, 4, "2d"),
-               make_case("2.5d", 4, 4, "2.5d", 1),  make_case("1d", 4, 2, "1d"),    make_case("none", 4, 1, "1d")};
+      cases = {make_case("1d", 4, 4),         make_case("1d-sp", 4, 4), make_case("2d", 4, 4),
+               make_case("2.5d", 4, 4, 1),  make_case("1d", 4, 2),    make_case("none", 4, 1)};
       break;
     case 8:
-      cases = {make_case("3d", 8, 8, "3d"),          make_case("2.5d", 8, 8, "2.5d", 2), make_case("2d", 8, 4, "2d"),
-               make_case("2.5d", 8, 4, "2.5d", 1),   make_case("1d-sp", 8, 4, "1d"),     make_case("1d", 8, 2, "1d")};
+      cases = {make_case("3d", 8, 8),          make_case("2.5d", 8, 8, 2), make_case("2d", 8, 4),
+               make_case("2.5d", 8, 4, 1),   make_case("1d-sp", 8, 4),     make_case("1d", 8, 2)};
       break;
     case 18:
-      cases = {make_case("2.5d", 18, 18, "2.5d", 2), make_case("2d", 18, 9, "2d")};
+      cases = {make_case("2.5d", 18, 18, 2), make_case("2d", 18, 9)};
       break;
     case 27:
-      cases = {make_case("3d", 27, 27, "3d")};
+      cases = {make_case("3d", 27, 27)};
       break;
     default:
       break;
@@ -120,7 +121,7 @@ void GptRun::set(const ParamMap& values) {
   for (ModelParam& p : model->parameters()) scatter_logical(p, values.at(p.name()), p.param->value, *mesh, *backend);
 }
 
-ModeCase serial_case() { return make_case("none", 1, 1, "1d"); }
+ModeCase serial_case() { return make_case("none", 1, 1); }
 
 ParamMap random_parameters(const GptRun& run, unsigned seed, double scale) {
   ParamMap out;

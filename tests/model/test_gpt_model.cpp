@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "gpt_harness.hpp"
+#include "modes/registry.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;

@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "gpt_harness.hpp"
-#include "model/h5_file.hpp"
-#include "model/root_task.hpp"
-#include "model/token_data.hpp"
-#include "model/trainer.hpp"
+#include "io/h5_file.hpp"
+#include "run/root_task.hpp"
+#include "io/token_data.hpp"
+#include "train/trainer.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -41,7 +41,7 @@ Checkpoint read_checkpoint(const std::string& path) {
 // Written by rank 0; every rank returns once it exists.
 std::string write_checkpoint(const std::string& name, const Checkpoint& c, DType storage = DType::f64) {
   const std::string path = path_of(name);
-  run_on_root(MPI_COMM_WORLD, [&] {
+  run::run_on_root(MPI_COMM_WORLD, [&] {
     write_atomically(path, [&](H5File& f) {
       for (const auto& [key, value] : c.attrs) f.set_attribute("/", key, value);
       for (const auto& [key, t] : c.tensors) f.write_real(key, t.first, t.second, storage);
@@ -52,7 +52,7 @@ std::string write_checkpoint(const std::string& name, const Checkpoint& c, DType
 
 std::string write_tokens(const std::string& name, const TokenData& data) {
   const std::string path = path_of(name);
-  run_on_root(MPI_COMM_WORLD, [&] { write_token_file(path, data); });
+  run::run_on_root(MPI_COMM_WORLD, [&] { write_token_file(path, data); });
   return path;
 }
 
@@ -131,7 +131,7 @@ TEST_CASE("bad checkpoints are refused with a clear error on every rank", "[trai
                     Catch::Contains("lm_head.weight differs from transformer.wte.weight"));
 
   const std::string text = path_of("not_hdf5.h5");
-  run_on_root(MPI_COMM_WORLD, [&] { std::ofstream(text) << "not a checkpoint\n"; });
+  run::run_on_root(MPI_COMM_WORLD, [&] { std::ofstream(text) << "not a checkpoint\n"; });
   CHECK_THROWS_WITH(train(s.resume_from(text), MPI_COMM_WORLD), Catch::Contains("is not an HDF5 file"));
   CHECK_THROWS_WITH(train(s.resume_from(path_of("absent.h5")), MPI_COMM_WORLD), Catch::Contains("does not exist"));
 }
@@ -165,7 +165,7 @@ TEST_CASE("bad token data is refused with a clear error on every rank", "[train]
                     Catch::Contains("has 2 rows; one global batch needs " + std::to_string(s.size.batch)));
 
   const std::string flat = path_of("flat.h5");
-  run_on_root(MPI_COMM_WORLD, [&] {
+  run::run_on_root(MPI_COMM_WORLD, [&] {
     write_atomically(flat, [&](H5File& f) {
       f.write_int32("inputs", {static_cast<std::int64_t>(s.tokens.inputs.size())}, s.tokens.inputs);
       f.write_int32("targets", {static_cast<std::int64_t>(s.tokens.targets.size())}, s.tokens.targets);
@@ -176,7 +176,7 @@ TEST_CASE("bad token data is refused with a clear error on every rank", "[train]
   CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("'inputs' has rank 1") && Catch::Contains("expected [N, T]"));
 
   const std::string reals = path_of("reals.h5");
-  run_on_root(MPI_COMM_WORLD, [&] {
+  run::run_on_root(MPI_COMM_WORLD, [&] {
     write_atomically(reals, [&](H5File& f) {
       f.write_real("inputs", {s.tokens.rows, s.tokens.seq}, std::vector<double>(s.tokens.inputs.size(), 1.0), DType::f32);
       f.write_int32("targets", {s.tokens.rows, s.tokens.seq}, s.tokens.targets);
@@ -192,7 +192,7 @@ TEST_CASE("bad token data is refused with a clear error on every rank", "[train]
 TEST_CASE("an existing output file is never truncated by a failed run", "[train][errors][atomic]") {
   Setup s;
   const std::string precious = path_of("precious.h5");
-  run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::copy_file(s.good, precious, std::filesystem::copy_options::overwrite_existing); });
+  run::run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::copy_file(s.good, precious, std::filesystem::copy_options::overwrite_existing); });
   const auto before = std::filesystem::file_size(precious);
 
   TrainConfig t = s.config();
@@ -200,7 +200,7 @@ TEST_CASE("an existing output file is never truncated by a failed run", "[train]
   t.data = path_of("missing-data.h5");
   CHECK_THROWS(train(t, MPI_COMM_WORLD));
   // A write that fails half-way leaves the old file and no temporary behind.
-  CHECK_THROWS_WITH(run_on_root(MPI_COMM_WORLD, [&] {
+  CHECK_THROWS_WITH(run::run_on_root(MPI_COMM_WORLD, [&] {
                       write_atomically(precious, [](H5File& f) {
                         f.write_real("half", {2}, {1.0, 2.0}, DType::f64);
                         throw Error("disk full (simulated)");

@@ -7,7 +7,7 @@
 
 #include "gpt_harness.hpp"
 #include "model/gpt_kernels.hpp"
-#include "model/optimizer.hpp"
+#include "zero/optimizer.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;

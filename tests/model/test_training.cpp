@@ -9,10 +9,10 @@
 
 #include "gpt_harness.hpp"
 #include "io/results_file.hpp"
-#include "model/h5_file.hpp"
-#include "model/root_task.hpp"
-#include "model/token_data.hpp"
-#include "model/trainer.hpp"
+#include "io/h5_file.hpp"
+#include "run/root_task.hpp"
+#include "io/token_data.hpp"
+#include "train/trainer.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -30,7 +30,7 @@ std::string shared_path(const std::string& name) { return shared_dir() + "/" + n
 // Random tokens in [0, vocab), 2.5 batches of rows (the data position wraps around).
 std::string token_file(const GptConfig& config, std::int64_t batch) {
   const std::string path = shared_path("tokens.h5");
-  run_on_root(MPI_COMM_WORLD, [&] {
+  run::run_on_root(MPI_COMM_WORLD, [&] {
     if (std::filesystem::exists(path)) return;
     const std::int64_t rows = batch * 5 / 2;
     TokenBatch b = random_batch(config, rows, 77);
@@ -88,7 +88,7 @@ TEST_CASE("10 AdamW steps with clipping: the same loss curve in every mode; save
 
   for (const ModeCase& c : model_cases_for_world(world)) {
     DYNAMIC_SECTION(c.label()) {
-      const std::string tag = c.mode + "-" + std::to_string(c.config.tp);
+      const std::string tag = std::string(tp_mode_name(c.mode)) + "-" + std::to_string(c.config.tp);
       TrainConfig full = base_config(c, size);
       full.save = shared_path("full-" + tag + ".h5");
       const TrainResult a = train(full, MPI_COMM_WORLD);
@@ -139,7 +139,7 @@ TEST_CASE("the gradient dump holds the first step's gradients; the results file 
   CHECK(std::get<std::vector<double>>(steps.column("loss"))[1] == result.steps[1].loss);
   const Table ledger = read_table(t.out, "/runs/" + runs[0] + "/ledger");
   if (c.config.tp > 1) CHECK(ledger.rows() > 0);
-  CHECK(std::get<std::string>(read_attributes(t.out, "/runs/" + runs[0]).at("mode")) == c.mode);
+  CHECK(std::get<std::string>(read_attributes(t.out, "/runs/" + runs[0]).at("mode")) == tp_mode_name(c.mode));
   // The first global batch is rows 0 .. batch-1 of the data.
   const TokenData data = read_token_file(t.data);
   const TokenRows rows = batch_rows(data, 0, 0, size.batch);

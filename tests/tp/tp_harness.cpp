@@ -2,21 +2,23 @@
 
 #include <sstream>
 
+#include "modes/registry.hpp"
+
 namespace mdtp::testing {
 
 std::string ModeCase::label() const {
   std::ostringstream os;
   os << mode << " world=" << config.world << " tp=" << config.tp;
-  if (mode == "2.5d") os << " d=" << config.tp_depth;
+  if (mode == TpMode::d2p5) os << " d=" << config.tp_depth;
   return os.str();
 }
 
 std::int64_t ModeCase::row_unit() const {
   const int tp = config.tp;
-  if (mode == "1d-sp") return tp;
-  if (mode == "2d") return static_cast<std::int64_t>(std::lround(std::sqrt(tp)));
-  if (mode == "2.5d") return static_cast<std::int64_t>(std::lround(std::sqrt(tp / config.tp_depth))) * config.tp_depth;
-  if (mode == "3d") {
+  if (mode == TpMode::d1_sp) return tp;
+  if (mode == TpMode::d2) return static_cast<std::int64_t>(std::lround(std::sqrt(tp)));
+  if (mode == TpMode::d2p5) return static_cast<std::int64_t>(std::lround(std::sqrt(tp / config.tp_depth))) * config.tp_depth;
+  if (mode == TpMode::d3) {
     auto q = static_cast<std::int64_t>(std::lround(std::cbrt(tp)));
     return q * q;
   }
@@ -25,8 +27,8 @@ std::int64_t ModeCase::row_unit() const {
 
 std::int64_t ModeCase::feature_unit() const {
   const int tp = config.tp;
-  if (mode == "2d" || mode == "2.5d") return static_cast<std::int64_t>(std::lround(std::sqrt(tp / config.tp_depth)));
-  if (mode == "3d") {
+  if (mode == TpMode::d2 || mode == TpMode::d2p5) return static_cast<std::int64_t>(std::lround(std::sqrt(tp / config.tp_depth)));
+  if (mode == TpMode::d3) {
     auto q = static_cast<std::int64_t>(std::lround(std::cbrt(tp)));
     return q * q;
   }
@@ -34,32 +36,32 @@ std::int64_t ModeCase::feature_unit() const {
 }
 
 std::vector<ModeCase> cases_for_world(int world) {
-  auto make = [&](std::string mode, int tp, std::string grid, int depth = 1) {
+  auto make = [&](const char* name, int tp, int depth = 1) {
     MeshConfig c;
     c.world = world;
     c.tp = tp;
-    c.tp_mode = std::move(grid);
+    c.tp_mode = parse_tp_mode(name);
     c.tp_depth = depth;
-    return ModeCase{std::move(mode), c};
+    return ModeCase{c.tp_mode, c};
   };
   std::vector<ModeCase> cases;
-  if (world == 1) cases.push_back(make("none", 1, "1d"));
+  if (world == 1) cases.push_back(make("none", 1));
   if (world >= 2 && world <= 8) {
-    cases.push_back(make("1d", world, "1d"));
-    cases.push_back(make("1d-sp", world, "1d"));
+    cases.push_back(make("1d", world));
+    cases.push_back(make("1d-sp", world));
   }
   if (world == 4) {
-    cases.push_back(make("2d", 4, "2d"));
-    cases.push_back(make("2.5d", 4, "2.5d", 1));
+    cases.push_back(make("2d", 4));
+    cases.push_back(make("2.5d", 4, 1));
   }
   if (world == 8) {
-    cases.push_back(make("2d", 4, "2d"));  // 2D q=2 with dp=2
-    cases.push_back(make("2.5d", 8, "2.5d", 2));
-    cases.push_back(make("3d", 8, "3d"));
+    cases.push_back(make("2d", 4));  // 2D q=2 with dp=2
+    cases.push_back(make("2.5d", 8, 2));
+    cases.push_back(make("3d", 8));
   }
-  if (world == 9) cases.push_back(make("2d", 9, "2d"));
-  if (world == 18) cases.push_back(make("2.5d", 18, "2.5d", 2));
-  if (world == 27) cases.push_back(make("3d", 27, "3d"));
+  if (world == 9) cases.push_back(make("2d", 9));
+  if (world == 18) cases.push_back(make("2.5d", 18, 2));
+  if (world == 27) cases.push_back(make("3d", 27));
   return cases;
 }
 

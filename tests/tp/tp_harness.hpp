@@ -17,7 +17,7 @@
 namespace mdtp::testing {
 
 struct ModeCase {
-  std::string mode;   // "none", "1d", "1d-sp", "2d", "2.5d", "3d"
+  TpMode mode = TpMode::none;
   MeshConfig config;  // world == the MPI world size
   std::string label() const;
   // Block sizes every dimension must be a multiple of (rows of activations, features).

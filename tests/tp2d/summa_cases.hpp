@@ -22,9 +22,9 @@ inline SummaCase summa_case(int world, const std::string& mode, int q, int d) {
   MeshConfig c;
   c.world = world;
   c.tp = d * q * q;
-  c.tp_mode = mode;
+  c.tp_mode = parse_tp_mode(mode);
   c.tp_depth = d;
-  return SummaCase{ModeCase{mode, c}, q, d};
+  return SummaCase{ModeCase{c.tp_mode, c}, q, d};
 }
 
 // Every 2D (q, with the rest of the world as dp) and 2.5D (q, d) mesh with q >= 2 that fits,
@@ -42,7 +42,7 @@ inline std::vector<SummaCase> summa_cases(int world) {
 }
 
 inline std::string summa_label(const SummaCase& c) {
-  return c.mode.mode + " q=" + std::to_string(c.q) + " d=" + std::to_string(c.d) + " world=" +
+  return std::string(tp_mode_name(c.mode.mode)) + " q=" + std::to_string(c.q) + " d=" + std::to_string(c.d) + " world=" +
          std::to_string(c.mode.config.world);
 }
 

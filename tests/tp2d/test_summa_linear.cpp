@@ -151,7 +151,7 @@ TEST_CASE("SUMMA shapes the grid cannot split are refused on every rank before a
       f.ledger.clear();
       // A batch divisible by q but not by d·q (2.5D d > 1), or not by q (2D).
       const std::int64_t bad_batch = c.d > 1 ? rows_divisor * 3 + c.q : rows_divisor * 3 + 1;
-      const std::string split = c.mode.mode == "2d" ? "tp.col" : "tp.dep×tp.col";
+      const std::string split = c.mode.mode == TpMode::d2 ? "tp.col" : "tp.dep×tp.col";
       CHECK_THROWS_WITH(f.scatter(random_matrix(bad_batch, c.in(), 3), f.mode->residual_layout()),
                         Catch::Contains("dimension 0 of size " + std::to_string(bad_batch)) &&
                             Catch::Contains("divisible by " + std::to_string(rows_divisor)) &&

@@ -28,7 +28,7 @@ LinearSpec spec(const std::string& name, std::int64_t in, std::int64_t out) {
 const ModeCase* cube_case() {
   static const std::vector<ModeCase> cases = cases_for_world(world_size());
   for (const ModeCase& c : cases)
-    if (c.mode == "3d") return &c;
+    if (c.mode == TpMode::d3) return &c;
   return nullptr;
 }
 

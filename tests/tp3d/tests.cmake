@@ -4,4 +4,4 @@
 mdtp_add_mpi_test(tp3d
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_linear_3d.cpp ${CMAKE_CURRENT_LIST_DIR}/test_layernorm_3d.cpp
           ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
-  RANKS 8 27 LABELS tp LIBS mdtp_tp)
+  RANKS 8 27 LABELS tp LIBS mdtp_modes)

@@ -1,4 +1,4 @@
-#include "model/optimizer.hpp"
+#include "zero/optimizer.hpp"
 
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mesh/mesh.hpp"
-#include "model/checkpoint.hpp"
+#include "train/checkpoint.hpp"
 
 namespace mdtp {
 
@@ -27,7 +27,7 @@ struct TrainDevice {
 };
 
 struct TrainConfig {
-  std::string tp_mode = "none";  // none | 1d | 1d-sp | 2d | 2.5d | 3d; dp = world / tp
+  TpMode tp_mode = TpMode::none;  // dp = world / tp
   int tp = 1;
   int tp_depth = 1;
   // Model shape; 0 = from the checkpoint (--init-from), else the data (vocab, T of HDF5 data), else

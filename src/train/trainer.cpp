@@ -1,4 +1,4 @@
-#include "model/trainer.hpp"
+#include "train/trainer.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -7,8 +7,9 @@
 #include "mdtp/build_info.hpp"
 #include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
-#include "model/root_task.hpp"
-#include "model/token_data.hpp"
+#include "modes/registry.hpp"
+#include "run/root_task.hpp"
+#include "io/token_data.hpp"
 
 namespace mdtp {
 namespace {
@@ -60,13 +61,10 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   // ---- Everything below up to the Mesh is local and identical on every rank.
   int world_size = 1;
   MPI_Comm_size(world, &world_size);
-  bool known_mode = false;
-  for (const auto& m : tp_mode_names()) known_mode = known_mode || m == tc.tp_mode;
-  require(known_mode, "unknown --tp-mode '", tc.tp_mode, "'; expected one of none, 1d, 1d-sp, 2d, 2.5d, 3d");
   MeshConfig mesh_config;
   mesh_config.world = world_size;
   mesh_config.tp = tc.tp;
-  mesh_config.tp_mode = tc.tp_mode == "none" ? "1d" : tc.tp_mode;
+  mesh_config.tp_mode = tc.tp_mode;
   mesh_config.tp_depth = tc.tp_depth;
   const Topology topology(mesh_config);  // validates tp against the world and the mode's grid
   const int dp = topology.dp();
@@ -153,7 +151,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     Attributes attrs{{"mdtp_version", std::string(build_info::version)},
                      {"git_commit", std::string(build_info::git_commit)},
                      {"command_line", tc.command_line},
-                     {"mode", tc.tp_mode},
+                     {"mode", std::string(tp_mode_name(tc.tp_mode))},
                      {"world", std::int64_t{world_size}},
                      {"tp", std::int64_t{tc.tp}},
                      {"tp_depth", std::int64_t{tc.tp_depth}},
@@ -172,7 +170,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
                      {"data", data.source},
                      {"wait_policy", std::string(wait_policy_name(mesh.wait_policy()))},
                      {"oversubscription", mesh.occupancy().oversubscription()}};
-    run_on_root(world, [&] { ResultsFile(tc.out).append_run("train", attrs, {{"steps", steps}, {"ledger", ledger_rows}}); });
+    run::run_on_root(world, [&] { ResultsFile(tc.out).append_run("train", attrs, {{"steps", steps}, {"ledger", ledger_rows}}); });
   }
   return result;
 }

@@ -1,13 +1,13 @@
-#include "bench/results_sink.hpp"
+#include "run/results_sink.hpp"
 
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "bench/rank_stats.hpp"
+#include "run/rank_stats.hpp"
 #include "core/error.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 namespace {
 
 // These calls are rare and short: the polite wait is right whatever the occupancy.
@@ -62,4 +62,4 @@ std::string ResultsSink::append_run(const std::string& kind, const Attributes& a
   return outcome.substr(3);
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 
 struct FitSample {
   double alpha_coefficient = 0.0;  // a
@@ -29,4 +29,4 @@ struct AlphaBetaFit {
 // Needs at least one sample with t > 0; samples with t <= 0 are ignored.
 AlphaBetaFit fit_alpha_beta(const std::vector<FitSample>& samples);
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

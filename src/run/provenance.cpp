@@ -1,4 +1,4 @@
-#include "bench/provenance.hpp"
+#include "run/provenance.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,10 +6,10 @@
 #include <set>
 #include <vector>
 
-#include "bench/rank_stats.hpp"
+#include "run/rank_stats.hpp"
 #include "mdtp/build_info.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 namespace {
 
 // The unique processor names of every rank of `world`, in rank order of first appearance.
@@ -78,7 +78,7 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
   a["mesh_dp"] = static_cast<std::int64_t>(t.dp());
   a["mesh_cp"] = static_cast<std::int64_t>(t.cp());
   a["mesh_order"] = t.order();
-  a["mesh_tp_mode"] = t.tp_mode();
+  a["mesh_tp_mode"] = std::string(tp_mode_name(t.tp_mode()));
   a["mesh_tp_depth"] = static_cast<std::int64_t>(t.config().tp_depth);
   a["mesh_ranks_per_node"] = static_cast<std::int64_t>(t.ranks_per_node());
   a["mode"] = run.mode;
@@ -93,4 +93,4 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
   return a;
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run

@@ -17,7 +17,7 @@
 #include <string>
 
 #include "model/gpt.hpp"
-#include "model/optimizer.hpp"
+#include "zero/optimizer.hpp"
 
 namespace mdtp {
 

@@ -8,8 +8,8 @@
 
 #include <functional>
 
-namespace mdtp {
+namespace mdtp::run {
 
 void run_on_root(MPI_Comm comm, const std::function<void()>& task);
 
-}  // namespace mdtp
+}  // namespace mdtp::run

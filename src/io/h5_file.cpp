@@ -1,4 +1,4 @@
-#include "model/h5_file.hpp"
+#include "io/h5_file.hpp"
 
 #include <hdf5.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "bench/calibration_fit.hpp"
+#include "calibrate/calibration_fit.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -6,11 +6,11 @@
 #include <map>
 #include <sstream>
 
-#include "bench/alpha_beta_fit.hpp"
-#include "bench/rank_stats.hpp"
+#include "calibrate/alpha_beta_fit.hpp"
+#include "run/rank_stats.hpp"
 #include "core/backend.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 namespace {
 
 cost::CollectiveAlgorithm algorithm_of(const SweepPoint& p, const cost::AlgorithmSelection& selection) {
@@ -48,8 +48,8 @@ std::vector<GemmRate> measure_gemm_rates(std::int64_t size, const Mesh& mesh, MP
       best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     const double flops = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
-    const MeanMax rate = mean_max_over_ranks(flops / best, world, mesh.wait_policy());
-    const MeanMax slowest = mean_max_over_ranks(best, world, mesh.wait_policy());
+    const MeanMax rate = run::mean_max_over_ranks(flops / best, world, mesh.wait_policy());
+    const MeanMax slowest = run::mean_max_over_ranks(best, world, mesh.wait_policy());
     rates.push_back({dtype, size, size, size, rate.mean, flops / slowest.max});
   }
   return rates;
@@ -152,4 +152,4 @@ std::string describe_fit(const CalibrationResult& r) {
   return os.str();
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

@@ -1,9 +1,10 @@
-#include "bench/calibration_io.hpp"
+#include "calibrate/calibration_io.hpp"
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 namespace {
 
 template <class T>
@@ -13,10 +14,15 @@ const std::vector<T>& column(const Table& t, const std::string& name, const std:
   return *values;
 }
 
+// max_bytes of an unbounded regime: INT64_MAX in memory, -1 in the file (readable as "no bound").
+constexpr std::int64_t kUnboundedInFile = -1;
+
 std::string latest_calibration_run(const std::string& path) {
+  const std::string suffix = std::string("-") + kCalibrationRunKind;
   std::string latest;
-  for (const auto& name : list_runs(path))
-    if (name.size() > 10 && name.compare(name.size() - 10, 10, "-calibrate") == 0) latest = name;
+  for (const auto& name : list_runs(path))  // in name order, and names start with the run number
+    if (name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      latest = name;
   require(!latest.empty(), "--calibration: '", path, "' holds no calibrate run (run `mdtp calibrate --out ", path, "`)");
   return "/runs/" + latest;
 }
@@ -63,9 +69,10 @@ std::map<std::string, Table> calibration_tables(const CalibrationResult& r) {
   for (std::size_t i = 0; i < r.calibration.fits.size(); ++i) {
     const cost::CalibrationFit& f = r.calibration.fits[i];
     const FitQuality q = i < r.fit_quality.size() ? r.fit_quality[i] : FitQuality{};
+    const bool unbounded = f.max_bytes == std::numeric_limits<std::int64_t>::max();
     fits.row()(collective_name(f.op))(link_class_name(f.link))(f.group_size)(
-        i < r.fit_regimes.size() ? r.fit_regimes[i] : std::string("?"))(f.min_bytes)(f.max_bytes)(f.alpha)(f.beta)(
-        q.points)(q.rms_relative_error);
+        i < r.fit_regimes.size() ? r.fit_regimes[i] : std::string("?"))(f.min_bytes)(
+        unbounded ? kUnboundedInFile : f.max_bytes)(f.alpha)(f.beta)(q.points)(q.rms_relative_error);
   }
   Table gemm;
   gemm.text("dtype").integer("m").integer("n").integer("k").real("flops_mean").real("flops_min");
@@ -95,7 +102,7 @@ cost::Calibration read_calibration(const std::string& path, const std::string& r
     f.link = cost::parse_link_class(fl[i]);
     f.group_size = static_cast<int>(n[i]);
     f.min_bytes = lo[i];
-    f.max_bytes = hi[i];
+    f.max_bytes = hi[i] == kUnboundedInFile ? std::numeric_limits<std::int64_t>::max() : hi[i];
     f.alpha = fa[i];
     f.beta = fb[i];
     c.fits.push_back(f);
@@ -108,4 +115,4 @@ cost::Calibration read_calibration(const std::string& path, const std::string& r
   return c;
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

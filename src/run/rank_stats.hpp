@@ -12,7 +12,7 @@
 #include "comm/ledger_stats.hpp"
 #include "comm/wait_policy.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 
 // Collective over `comm`: element-wise mean and max of `values` (same length on every rank).
 std::vector<MeanMax> mean_max_over_ranks(const std::vector<double>& values, MPI_Comm comm, WaitPolicy policy);
@@ -24,4 +24,4 @@ bool all_ranks_agree(bool ok, MPI_Comm comm, WaitPolicy policy);
 // Collective over `comm`: rank `root`'s string on every rank.
 std::string broadcast_string(const std::string& value, int root, MPI_Comm comm, WaitPolicy policy);
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run

@@ -1,11 +1,11 @@
-#include "model/root_task.hpp"
+#include "run/root_task.hpp"
 
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 
-namespace mdtp {
+namespace mdtp::run {
 
 void run_on_root(MPI_Comm comm, const std::function<void()>& task) {
   int rank = 0;
@@ -30,4 +30,4 @@ void run_on_root(MPI_Comm comm, const std::function<void()>& task) {
   throw Error(std::string(text.data(), static_cast<std::size_t>(length)));
 }
 
-}  // namespace mdtp
+}  // namespace mdtp::run

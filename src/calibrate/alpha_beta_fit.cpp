@@ -1,10 +1,10 @@
-#include "bench/alpha_beta_fit.hpp"
+#include "calibrate/alpha_beta_fit.hpp"
 
 #include <cmath>
 
 #include "core/error.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 namespace {
 
 // Weighted least squares of t ≈ a·α + b·β with α, β ≥ 0; weight(i) for each used sample.
@@ -71,4 +71,4 @@ AlphaBetaFit fit_alpha_beta(const std::vector<FitSample>& samples) {
   return fit;
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

@@ -19,7 +19,7 @@
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 
 struct SweepSettings {
   std::vector<std::string> groups{"world", "tp", "dp"};
@@ -65,4 +65,4 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& setting
 // The iterations timed at `bytes`.
 int iterations_at(const SweepSettings& settings, std::int64_t bytes);
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

@@ -1,5 +1,6 @@
-// A Calibration written the way `mdtp calibrate` writes it comes back unchanged from
-// load_calibration, and the newest calibration run wins.
+// A calibration written by calibration_tables (what `mdtp calibrate` writes) comes back unchanged
+// from load_calibration (what `mdtp cost --calibration` reads), unbounded regimes included, and
+// the newest calibration run wins.
 #include <catch2/catch.hpp>
 #include <mpi.h>
 
@@ -7,10 +8,11 @@
 #include <limits>
 #include <unistd.h>
 
-#include "cost/calibration_io.hpp"
+#include "calibrate/calibration_io.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
+using namespace mdtp::calibrate;
 
 TEST_CASE("a calibration round-trips through the results file", "[cost][calibration]") {
   int rank = 0;
@@ -19,7 +21,8 @@ TEST_CASE("a calibration round-trips through the results file", "[cost][calibrat
                     ("mdtp_cost_calibration_" + std::to_string(::getpid()) + "_" + std::to_string(rank) + ".h5");
   std::filesystem::remove(path);
 
-  Calibration c;
+  CalibrationResult written;
+  Calibration& c = written.calibration;
   c.links[LinkClass::intra_node] = {1.5e-6, 2e-10};
   c.links[LinkClass::inter_node] = {7e-6, 9e-11};
   CalibrationFit f;
@@ -35,15 +38,18 @@ TEST_CASE("a calibration round-trips through the results file", "[cost][calibrat
   f.min_bytes = 0;
   f.max_bytes = 4096;
   c.fits.push_back(f);
-  c.gemm_flops[DType::f64] = 6.4e10;
+  written.gemm.push_back(GemmRate{DType::f64, 512, 512, 512, 6.4e10, 6.0e10});
   {
     ResultsFile file(path.string());
-    Calibration older;
-    older.gemm_flops[DType::f64] = 1.0;
+    CalibrationResult older;
+    older.gemm.push_back(GemmRate{DType::f64, 512, 512, 512, 1.0, 1.0});
     file.append_run(kCalibrationRunKind, {{"note", std::string("older")}}, calibration_tables(older));
-    file.append_run(kCalibrationRunKind, {{"note", std::string("newer")}}, calibration_tables(c));
+    file.append_run(kCalibrationRunKind, {{"note", std::string("newer")}}, calibration_tables(written));
   }
-  const Calibration back = load_calibration(path.string());
+  const LinkParameters loaded = load_calibration(path.string());
+  CHECK(loaded.calibrated);
+  CHECK(loaded.source.find("0002-calibrate") != std::string::npos);
+  const Calibration& back = loaded.model.calibration;
   REQUIRE(back.links.size() == 2);
   CHECK(back.links.at(LinkClass::inter_node).alpha == 7e-6);
   CHECK(back.links.at(LinkClass::intra_node).beta == 2e-10);
@@ -56,7 +62,7 @@ TEST_CASE("a calibration round-trips through the results file", "[cost][calibrat
   CHECK(back.fits[1].max_bytes == 4096);
   CHECK(back.fits[1].beta == 3e-10);
   CHECK(back.gemm_flops.at(DType::f64) == 6.4e10);
-  CHECK(load_calibration(path.string(), "0001-calibrate").gemm_flops.at(DType::f64) == 1.0);
+  CHECK(load_calibration(path.string() + ":/runs/0001-calibrate").model.calibration.gemm_flops.at(DType::f64) == 1.0);
   std::filesystem::remove(path);
-  CHECK_THROWS_WITH(load_calibration(path.string()), Catch::Contains(path.string()) && Catch::Contains("does not exist"));
+  CHECK_THROWS_WITH(load_calibration(path.string()), Catch::Contains(path.string()) && Catch::Contains("no such file"));
 }

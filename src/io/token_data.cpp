@@ -1,4 +1,4 @@
-#include "model/token_data.hpp"
+#include "io/token_data.hpp"
 
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
-#include "model/h5_file.hpp"
+#include "io/h5_file.hpp"
 
 namespace mdtp {
 

@@ -13,7 +13,7 @@
 
 #include "io/results_file.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 
 class ResultsSink {
  public:
@@ -30,4 +30,4 @@ class ResultsSink {
   int rank_ = 0;
 };
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run

@@ -1,11 +1,11 @@
-#include "model/checkpoint.hpp"
+#include "train/checkpoint.hpp"
 
 #include <map>
 #include <set>
 
 #include "mesh/mesh.hpp"
-#include "model/h5_file.hpp"
-#include "model/root_task.hpp"
+#include "io/h5_file.hpp"
+#include "run/root_task.hpp"
 
 namespace mdtp {
 namespace {
@@ -89,7 +89,7 @@ void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimi
     m = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg(i); });
     v = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg_sq(i); });
   }
-  run_on_root(world, [&] {
+  run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
       write_tensors(file, "", model, values, storage);
@@ -165,7 +165,7 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimize
 
 void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world) {
   const Tensors grads = gather_all(model, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->grad; });
-  run_on_root(world, [&] {
+  run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
       write_tensors(file, "", model, grads, model.mode().context().dtype);

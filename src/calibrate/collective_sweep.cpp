@@ -1,14 +1,14 @@
-#include "bench/collective_sweep.hpp"
+#include "calibrate/collective_sweep.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <set>
 
-#include "bench/rank_stats.hpp"
+#include "run/rank_stats.hpp"
 #include "core/backend.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 namespace {
 
 // Pattern value of element i on group rank r: small integers, exact in f32 and in their sums.
@@ -177,7 +177,7 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& s, MPI_
         p.iterations = iterations_at(s, p.bytes);
         c.fill_pattern();
         c.call();
-        p.correct = all_ranks_agree(c.check(), world, policy);
+        p.correct = run::all_ranks_agree(c.check(), world, policy);
         c.fill_zeros();
         for (int w = 0; w < s.warmup; ++w) c.call();
         barrier(world, policy);
@@ -185,7 +185,7 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& s, MPI_
         for (int i = 0; i < p.iterations; ++i) c.call();
         const double per_call =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / p.iterations;
-        const MeanMax t = mean_max_over_ranks(per_call, world, policy);
+        const MeanMax t = run::mean_max_over_ranks(per_call, world, policy);
         p.seconds_mean = t.mean;
         p.seconds_max = t.max;
         p.algbw = t.max > 0 ? static_cast<double>(p.bytes) / t.max : 0.0;
@@ -199,4 +199,4 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& s, MPI_
   return points;
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

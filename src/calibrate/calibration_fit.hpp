@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/calibration_io.hpp"
-#include "bench/collective_sweep.hpp"
+#include "calibrate/calibration_io.hpp"
+#include "calibrate/collective_sweep.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
 
 // Times a size³ GEMM (best of 3 after one warm-up) in f32 and f64 on every rank at once.
 // Collective over `world`.
@@ -37,4 +37,4 @@ std::map<std::string, Table> calibrate_run_tables(const std::vector<SweepPoint>&
 // Human-readable fit summary for the terminal.
 std::string describe_fit(const CalibrationResult& r);
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

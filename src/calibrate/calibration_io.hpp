@@ -1,22 +1,28 @@
 #pragma once
-// A cost::Calibration in a results file, and the link parameters a driver predicts with.
-// (Here rather than in src/cost: the cost layer does not link HDF5.)  A /runs/NNNN-calibrate
-// group holds, besides the raw "sweep" table (collective_sweep.hpp):
-//   link_params      link, alpha_s, beta_s_per_byte, points, rms_rel_error
+// The one calibration schema: a cost::Calibration in a results file, written by
+// calibration_tables() (`mdtp calibrate`) and read back by read_calibration()/load_calibration()
+// (`mdtp cost --calibration`, `mdtp bench --calibration`) — one writer, one reader, so they cannot
+// disagree.  A /runs/NNNN-calibrate group holds, besides the raw "sweep" table
+// (collective_sweep.hpp):
+//   link_params      link (intra-node|inter-node), alpha_s, beta_s_per_byte, points, rms_rel_error
 //                    point-to-point α/β per link class, fitted through the time model's
 //                    algorithm formulas (cost/time_model.hpp) over every op and size
-//   collective_fits  op, link, group_size, regime, min_bytes, max_bytes, alpha_s, beta_s_per_byte,
-//                    points, rms_rel_error
+//   collective_fits  op, link, group_size (0 = any size), regime, min_bytes, max_bytes
+//                    (-1 = unbounded), alpha_s, beta_s_per_byte, points, rms_rel_error
 //                    t = α + β·S (S logical bytes) per op, group size and size regime, the regime
 //                    being the range of sizes over which MPICH runs one algorithm
-//   gemm_rates       dtype, m, n, k, flops_mean, flops_min   (flop/s per rank, all ranks at once)
+//   gemm_rates       dtype, m, n, k, flops_mean, flops_min   (flop/s per rank, all ranks at once;
+//                    the time model uses flops_mean)
+// (Here rather than in src/cost: the cost layer does not link HDF5.)
 #include <map>
 #include <string>
 
 #include "cost/time_model.hpp"
 #include "io/results_file.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::calibrate {
+
+inline constexpr const char* kCalibrationRunKind = "calibrate";
 
 struct LinkParameters {
   cost::TimeModel model;  // model.calibration holds what was loaded
@@ -50,6 +56,7 @@ struct CalibrationResult {
   std::vector<GemmRate> gemm;
 };
 std::map<std::string, Table> calibration_tables(const CalibrationResult& result);
+// The calibration stored in group `run` ("/runs/NNNN-calibrate") of `path`.
 cost::Calibration read_calibration(const std::string& path, const std::string& run);
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::calibrate

@@ -1,8 +1,8 @@
-#include "bench/rank_stats.hpp"
+#include "run/rank_stats.hpp"
 
 #include "core/error.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 namespace {
 
 void all_reduce_in_place(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, WaitPolicy policy) {
@@ -52,4 +52,4 @@ std::string broadcast_string(const std::string& value, int root, MPI_Comm comm, 
   return out;
 }
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run

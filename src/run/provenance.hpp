@@ -14,7 +14,7 @@
 #include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
 
-namespace mdtp::bench {
+namespace mdtp::run {
 
 struct RunDescription {
   std::string command_line;  // as typed, without the program name
@@ -32,4 +32,4 @@ std::string utc_time_now();
 // MPI_Get_library_version, first line only (MPICH prints a multi-line configuration).
 std::string mpi_library_version();
 
-}  // namespace mdtp::bench
+}  // namespace mdtp::run
