@@ -46,9 +46,27 @@ configure_and_build() {
 
 install_packages
 mkdir -p "$BUILD_DIR"
-configure_and_build "$BUILD_DIR" all
+# The main job needs only the `mdtp` program; the tests need everything.
+if [ "$mode" = test ]; then configure_and_build "$BUILD_DIR" all; else configure_and_build "$BUILD_DIR" mdtp; fi
+
+# A downstream project against an installed mdtp: `cmake --install`, find_package(mdtp), the
+# consumer's own experiment on 4 ranks; then the installed program run from elsewhere (it must
+# find its shipped corpus under the prefix).
+check_install() {
+  local prefix="$PWD/${BUILD_DIR}-install" mpiexec
+  mpiexec="$(cmake -LA -N "$BUILD_DIR" | sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p')"
+  echo "== installing into $prefix and building tests/consumer against it"
+  rm -rf "$prefix" "${BUILD_DIR}-consumer"
+  cmake --install "$BUILD_DIR" --prefix "$prefix" >"${BUILD_DIR}-install.log"
+  cmake -S tests/consumer -B "${BUILD_DIR}-consumer" -DCMAKE_PREFIX_PATH="$prefix" >"${BUILD_DIR}-consumer.log" 2>&1 \
+    || { cat "${BUILD_DIR}-consumer.log"; exit 1; }
+  cmake --build "${BUILD_DIR}-consumer" -j "$JOBS"
+  "$mpiexec" -n 4 "${BUILD_DIR}-consumer/consumer_experiment" </dev/null
+  (cd /tmp && "$mpiexec" -n 1 "$prefix/bin/mdtp" train --steps 1 </dev/null | tail -n 1)
+}
 
 if [ "$mode" = test ]; then
+  check_install
   # The CUDA variant is compiled and linked first (its GPU tests report "Skipped" with a visible
   # "no GPU" line where there is no GPU), so that the host suite's summary is the last word.
   if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -101,7 +101,7 @@ std::string find_mpiexec(const Args& args) {
     require(on_path(given), "--mpiexec '", given, "' is not an executable program");
     return given;
   }
-  // MPICH explicitly: Debian's `mpiexec` alternative may point at Open MPI (DESIGN.md).
+  // MPICH explicitly: Debian's `mpiexec` alternative may point at Open MPI.
   for (const char* name : {"mpiexec.mpich", "mpiexec"})
     if (on_path(name)) return name;
   throw_error("no MPI launcher found (tried mpiexec.mpich and mpiexec on PATH); pass --mpiexec PATH");

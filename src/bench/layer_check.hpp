@@ -2,7 +2,7 @@
 // Correctness of a benchmark step: the distributed output Y, input gradient dX and every
 // parameter gradient (after grad-sync), gathered to full tensors, against the same layer run
 // serially (mode "none") on rank 0 with the same parameters and inputs.  Error per tensor is
-// ‖Δ‖∞ / ‖ref‖∞ (REFERENCE.md §2: LayerNorm's dX has entries that are always near zero, so no
+// ‖Δ‖∞ / ‖ref‖∞ (docs/theory.md §2: LayerNorm's dX has entries that are always near zero, so no
 // element-wise relative test).  Tolerances are looser than the unit tests' (1e-12 / 1e-5) because
 // benchmark sizes sum over thousands of terms: f64 1e-10, f32 1e-4.
 #include <mpi.h>

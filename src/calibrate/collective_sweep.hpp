@@ -1,6 +1,6 @@
 #pragma once
 // The measurement half of `mdtp calibrate`: nccl-tests-style sweeps of each collective over a
-// range of sizes on each requested mesh group kind (REFERENCE.md §5).
+// range of sizes on each requested mesh group kind (docs/theory.md §5).
 //
 // Per (group kind, op, size): one call on patterned data whose result is checked exactly (small
 // integers, exact in f32), then `warmup` calls and `iterations` timed calls back to back after a

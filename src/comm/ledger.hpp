@@ -2,7 +2,7 @@
 // CommLedger: the record of every collective a rank issued.  Communicator implementations never
 // write here themselves: Communicator's public methods (communicator.cpp) are the one place that
 // records, so MPI and NCCL are accounted identically.  Experiments compare the ledger with the
-// cost model per (phase, group, op); bytes follow the nccl-tests conventions (REFERENCE.md §5):
+// cost model per (phase, group, op); bytes follow the nccl-tests conventions (docs/theory.md §5):
 //   logical bytes: all-reduce/broadcast/reduce/send/recv = buffer bytes,
 //                  all-gather/reduce-scatter = bytes of the full (gathered) buffer;
 //   bus bytes = logical * factor: all-reduce 2(n-1)/n, all-gather/reduce-scatter (n-1)/n, else 1.

@@ -1,6 +1,6 @@
 #pragma once
 // The ledger across ranks: per (phase, group, op), the mean and the maximum over the ranks of
-// `comm` of each rank's totals (REFERENCE.md §5: report the maximum as well as the mean).  A key
+// `comm` of each rank's totals (docs/theory.md §5: report the maximum as well as the mean).  A key
 // that some ranks never recorded counts as zero on them, so the mean is over all ranks of `comm`
 // (a pipeline stage's groups that other stages lack are averaged down, visibly so in `ranks`).
 // Groups are matched by name: "tp.row" on every rank is the axis, whichever members it has.

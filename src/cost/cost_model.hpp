@@ -16,7 +16,7 @@
 //   calibration_io.hpp  Calibration ⇄ HDF5 tables of a /runs/NNNN-calibrate group (header-only)
 //   compute_model.hpp   plan_gemms (every GEMM's m, n, k per rank), gemm_seconds
 //   memory_model.hpp    estimate_memory: parameters, gradients, optimizer, kept activations
-//   published.hpp       the published asymptotic row of REFERENCE.md §2 (not normalised consistently)
+//   published.hpp       the published asymptotic row of docs/theory.md §2 (not normalised consistently)
 //   zero.hpp, pipeline_bubble.hpp   ZeRO stages 0–3 and the pipeline bubble
 //   report.hpp          all of it for one configuration, as data, text or JSON (`mdtp cost`)
 //   geometry.hpp        (internal) the shard shapes the others are read off

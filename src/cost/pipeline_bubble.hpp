@@ -1,5 +1,5 @@
 #pragma once
-// Pipeline bubble (REFERENCE.md §3), p stages, m micro-batches, v model chunks per stage:
+// Pipeline bubble (docs/theory.md §3), p stages, m micro-batches, v model chunks per stage:
 //   GPipe and 1F1B     idle = (p−1)/m of the ideal compute time, (p−1)/(m+p−1) of the total;
 //   interleaved 1F1B   idle = (p−1)/(v·m) of ideal, (p−1)/(v·m+p−1) of the total.
 // And the micro-batch activations a stage holds at most (GPipe: all m; 1F1B: W+1 with

@@ -1,6 +1,6 @@
 #pragma once
 // The published asymptotic costs per layer, forward + backward, of each TP mode (Colossal-AI's
-// documentation, REFERENCE.md §2), evaluated at a mesh's P, q, d.  They are reported BESIDE the
+// documentation, docs/theory.md §2), evaluated at a mesh's P, q, d.  They are reported BESIDE the
 // exact figures and are labelled "published, not normalised consistently": their rows count in
 // different units (the 2D bandwidth row is per q-block, the 3D one per cube; latency counts
 // ring steps, not calls), so they are a shape to compare with, never a prediction.

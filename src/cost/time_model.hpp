@@ -1,5 +1,5 @@
 #pragma once
-// The α-β time model (REFERENCE.md §5).  A call on n ranks moving S logical bytes costs what the
+// The α-β time model (docs/theory.md §5).  A call on n ranks moving S logical bytes costs what the
 // algorithm the library picks at that size costs (L = ⌈log₂ n⌉):
 //
 //   broadcast   binomial tree                     L·(α + S·β)
@@ -62,7 +62,7 @@ struct AlgorithmSelection {
   std::int64_t allgather_short_bytes = 81920;   // MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE (total): Bruck below
   std::int64_t allgather_long_bytes = 524288;   // MPIR_CVAR_ALLGATHER_LONG_MSG_SIZE (total): ring from here
   std::int64_t reduce_scatter_long_bytes = 524288;  // MPIR_CVAR_REDSCAT_COMMUTATIVE_LONG_MSG_SIZE
-  // Large all-reduce: the ring of REFERENCE.md §5 (NCCL's, and the published tables') or, false,
+  // Large all-reduce: the ring of docs/theory.md §5 (NCCL's, and the published tables') or, false,
   // MPICH's Rabenseifner; both move 2(n−1)/n·S, they differ in the α term.
   bool ring_all_reduce = true;
 };
@@ -78,7 +78,7 @@ struct TimeModel {
   // InfiniBand-like network (5 µs, 10 GB/s).
   std::map<LinkClass, LinkParams> links = {{LinkClass::intra_node, {1e-6, 1.0 / 20e9}},
                                            {LinkClass::inter_node, {5e-6, 1.0 / 10e9}}};
-  // Eigen's 1024³ GEMM on one core of the development machines with -march=native (DESIGN.md).
+  // Eigen's 1024³ GEMM on one core of the development machines with -march=native (docs/theory.md §6).
   std::map<DType, double> gemm_flops = {{DType::f32, 141e9}, {DType::f64, 64e9}};
   AlgorithmSelection algorithms;
   Calibration calibration;  // takes precedence over everything above

@@ -1,6 +1,6 @@
 #pragma once
 // ZeRO (DeepSpeed) memory per rank and communication per step over a data-parallel group of N_d
-// ranks, REFERENCE.md §4.  Ψ parameters; bytes per parameter (p), per gradient (g) and of
+// ranks, docs/theory.md §4.  Ψ parameters; bytes per parameter (p), per gradient (g) and of
 // optimizer state (K) are inputs (the paper: 2, 2, 12 — fp16 values and gradients, fp32 master,
 // momentum and variance).
 //

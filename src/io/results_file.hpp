@@ -1,5 +1,5 @@
 #pragma once
-// Results in HDF5 (DESIGN.md "Formats other tools read"):
+// Results in HDF5 (docs/architecture.md, "File formats"):
 //   /runs/<NNNN>-<kind>/           one group per run, never overwritten; attributes = provenance
 //                                  (mdtp version and commit, command line, UTC time, hosts,
 //                                  world size, mesh, mode, dtype, MPI library, compiler, wait

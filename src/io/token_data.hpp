@@ -1,6 +1,6 @@
 #pragma once
 // Training tokens: rows of T input ids and the T target ids that follow them.
-//  - HDF5 token data (DESIGN.md): int32 datasets `inputs` and `targets`, both [N, T]; an optional
+//  - HDF5 token data (docs/architecture.md, "File formats"): int32 datasets `inputs` and `targets`, both [N, T]; an optional
 //    root attribute `vocab_size`.
 //  - the shipped character-level corpus (data/corpus.txt): every distinct byte is a token (ids in
 //    byte order), cut into non-overlapping windows of T+1 characters.

@@ -1,6 +1,6 @@
 #pragma once
 // RankGenerator: the rank groups of a tp·cp·dp·pp mesh, reproducing Megatron-LM's RankGenerator
-// (REFERENCE.md §1) so that an mdtp layout and a Megatron layout of the same sizes and order
+// (docs/theory.md §1) so that an mdtp layout and a Megatron layout of the same sizes and order
 // place every rank identically.
 //
 // The order string lists the axes fastest-varying first ("tp-cp-dp-pp": neighbouring ranks share

@@ -4,7 +4,7 @@
 //
 // Group names:
 //   "world"                          all ranks
-//   "tp" "pp" "dp" "cp"              one axis (Megatron RankGenerator groups, REFERENCE.md §1)
+//   "tp" "pp" "dp" "cp"              one axis (Megatron RankGenerator groups, docs/theory.md §1)
 //   "tp-pp" "tp-dp" "dp-cp" "tp-dp-cp"  combined axes (tp-pp = model parallel); any other
 //                                    '-'-joined set of axes is accepted by groups() too
 //   "embedding"                      first and last stage of each pp group (only the first when

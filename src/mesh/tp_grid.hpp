@@ -1,6 +1,6 @@
 #pragma once
 // TpGrid: the sub-mesh inside one tensor-parallel group, for a TP mode.  t is a rank's index in
-// its TP group; the coordinate conventions are Colossal-AI's (REFERENCE.md §2), and the TP layers
+// its TP group; the coordinate conventions are Colossal-AI's (docs/theory.md §2), and the TP layers
 // rely on the group names and member orders below.
 //
 //   1d    t                       groups: tp

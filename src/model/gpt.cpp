@@ -74,7 +74,7 @@ double GptModel::forward_backward(std::span<const std::int32_t> inputs, std::spa
 }
 
 void GptModel::reduce_gradients() {
-  PhaseScope phase(ctx_.mesh.ledger(), "grad-reduce");
+  PhaseScope phase(ctx_.mesh.ledger(), "grad-sync");
   mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");
 }
 

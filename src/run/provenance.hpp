@@ -1,6 +1,6 @@
 #pragma once
 // Provenance: the attributes every run in a results file carries, so that a number can always be
-// traced to the code, the machine and the configuration that produced it (DESIGN.md, Results).
+// traced to the code, the machine and the configuration that produced it (docs/architecture.md, "File formats").
 // Written as attributes of /runs/<NNNN>-<kind>:
 //   mdtp_version, git_commit, build_type, compiler, command_line, utc_time, hosts (unique,
 //   comma-separated), host_count, world_size, mesh_tp/pp/dp/cp, mesh_order, mesh_tp_mode,

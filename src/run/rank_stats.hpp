@@ -1,6 +1,6 @@
 #pragma once
 // Mean and maximum over the ranks of a communicator, for the per-rank numbers the drivers report
-// (times, peak memory): REFERENCE.md §5 asks for the maximum beside the mean, because the slowest
+// (times, peak memory): docs/theory.md §5 asks for the maximum beside the mean, because the slowest
 // rank sets the step time.  Talks to MPI directly (never through a Communicator), so nothing here
 // lands in a CommLedger, and waits under the mesh's wait policy so that oversubscribed ranks do
 // not spin.

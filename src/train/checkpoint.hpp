@@ -1,5 +1,5 @@
 #pragma once
-// HDF5 checkpoints in nanoGPT's vocabulary (DESIGN.md "Formats other tools read"):
+// HDF5 checkpoints in nanoGPT's vocabulary (docs/architecture.md, "File formats"):
 //   root attributes  vocab_size, n_layer, n_head, n_embd, block_size (integers)
 //   /<key>           one dataset per parameter, full and unsharded, PyTorch layout ([out, in] for
 //                    Linear weights), f32 or f64 (either is accepted on load); the LM head is tied

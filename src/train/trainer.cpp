@@ -4,10 +4,10 @@
 #include <cstdio>
 
 #include "comm/ledger_stats.hpp"
-#include "mdtp/build_info.hpp"
 #include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
 #include "modes/registry.hpp"
+#include "run/provenance.hpp"
 #include "run/root_task.hpp"
 #include "io/token_data.hpp"
 
@@ -147,29 +147,28 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
 
   if (!tc.save.empty()) save_checkpoint(tc.save, model, &optimizer, state, world);
   if (!tc.out.empty()) {
+    // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
+    // what is particular to training.  Collective (host names are gathered), so outside the ledger.
+    ledger.set_enabled(false);
+    Attributes attrs = run::collect_provenance(
+        mesh, world, {tc.command_line, tp_mode_name(tc.tp_mode), dtype_name(tc.dtype), backend->name()});
+    ledger.set_enabled(true);
     const GptConfig& m = result.model;
-    Attributes attrs{{"mdtp_version", std::string(build_info::version)},
-                     {"git_commit", std::string(build_info::git_commit)},
-                     {"command_line", tc.command_line},
-                     {"mode", std::string(tp_mode_name(tc.tp_mode))},
-                     {"world", std::int64_t{world_size}},
-                     {"tp", std::int64_t{tc.tp}},
-                     {"tp_depth", std::int64_t{tc.tp_depth}},
-                     {"dp", std::int64_t{dp}},
-                     {"dtype", std::string(dtype_name(tc.dtype))},
-                     {"vocab_size", m.vocab_size},
-                     {"n_layer", m.n_layer},
-                     {"n_head", m.n_head},
-                     {"n_embd", m.n_embd},
-                     {"block_size", m.block_size},
-                     {"batch", tc.batch},
-                     {"optimizer", tc.optimizer.kind},
-                     {"lr", tc.optimizer.lr},
-                     {"grad_clip", tc.optimizer.grad_clip},
-                     {"seed", static_cast<std::int64_t>(tc.seed)},
-                     {"data", data.source},
-                     {"wait_policy", std::string(wait_policy_name(mesh.wait_policy()))},
-                     {"oversubscription", mesh.occupancy().oversubscription()}};
+    const Attributes training{{"tp", std::int64_t{tc.tp}},
+                             {"tp_depth", std::int64_t{tc.tp_depth}},
+                             {"dp", std::int64_t{dp}},
+                             {"vocab_size", m.vocab_size},
+                             {"n_layer", m.n_layer},
+                             {"n_head", m.n_head},
+                             {"n_embd", m.n_embd},
+                             {"block_size", m.block_size},
+                             {"batch", tc.batch},
+                             {"optimizer", tc.optimizer.kind},
+                             {"lr", tc.optimizer.lr},
+                             {"grad_clip", tc.optimizer.grad_clip},
+                             {"seed", static_cast<std::int64_t>(tc.seed)},
+                             {"data", data.source}};
+    attrs.insert(training.begin(), training.end());
     run::run_on_root(world, [&] { ResultsFile(tc.out).append_run("train", attrs, {{"steps", steps}, {"ledger", ledger_rows}}); });
   }
   return result;

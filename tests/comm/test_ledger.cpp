@@ -1,7 +1,7 @@
 // The ledger and Communicator's validate-and-record layer, without MPI: a fake implementation
 // counts the hooks it is asked to start, so the tests see exactly what reaches an
 // implementation and what is recorded.  Bytes are computed here from the nccl-tests formulas
-// (REFERENCE.md §5), independently of ledger.cpp.
+// (docs/theory.md §5), independently of ledger.cpp.
 #include <catch2/catch.hpp>
 
 #include "comm/communicator.hpp"

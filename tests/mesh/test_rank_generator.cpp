@@ -1,4 +1,4 @@
-// RankGenerator against REFERENCE.md §1's worked example and against an independent brute-force
+// RankGenerator against docs/theory.md §1's worked example and against an independent brute-force
 // enumeration of "ranks that agree on every unmasked axis".
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -72,7 +72,7 @@ std::string join(const std::vector<std::string>& parts) {
 }  // namespace
 
 TEST_CASE("RankGenerator reproduces the 16-rank worked example", "[mesh][rank_generator]") {
-  // tp=2, pp=4, dp=2, order tp-dp-pp (REFERENCE.md §1).
+  // tp=2, pp=4, dp=2, order tp-dp-pp (docs/theory.md §1).
   RankGenerator gen(2, 1, 2, 4, "tp-dp-pp");
   CHECK(gen.world() == 16);
   CHECK(gen.groups("tp") == Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}});

@@ -1,4 +1,4 @@
-// TpGrid: the coordinate conventions the TP layers rely on (Colossal-AI's, REFERENCE.md §2).
+// TpGrid: the coordinate conventions the TP layers rely on (Colossal-AI's, docs/theory.md §2).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -16,7 +16,7 @@ using Groups = std::vector<std::vector<int>>;
 
 namespace {
 
-// Coordinates by the formulas of REFERENCE.md §2, independently of TpGrid's axis table.
+// Coordinates by the formulas of docs/theory.md §2, independently of TpGrid's axis table.
 std::map<std::string, int> formula_coords(TpGridKind kind, int q, int t) {
   switch (kind) {
     case TpGridKind::d2: return {{"r", t / q}, {"c", t % q}};  // t = r·q + c

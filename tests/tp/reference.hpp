@@ -88,7 +88,7 @@ inline LayerNormRef layernorm(const Matrix& x, const std::vector<double>& g, con
   return r;
 }
 
-// ‖got − ref‖∞ / ‖ref‖∞ (REFERENCE.md: element-wise relative error is meaningless near zeros).
+// ‖got − ref‖∞ / ‖ref‖∞ (docs/theory.md §8: element-wise relative error is meaningless near zeros).
 inline double relative_error(const std::vector<double>& got, const std::vector<double>& ref) {
   if (got.size() != ref.size()) return INFINITY;
   double num = 0, den = 0;

@@ -1,5 +1,5 @@
 // 2.5D (Tesseract) is real depth: 2.5D(q, d) must compute exactly what 2D(q) with d-way data
-// parallelism over the depth computes (REFERENCE.md §2) — the batch split d·q ways with depth
+// parallelism over the depth computes (docs/theory.md §2) — the batch split d·q ways with depth
 // coarse, SUMMA inside each slab, W's gradient summed over tp.dep.  Both are also checked against
 // the serial float64 reference.
 #include <catch2/catch.hpp>

@@ -82,7 +82,7 @@ TEST_CASE("3D parameters name the planes their gradients are summed over", "[tp3
   if (c == nullptr) return;
   const int q = cube_side(*c);
   ModeFixture f(*c);
-  // REFERENCE.md §2: bias gradients over the weight×output plane of the Linear, LayerNorm γ/β
+  // docs/theory.md §2: bias gradients over the weight×output plane of the Linear, LayerNorm γ/β
   // over the input×weight plane, where "input"/"output" are the roles of the parity.
   struct Expect {
     int parity;
