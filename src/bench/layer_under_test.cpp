@@ -9,8 +9,8 @@ class LinearUnderTest final : public LayerUnderTest {
  public:
   LinearUnderTest(const TensorParallelMode& mode, const cost::Workload& w)
       : layer_(mode.linear(LinearSpec{"bench.linear", w.hidden, w.ffn_hidden}, mode.residual_layout())) {}
-  Tensor forward(const Tensor& x) override { return layer_->forward(x); }
-  Tensor backward(const Tensor& dy) override { return layer_->backward(dy); }
+  Tensor forward(const Tensor& x) override { return layer_->forward(x, saved_); }
+  Tensor backward(const Tensor& dy) override { return layer_->backward(dy, saved_); }
   std::vector<Parameter*> parameters() override { return layer_->parameters(); }
   Layout input_layout() const override { return layer_->input_layout(); }
   Layout output_layout() const override { return layer_->output_layout(); }
@@ -19,14 +19,15 @@ class LinearUnderTest final : public LayerUnderTest {
 
  private:
   std::unique_ptr<Linear> layer_;
+  LinearSaved saved_;  // the bench has one micro-batch in flight
 };
 
 class LayerNormUnderTest final : public LayerUnderTest {
  public:
   LayerNormUnderTest(const TensorParallelMode& mode, const cost::Workload& w)
       : layer_(mode.layernorm("bench.ln", w.hidden, mode.residual_layout())), hidden_(w.hidden) {}
-  Tensor forward(const Tensor& x) override { return layer_->forward(x); }
-  Tensor backward(const Tensor& dy) override { return layer_->backward(dy); }
+  Tensor forward(const Tensor& x) override { return layer_->forward(x, saved_); }
+  Tensor backward(const Tensor& dy) override { return layer_->backward(dy, saved_); }
   std::vector<Parameter*> parameters() override { return layer_->parameters(); }
   Layout input_layout() const override { return layer_->layout(); }
   Layout output_layout() const override { return layer_->layout(); }
@@ -35,6 +36,7 @@ class LayerNormUnderTest final : public LayerUnderTest {
 
  private:
   std::unique_ptr<LayerNorm> layer_;
+  LayerNormSaved saved_;
   std::int64_t hidden_;
 };
 
@@ -43,8 +45,8 @@ class MlpUnderTest final : public LayerUnderTest {
   MlpUnderTest(const TensorParallelMode& mode, const cost::Workload& w)
       : layer_(mode, "bench.mlp", w.hidden, w.ffn_hidden, mode.residual_layout()),
         input_(mode.residual_layout()), hidden_(w.hidden) {}
-  Tensor forward(const Tensor& x) override { return layer_.forward(x); }
-  Tensor backward(const Tensor& dy) override { return layer_.backward(dy); }
+  Tensor forward(const Tensor& x) override { return layer_.forward(x, saved_); }
+  Tensor backward(const Tensor& dy) override { return layer_.backward(dy, saved_); }
   std::vector<Parameter*> parameters() override { return layer_.parameters(); }
   Layout input_layout() const override { return input_; }
   Layout output_layout() const override { return layer_.output_layout(); }
@@ -53,6 +55,7 @@ class MlpUnderTest final : public LayerUnderTest {
 
  private:
   Mlp layer_;
+  MlpSaved saved_;
   Layout input_;
   std::int64_t hidden_;
 };

@@ -54,18 +54,17 @@ class Planner {
     }
   }
 
-  void linear_backward(const LinearShape& s) {
+  // The backward-input pass (B): dX and the collectives it needs.
+  void linear_backward_input(const LinearShape& s) {
     const DType dt = g_.workload().dtype;
     const std::int64_t B = s.full_rows, K = s.in_features, N = s.out_features;
     switch (s.kind) {
       case LinearKind::serial: return;
       case LinearKind::column_1d:
-        if (g_.sequence_parallel()) {
-          call("backward", "tp", CollectiveOp::all_gather, B * K, dt);      // X again (only the shard was kept)
+        if (g_.sequence_parallel())
           call("backward", "tp", CollectiveOp::reduce_scatter, B * K, dt);  // dX → row shards
-        } else if (!alone("tp")) {
+        else if (!alone("tp"))
           call("backward", "tp", CollectiveOp::all_reduce, B * K, dt);  // Megatron's f
-        }
         return;
       case LinearKind::row_1d:
         if (g_.sequence_parallel()) call("backward", "tp", CollectiveOp::all_gather, B * N, dt);  // dY's rows
@@ -73,18 +72,37 @@ class Planner {
       case LinearKind::summa:
         if (alone("tp.row")) return;
         summa_reduce_product("tp.col", s.w.numel(), "tp.row", s.x.numel());  // dX = summa_nt(dY, W)
-        summa_reduce_product("tp.row", s.x.numel(), "tp.col", s.w.numel());  // dW += summa_tn(X, dY)
         return;
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
         call("backward", s.output_group, CollectiveOp::all_gather, B * N / q2, dt);  // dY
-        if (!g_.keep_gathered_3d()) {
-          call("backward", "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);  // W again
-          call("backward", s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
-        }
+        if (!g_.keep_gathered_3d()) call("backward", "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);  // W again
         call("backward", s.input_group, CollectiveOp::reduce_scatter, B * K / q2, dt);  // dX
-        call("backward", "tp.weight", CollectiveOp::reduce_scatter, K * N / q2, dt);    // dW
+        return;
+      }
+    }
+  }
+
+  // The weight pass (W): dW and the collectives it needs (reads no weight values).
+  void linear_backward_weight(const LinearShape& s) {
+    const DType dt = g_.workload().dtype;
+    const std::int64_t B = s.full_rows, K = s.in_features, N = s.out_features;
+    switch (s.kind) {
+      case LinearKind::serial:
+      case LinearKind::row_1d: return;
+      case LinearKind::column_1d:
+        if (g_.sequence_parallel()) call("backward", "tp", CollectiveOp::all_gather, B * K, dt);  // X again
+        return;
+      case LinearKind::summa:
+        if (alone("tp.row")) return;
+        summa_reduce_product("tp.row", s.x.numel(), "tp.col", s.w.numel());  // dW += summa_tn(X, dY)
+        return;
+      case LinearKind::cube_3d: {
+        if (alone("tp.weight")) return;
+        const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
+        if (!g_.keep_gathered_3d()) call("backward", s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
+        call("backward", "tp.weight", CollectiveOp::reduce_scatter, K * N / q2, dt);  // dW
         return;
       }
     }
@@ -139,7 +157,10 @@ std::vector<PlannedCall> plan_step(const Workload& workload) {
   const auto& linears = g.linears();
   for (const auto& l : linears) p.linear_forward(l);
   for (const auto& n : g.layernorms()) p.layernorm_forward(n);
-  for (auto it = linears.rbegin(); it != linears.rend(); ++it) p.linear_backward(*it);
+  // A layer's fused backward is its backward-input pass (every Linear, last first) and then its
+  // weight pass (same order): tp/mlp.cpp, tp/linear.cpp.
+  for (auto it = linears.rbegin(); it != linears.rend(); ++it) p.linear_backward_input(*it);
+  for (auto it = linears.rbegin(); it != linears.rend(); ++it) p.linear_backward_weight(*it);
   for (const auto& n : g.layernorms()) p.layernorm_backward(n);
   p.grad_sync();
   return plan;

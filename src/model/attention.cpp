@@ -44,23 +44,28 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
   require_layout(c_proj_->output_layout(), input, name + ".c_proj output");
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x) {
-  qkv_ = c_attn_->forward(x);
-  const std::int64_t rows = qkv_.rows(), T = config_.block_size;
-  Tensor y = backend_.empty({rows, qkv_.cols() / 3}, qkv_.dtype(), MemCategory::activations);
-  probs_ = backend_.empty({rows / T, local_heads_, T, T}, qkv_.dtype(), MemCategory::activations);
-  kernels_.attention_forward(qkv_, T, local_heads_, y, probs_);
-  return c_proj_->forward(y);
+Tensor CausalSelfAttention::forward(const Tensor& x, AttentionSaved& saved) {
+  saved.qkv = c_attn_->forward(x, saved.c_attn);
+  const std::int64_t rows = saved.qkv.rows(), T = config_.block_size;
+  Tensor y = backend_.empty({rows, saved.qkv.cols() / 3}, saved.qkv.dtype(), MemCategory::activations);
+  saved.probs = backend_.empty({rows / T, local_heads_, T, T}, saved.qkv.dtype(), MemCategory::activations);
+  kernels_.attention_forward(saved.qkv, T, local_heads_, y, saved.probs);
+  return c_proj_->forward(y, saved.c_proj);
 }
 
-Tensor CausalSelfAttention::backward(const Tensor& dy) {
-  require(qkv_.defined(), "attention: backward called before forward");
-  Tensor dattn = c_proj_->backward(dy);
-  Tensor dqkv = backend_.empty(qkv_.shape(), qkv_.dtype(), MemCategory::activations);
-  kernels_.attention_backward(dattn, qkv_, probs_, config_.block_size, local_heads_, dqkv);
-  qkv_ = Tensor();
-  probs_ = Tensor();
-  return c_attn_->backward(dqkv);
+Tensor CausalSelfAttention::backward_input(const Tensor& dy, AttentionSaved& saved) {
+  require(saved.qkv.defined(), "attention: backward called before forward (or twice for one micro-batch)");
+  Tensor dattn = c_proj_->backward_input(dy, saved.c_proj);
+  Tensor dqkv = backend_.empty(saved.qkv.shape(), saved.qkv.dtype(), MemCategory::activations);
+  kernels_.attention_backward(dattn, saved.qkv, saved.probs, config_.block_size, local_heads_, dqkv);
+  saved.qkv = Tensor();
+  saved.probs = Tensor();
+  return c_attn_->backward_input(dqkv, saved.c_attn);
+}
+
+void CausalSelfAttention::backward_weight(AttentionSaved& saved) {
+  c_proj_->backward_weight(saved.c_proj);
+  c_attn_->backward_weight(saved.c_attn);
 }
 
 std::vector<ModelParam> CausalSelfAttention::parameters() {

@@ -24,14 +24,22 @@ namespace mdtp {
 // column blocks (logical order: all Q, all K, all V).
 std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t blocks);
 
+// What attention keeps for one micro-batch: its two Linears', Q·K·V and the softmax probabilities.
+struct AttentionSaved {
+  LinearSaved c_attn, c_proj;
+  Tensor qkv, probs;
+};
+
 class CausalSelfAttention {
  public:
   // `name` is the module prefix ("transformer.h.0.attn"); `batch_per_replica` sequences of
   // config.block_size tokens are fed to every forward.
   CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
                       const GptConfig& config, const Layout& input, std::int64_t batch_per_replica);
-  Tensor forward(const Tensor& x);
-  Tensor backward(const Tensor& dy);
+  Tensor forward(const Tensor& x, AttentionSaved& saved);
+  // B: c_proj's, the attention core's and c_attn's input gradients; W: c_proj's then c_attn's.
+  Tensor backward_input(const Tensor& dy, AttentionSaved& saved);
+  void backward_weight(AttentionSaved& saved);
   std::vector<ModelParam> parameters();
 
  private:
@@ -41,7 +49,6 @@ class CausalSelfAttention {
   std::unique_ptr<Linear> c_attn_, c_proj_;
   std::int64_t local_heads_ = 0;
   std::vector<std::int64_t> qkv_columns_;
-  Tensor qkv_, probs_;  // kept for backward
 };
 
 }  // namespace mdtp

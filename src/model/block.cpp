@@ -22,21 +22,28 @@ TransformerBlock::TransformerBlock(const TensorParallelMode& mode, const GptKern
   require_layout(mlp_->output_layout(), residual, name + ".mlp output");
 }
 
-Tensor TransformerBlock::forward(const Tensor& x) {
-  Tensor h = attn_->forward(ln_1_->forward(x));
+Tensor TransformerBlock::forward(const Tensor& x, BlockSaved& saved) {
+  Tensor h = attn_->forward(ln_1_->forward(x, saved.ln_1), saved.attn);
   backend_.axpy(1.0, x, h);  // h = x + attn(ln_1(x))
-  Tensor out = mlp_->forward(ln_2_->forward(h));
+  Tensor out = mlp_->forward(ln_2_->forward(h, saved.ln_2), saved.mlp);
   backend_.axpy(1.0, h, out);
   return out;
 }
 
-Tensor TransformerBlock::backward(const Tensor& dy) {
+Tensor TransformerBlock::backward_input(const Tensor& dy, BlockSaved& saved) {
   // d(h) = dy + ln_2ᵀ(mlpᵀ(dy)); d(x) = d(h) + ln_1ᵀ(attnᵀ(d(h))).
-  Tensor dh = ln_2_->backward(mlp_->backward(dy));
+  Tensor dh = ln_2_->backward_input(mlp_->backward_input(dy, saved.mlp), saved.ln_2);
   backend_.axpy(1.0, dy, dh);
-  Tensor dx = ln_1_->backward(attn_->backward(dh));
+  Tensor dx = ln_1_->backward_input(attn_->backward_input(dh, saved.attn), saved.ln_1);
   backend_.axpy(1.0, dh, dx);
   return dx;
+}
+
+void TransformerBlock::backward_weight(BlockSaved& saved) {
+  mlp_->backward_weight(saved.mlp);
+  ln_2_->backward_weight(saved.ln_2);
+  attn_->backward_weight(saved.attn);
+  ln_1_->backward_weight(saved.ln_1);
 }
 
 std::vector<ModelParam> TransformerBlock::parameters() {

@@ -8,13 +8,23 @@
 
 namespace mdtp {
 
+// What one block keeps for one micro-batch.
+struct BlockSaved {
+  LayerNormSaved ln_1, ln_2;
+  AttentionSaved attn;
+  MlpSaved mlp;
+};
+
 class TransformerBlock {
  public:
   // `name` is the module prefix, "transformer.h.<i>".
   TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
                    const GptConfig& config, std::int64_t batch_per_replica);
-  Tensor forward(const Tensor& x);
-  Tensor backward(const Tensor& dy);
+  Tensor forward(const Tensor& x, BlockSaved& saved);
+  // B: the input gradient through the MLP, ln_2, attention and ln_1 (LayerNorm γ/β gradients
+  // come with it); W: the MLP's then attention's weight gradients.
+  Tensor backward_input(const Tensor& dy, BlockSaved& saved);
+  void backward_weight(BlockSaved& saved);
   std::vector<ModelParam> parameters();
 
  private:

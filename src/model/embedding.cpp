@@ -12,40 +12,54 @@ std::vector<std::string> as_list(const std::string& group) {
 
 }  // namespace
 
+Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config) {
+  const TpContext& ctx = mode.context();
+  std::vector<std::string> used = split.vocab;
+  used.insert(used.end(), split.cols.begin(), split.cols.end());
+  Parameter wte;
+  wte.name = "transformer.wte.weight";
+  wte.full_shape = {split.padded_vocab(config.vocab_size), config.n_embd};
+  wte.layout = Layout{"gpt.wte", split.vocab, split.cols};
+  wte.replicated_over = as_list(complement_group(mode.tp_axes(), used));
+  wte.replicated_over.push_back("embedding");
+  wte.partial_grad_over = {"embedding"};
+  wte.decays = true;
+  materialize(wte, ctx.mesh, ctx.backend, ctx.dtype, ctx.seed, InitSpec{});
+  return wte;
+}
+
+ModelParam word_embedding_param(Parameter* wte, const GptConfig& config) {
+  return model_param(wte, InitSpec{InitSpec::Kind::normal, 0.02, 0.0}, false, {}, config.vocab_size);
+}
+
 GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
                            const GptConfig& config)
-    : ctx_(mode.context()), kernels_(kernels), split_(split), config_(config) {
-  std::vector<std::string> used = split_.vocab;
-  used.insert(used.end(), split_.cols.begin(), split_.cols.end());
-  wte_.name = "transformer.wte.weight";
-  wte_.full_shape = {split_.padded_vocab(config_.vocab_size), config_.n_embd};
-  wte_.layout = Layout{"gpt.wte", split_.vocab, split_.cols};
-  wte_.replicated_over = as_list(complement_group(mode.tp_axes(), used));
-  wte_.decays = true;
+    : ctx_(mode.context()), kernels_(kernels), split_(split), config_(config),
+      wte_(make_word_embedding(mode, split, config)) {
   wpe_.name = "transformer.wpe.weight";
   wpe_.full_shape = {config_.block_size, config_.n_embd};
   wpe_.layout = Layout{"gpt.wpe", {}, split_.cols};
   wpe_.replicated_over = as_list(complement_group(mode.tp_axes(), split_.cols));
   wpe_.partial_grad_over = as_list(split_.row_span);
   wpe_.decays = true;
-  for (Parameter* p : {&wte_, &wpe_}) materialize(*p, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{});
+  materialize(wpe_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{});
   vocab_row0_ = shard_block(wte_.layout, ctx_.mesh, wte_.full_shape[0], wte_.full_shape[1], wte_.name).row0();
 }
 
 std::vector<ModelParam> GptEmbedding::parameters() {
-  const InitSpec normal{InitSpec::Kind::normal, 0.02, 0.0};
-  return {model_param(&wte_, normal, false, {}, config_.vocab_size), model_param(&wpe_, normal)};
+  return {word_embedding_param(&wte_, config_), model_param(&wpe_, InitSpec{InitSpec::Kind::normal, 0.02, 0.0})};
 }
 
-Tensor GptEmbedding::forward(std::span<const std::int32_t> ids) {
+Tensor GptEmbedding::forward(std::span<const std::int32_t> ids, EmbeddingSaved& saved) {
+  require(saved.ids.empty(), "GPT embedding: forward was given the saved state of a micro-batch still in flight");
   const Backend& be = ctx_.backend;
   const Mesh& mesh = ctx_.mesh;
   const auto total = static_cast<std::int64_t>(ids.size());
   const ShardBlock b = shard_block(split_.residual, mesh, total, config_.n_embd, "GPT embedding output");
-  ids_.assign(ids.begin(), ids.end());
-  positions_.resize(static_cast<std::size_t>(b.rows));
+  saved.ids.assign(ids.begin(), ids.end());
+  saved.positions.resize(static_cast<std::size_t>(b.rows));
   for (std::int64_t i = 0; i < b.rows; ++i)
-    positions_[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((b.row0() + i) % config_.block_size);
+    saved.positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((b.row0() + i) % config_.block_size);
 
   Tensor partial = be.empty({total, b.cols}, ctx_.dtype, MemCategory::activations);
   kernels_.embedding_forward(wte_.value, ids, vocab_row0_, partial);
@@ -59,22 +73,30 @@ Tensor GptEmbedding::forward(std::span<const std::int32_t> ids) {
     }
   }
   Tensor pos = be.empty({b.rows, b.cols}, ctx_.dtype, MemCategory::activations);
-  kernels_.embedding_forward(wpe_.value, positions_, 0, pos);
+  kernels_.embedding_forward(wpe_.value, saved.positions, 0, pos);
   be.axpy(1.0, pos, x);
   return x;
 }
 
-void GptEmbedding::backward(const Tensor& dx) {
-  require(dx.rows() == static_cast<std::int64_t>(positions_.size()), "GPT embedding: backward got ", dx.rows(),
-          " rows; the forward produced ", positions_.size());
+void GptEmbedding::backward_input(const Tensor& dx, EmbeddingSaved& saved) {
+  require(!saved.ids.empty() && !saved.dx.defined(), "GPT embedding: backward_input needs one forward first");
+  require(dx.rows() == static_cast<std::int64_t>(saved.positions.size()), "GPT embedding: backward got ", dx.rows(),
+          " rows; the forward produced ", saved.positions.size());
+  saved.dx = dx;
+}
+
+void GptEmbedding::backward_weight(EmbeddingSaved& saved) {
+  require(saved.dx.defined(), "GPT embedding: backward_weight needs backward_input of the same micro-batch first");
   const Backend& be = ctx_.backend;
-  kernels_.embedding_backward(dx, positions_, 0, wpe_.grad);
+  const Tensor& dx = saved.dx;
+  kernels_.embedding_backward(dx, saved.positions, 0, wpe_.grad);
   Tensor full = dx;
   if (split_.row_parts > 1) {
     full = be.empty({dx.rows() * split_.row_parts, dx.cols()}, dx.dtype(), MemCategory::communication);
     ctx_.mesh.comm(split_.row_span).all_gather(dx, full);
   }
-  kernels_.embedding_backward(full, ids_, vocab_row0_, wte_.grad);
+  kernels_.embedding_backward(full, saved.ids, vocab_row0_, wte_.grad);
+  saved = EmbeddingSaved{};
 }
 
 }  // namespace mdtp

@@ -6,8 +6,10 @@
 //             rows for tokens outside it) → partial [B·T, H/|C|] over S;
 //             reduce-scatter over the group spanning R (rows)  — or all-reduce over S when R is
 //             empty (1D) — then add wpe at position (global row mod T).
-//   backward  wpe.grad += dX by position (partial over R's span when R splits rows);
+//   backward  the embedding's whole backward is a weight pass (W), since nothing is below it:
+//             wpe.grad += dX by position (partial over R's span when R splits rows);
 //             all-gather dX over R's span, scatter-add into wte.grad for in-slice tokens.
+//             backward_input only keeps dX for it.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -19,13 +21,30 @@
 
 namespace mdtp {
 
+// What the embedding keeps for one micro-batch.
+struct EmbeddingSaved {
+  std::vector<std::int32_t> ids;        // the replica's B·T token ids
+  std::vector<std::int32_t> positions;  // of this rank's residual rows
+  Tensor dx;                            // from backward_input, for the weight pass
+};
+
+// The tied word embedding wte [V (padded), H] as the model shards it (rows over the vocabulary
+// split S, columns over C).  Both the embedding and, on a pipeline's last stage, the LM head's own
+// copy are made by this, so the two start identical (values depend on name and index only).  It
+// is replicated over, and its gradient partial over, the mesh's `embedding` group (first and last
+// pipeline stage; one rank when pp = 1, where nothing is sent).
+Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config);
+// Its ModelParam (init N(0, 0.02); the padding rows are not in checkpoints).
+ModelParam word_embedding_param(Parameter* wte, const GptConfig& config);
+
 class GptEmbedding {
  public:
   GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
                const GptConfig& config);
   // ids: this replica's B·T tokens (row-major [B, T]); returns this rank's shard in L.
-  Tensor forward(std::span<const std::int32_t> ids);
-  void backward(const Tensor& dx);
+  Tensor forward(std::span<const std::int32_t> ids, EmbeddingSaved& saved);
+  void backward_input(const Tensor& dx, EmbeddingSaved& saved);
+  void backward_weight(EmbeddingSaved& saved);
   Parameter& wte() { return wte_; }
   std::vector<ModelParam> parameters();
 
@@ -36,7 +55,6 @@ class GptEmbedding {
   GptConfig config_;
   Parameter wte_, wpe_;
   std::int64_t vocab_row0_ = 0;  // first (padded) vocabulary row of this rank's wte slice
-  std::vector<std::int32_t> ids_, positions_;
 };
 
 }  // namespace mdtp

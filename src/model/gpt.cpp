@@ -1,35 +1,201 @@
 #include "model/gpt.hpp"
 
+#include <algorithm>
+
 #include "mesh/mesh.hpp"
 
 namespace mdtp {
+namespace {
 
-GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t batch_per_replica,
-                   std::string data_parallel_group, const GptKernels* kernels)
+std::string range_string(const UnitRange& r) {
+  return "[" + std::to_string(r.first) + ", " + std::to_string(r.last) + "]";
+}
+
+}  // namespace
+
+void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& config) {
+  const int last_unit = unit_count(config) - 1;
+  require(!chunks.empty(), "a GPT model holds at least one chunk of units");
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const UnitRange& r = chunks[i];
+    require(r.first >= 0 && r.first <= r.last && r.last <= last_unit, "chunk ", range_string(r),
+            " is not a range of units inside [0, ", last_unit, "] (0 = embedding, 1 … ", config.n_layer,
+            " = blocks, ", last_unit, " = head)");
+    if (i > 0)
+      require(chunks[i - 1].last < r.first, "chunks ", range_string(chunks[i - 1]), " and ", range_string(r),
+              " overlap or are out of order");
+  }
+}
+
+// ---- ModelChunk ----------------------------------------------------------------------------------
+
+bool ModelChunk::has_head() const { return units_.last == unit_count(model_->config_) - 1; }
+
+Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& saved, double* loss_sum) {
+  require(!saved.forward_done, "GPT chunk ", range_string(units_),
+          ": forward was given the saved state of a micro-batch still in flight; use one ChunkSaved per micro-batch");
+  GptModel& m = *model_;
+  UnitHooks* hooks = m.hooks_;
+  saved.microbatch = mb.index;
+  const int L = static_cast<int>(m.config_.n_layer);
+  Tensor h = x;
+  if (has_embedding()) {
+    m.validate_tokens(mb.inputs, "inputs");
+    if (hooks) hooks->before_forward(0, mb.index);
+    h = m.embedding_->forward(mb.inputs, saved.embedding);
+    if (hooks) hooks->after_forward(0, mb.index);
+  } else {
+    // A stage boundary: the residual stream in the mode's residual layout, this micro-batch's rows.
+    const ShardBlock b = shard_block(m.split_.residual, m.ctx_.mesh, m.batch_ * m.config_.block_size,
+                                     m.config_.n_embd, "GPT chunk input");
+    require(x.defined() && x.rows() == b.rows && x.cols() == b.cols, "GPT chunk ", range_string(units_),
+            ": its input is the residual stream [", b.rows, ", ", b.cols, "] in layout ", m.split_.residual.name,
+            "; got ", x.defined() ? shape_string(x.shape()) : std::string("nothing"));
+  }
+  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
+  saved.blocks.resize(static_cast<std::size_t>(std::max(0, last_block - first_block + 1)));
+  for (int u = first_block; u <= last_block; ++u) {
+    if (hooks) hooks->before_forward(u, mb.index);
+    h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, saved.blocks[static_cast<std::size_t>(u - first_block)]);
+    if (hooks) hooks->after_forward(u, mb.index);
+  }
+  if (has_head()) {
+    m.validate_tokens(mb.targets, "targets");
+    if (hooks) hooks->before_forward(L + 1, mb.index);
+    const double sum = m.head_->forward(m.ln_f_->forward(h, saved.ln_f), mb.targets, saved.head);
+    if (hooks) hooks->after_forward(L + 1, mb.index);
+    if (loss_sum) *loss_sum = sum;
+    h = Tensor();
+  }
+  saved.forward_done = true;
+  return h;
+}
+
+Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSaved& saved) {
+  require(saved.forward_done && !saved.input_done, "GPT chunk ", range_string(units_),
+          saved.forward_done ? ": backward_input called twice for one micro-batch" : ": backward_input before forward");
+  GptModel& m = *model_;
+  UnitHooks* hooks = m.hooks_;
+  const int L = static_cast<int>(m.config_.n_layer), mb = saved.microbatch;
+  Tensor d = dy;
+  if (has_head()) {
+    if (hooks) hooks->before_backward_input(L + 1, mb);
+    d = m.ln_f_->backward_input(m.head_->backward_input(loss_scale, saved.head), saved.ln_f);
+    if (hooks) hooks->after_backward_input(L + 1, mb);
+  }
+  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
+  for (int u = last_block; u >= first_block; --u) {
+    if (hooks) hooks->before_backward_input(u, mb);
+    d = m.blocks_[static_cast<std::size_t>(u - 1)]->backward_input(d, saved.blocks[static_cast<std::size_t>(u - first_block)]);
+    if (hooks) hooks->after_backward_input(u, mb);
+  }
+  if (has_embedding()) {
+    if (hooks) hooks->before_backward_input(0, mb);
+    m.embedding_->backward_input(d, saved.embedding);
+    if (hooks) hooks->after_backward_input(0, mb);
+    d = Tensor();
+  }
+  saved.input_done = true;
+  return d;
+}
+
+void ModelChunk::backward_weight(ChunkSaved& saved, bool last_of_step) {
+  require(saved.input_done, "GPT chunk ", range_string(units_),
+          ": backward_weight needs backward_input of the same micro-batch first");
+  GptModel& m = *model_;
+  UnitHooks* hooks = last_of_step ? m.hooks_ : nullptr;
+  const int L = static_cast<int>(m.config_.n_layer);
+  if (has_head()) {
+    m.head_->backward_weight(saved.head);
+    m.ln_f_->backward_weight(saved.ln_f);
+    if (hooks) hooks->grads_ready(L + 1);
+  }
+  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
+  for (int u = last_block; u >= first_block; --u) {
+    m.blocks_[static_cast<std::size_t>(u - 1)]->backward_weight(saved.blocks[static_cast<std::size_t>(u - first_block)]);
+    if (hooks) hooks->grads_ready(u);
+  }
+  if (has_embedding()) {
+    m.embedding_->backward_weight(saved.embedding);
+    if (hooks) hooks->grads_ready(0);
+  }
+  saved = ChunkSaved{};
+}
+
+Tensor ModelChunk::backward(const Tensor& dy, double loss_scale, ChunkSaved& saved, bool last_of_step) {
+  Tensor dx = backward_input(dy, loss_scale, saved);
+  backward_weight(saved, last_of_step);
+  return dx;
+}
+
+std::vector<ModelParam> ModelChunk::parameters() const {
+  std::vector<ModelParam> out;
+  for (int u = units_.first; u <= units_.last; ++u)
+    for (const ModelParam& p : model_->unit_parameters(u)) out.push_back(p);
+  return out;
+}
+
+// ---- GptModel ------------------------------------------------------------------------------------
+
+GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t micro_batch,
+                   std::vector<UnitRange> chunks, std::string data_parallel_group, const GptKernels* kernels)
     : mode_(mode), ctx_(mode.context()),
       own_kernels_(kernels ? nullptr : make_host_gpt_kernels(ctx_.backend)),
-      kernels_(kernels ? *kernels : *own_kernels_), config_(config), batch_(batch_per_replica),
+      kernels_(kernels ? *kernels : *own_kernels_), config_(config), batch_(micro_batch),
       dp_group_(std::move(data_parallel_group)) {
   validate(config_);
-  require(batch_ > 0, "GPT model: the per-replica batch must be positive; got ", batch_);
+  require(batch_ > 0, "GPT model: the per-replica micro-batch must be positive; got ", batch_);
+  if (chunks.empty()) chunks = {UnitRange{0, unit_count(config_) - 1}};
+  validate_chunks(chunks, config_);
   dp_size_ = group_size(ctx_.mesh, dp_group_);
   split_ = ModelSplit::of(mode_);
   const std::int64_t rows = batch_ * config_.block_size;
   require(rows % split_.row_parts == 0 && rows % split_.col_parts == 0, "GPT model: the ", rows,
-          " token rows of a replica (per-replica batch ", batch_, " × block_size ", config_.block_size,
+          " token rows of a replica's micro-batch (", batch_, " sequences × block_size ", config_.block_size,
           ") must be divisible by the row split of the residual (", split_.row_parts, ": ", group_list(split_.rows),
           ") and by the logits' row split (", split_.col_parts, ": ", group_list(split_.cols), ") in mode ", mode_.name());
-  embedding_ = std::make_unique<GptEmbedding>(mode_, kernels_, split_, config_);
-  for (std::int64_t i = 0; i < config_.n_layer; ++i)
-    blocks_.push_back(std::make_unique<TransformerBlock>(mode_, kernels_, "transformer.h." + std::to_string(i), config_, batch_));
-  ln_f_ = mode_.layernorm("transformer.ln_f", config_.n_embd, split_.residual);
-  head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, embedding_->wte(), config_.vocab_size);
+  for (const UnitRange& r : chunks) chunks_.emplace_back(*this, r);
 
-  params_ = embedding_->parameters();
-  for (auto& block : blocks_)
-    for (const ModelParam& p : block->parameters()) params_.push_back(p);
-  for (const ModelParam& p : layernorm_parameters(*ln_f_)) params_.push_back(p);
+  const int L = static_cast<int>(config_.n_layer);
+  unit_params_.resize(static_cast<std::size_t>(unit_count(config_)));
+  if (holds(0)) {
+    embedding_ = std::make_unique<GptEmbedding>(mode_, kernels_, split_, config_);
+    unit_params_[0] = embedding_->parameters();
+  }
+  blocks_.resize(static_cast<std::size_t>(L));
+  for (int i = 0; i < L; ++i) {
+    if (!holds(i + 1)) continue;
+    blocks_[static_cast<std::size_t>(i)] =
+        std::make_unique<TransformerBlock>(mode_, kernels_, "transformer.h." + std::to_string(i), config_, batch_);
+    unit_params_[static_cast<std::size_t>(i + 1)] = blocks_[static_cast<std::size_t>(i)]->parameters();
+  }
+  if (holds(L + 1)) {
+    std::vector<ModelParam>& head_params = unit_params_[static_cast<std::size_t>(L + 1)];
+    Parameter* wte = nullptr;
+    if (embedding_) {
+      wte = &embedding_->wte();
+    } else {
+      head_wte_ = std::make_unique<Parameter>(make_word_embedding(mode_, split_, config_));
+      wte = head_wte_.get();
+      head_params.push_back(word_embedding_param(wte, config_));
+    }
+    ln_f_ = mode_.layernorm("transformer.ln_f", config_.n_embd, split_.residual);
+    head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, *wte, config_.vocab_size);
+    for (const ModelParam& p : layernorm_parameters(*ln_f_)) head_params.push_back(p);
+  }
+  for (const auto& unit : unit_params_)
+    for (const ModelParam& p : unit) params_.push_back(p);
   for (const ModelParam& p : params_) initialize(p, ctx_.mesh, ctx_.backend, ctx_.seed);
+}
+
+bool GptModel::holds(int unit) const {
+  for (const ModelChunk& c : chunks_)
+    if (c.units().first <= unit && unit <= c.units().last) return true;
+  return false;
+}
+
+const std::vector<ModelParam>& GptModel::unit_parameters(int unit) const {
+  return unit_params_.at(static_cast<std::size_t>(unit));
 }
 
 std::vector<Parameter*> GptModel::raw_parameters() const {
@@ -38,38 +204,52 @@ std::vector<Parameter*> GptModel::raw_parameters() const {
   return ps;
 }
 
-double GptModel::forward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
+void GptModel::validate_tokens(std::span<const std::int32_t> ids, const char* what) const {
   const std::int64_t rows = batch_ * config_.block_size;
-  require(static_cast<std::int64_t>(inputs.size()) == rows && static_cast<std::int64_t>(targets.size()) == rows,
-          "GPT model: a replica's batch is ", batch_, " sequences of ", config_.block_size, " = ", rows,
-          " tokens; got ", inputs.size(), " inputs and ", targets.size(), " targets");
-  for (std::span<const std::int32_t> ids : {inputs, targets})
-    for (std::int32_t id : ids)
-      require(id >= 0 && id < config_.vocab_size, "GPT model: token id ", id, " outside the vocabulary [0, ",
-              config_.vocab_size, ")");
-  PhaseScope phase(ctx_.mesh.ledger(), "forward");
-  Tensor x = embedding_->forward(inputs);
-  for (auto& block : blocks_) x = block->forward(x);
-  double local = head_->forward(ln_f_->forward(x), targets);
+  require(static_cast<std::int64_t>(ids.size()) == rows, "GPT model: a replica's micro-batch is ", batch_,
+          " sequences of ", config_.block_size, " = ", rows, " tokens; got ", ids.size(), " ", what);
+  for (std::int32_t id : ids)
+    require(id >= 0 && id < config_.vocab_size, "GPT model: token id ", id, " in the ", what,
+            " is outside the vocabulary [0, ", config_.vocab_size, ")");
+}
+
+double GptModel::loss_scale(int micro_batches) const {
+  require(micro_batches >= 1, "GPT model: a step has at least one micro-batch; got ", micro_batches);
+  return 1.0 / static_cast<double>(micro_batches * batch_ * config_.block_size * dp_size_);
+}
+
+double GptModel::reduce_loss(double local_sum, int micro_batches) const {
   // Every rank of the vocabulary split holds the same row sums: add over the logits' row split
   // (C) and over the replicas.
-  Tensor total = ctx_.backend.from_f64({local}, {1}, DType::f64, MemCategory::other);
+  Tensor total = ctx_.backend.from_f64({local_sum}, {1}, DType::f64, MemCategory::other);
   if (split_.col_parts > 1) ctx_.mesh.comm(split_.col_group).all_reduce(total);
   if (dp_size_ > 1) ctx_.mesh.comm(dp_group_).all_reduce(total);
-  return ctx_.backend.to_f64(total)[0] / static_cast<double>(rows * dp_size_);
+  return ctx_.backend.to_f64(total)[0] * loss_scale(micro_batches);
 }
 
 double GptModel::loss(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
-  return forward(inputs, targets);
+  require(chunks_.size() == 1 && holds(0) && holds(unit_count(config_) - 1),
+          "GPT model: loss() and forward_backward() run the whole model; this one holds a pipeline split");
+  PhaseScope phase(ctx_.mesh.ledger(), "forward");
+  ChunkSaved saved;
+  double local = 0.0;
+  chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
+  return reduce_loss(local, 1);
 }
 
 double GptModel::forward_backward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
-  const double mean = forward(inputs, targets);
-  const double scale = 1.0 / static_cast<double>(batch_ * config_.block_size * dp_size_);
+  require(chunks_.size() == 1 && holds(0) && holds(unit_count(config_) - 1),
+          "GPT model: loss() and forward_backward() run the whole model; this one holds a pipeline split");
+  ChunkSaved saved;
+  double mean = 0.0;
+  {
+    PhaseScope phase(ctx_.mesh.ledger(), "forward");
+    double local = 0.0;
+    chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
+    mean = reduce_loss(local, 1);
+  }
   PhaseScope phase(ctx_.mesh.ledger(), "backward");
-  Tensor dx = ln_f_->backward(head_->backward(scale));
-  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) dx = (*it)->backward(dx);
-  embedding_->backward(dx);
+  chunks_.front().backward(Tensor(), loss_scale(1), saved, true);
   return mean;
 }
 

@@ -2,10 +2,26 @@
 // GptModel: GPT-2 (nanoGPT's architecture and parameter names) written once against the
 // TensorParallelMode interface, so every mode runs the same model:
 //   x = wte[ids] + wpe[pos];  x = block_i(x) for each layer;  x = ln_f(x);
-//   loss = mean cross-entropy(x·wteᵀ, targets)  (LM head tied to wte)
-// Data parallelism: each replica (a rank's "dp" group position) gets its own batch_per_replica
-// sequences; the loss is the mean over all replicas' tokens and gradients are scaled for it, so
-// reduce_gradients() (TP partial sums, then the dp sum) leaves the gradient of that mean.
+//   loss = cross-entropy(x·wteᵀ, targets)  (LM head tied to wte)
+//
+// Units and chunks.  The model is a list of units: 0 = the embedding, 1 … L = the blocks, L + 1 =
+// the head (ln_f + the tied LM head and the loss).  A GptModel holds the units of one or more
+// chunks — runs of consecutive units that one pipeline stage executes for one micro-batch — and
+// nothing else: a whole model is one chunk of every unit (what the tests and a pipeline of one
+// stage use).  The head of a chunk that does not also hold the embedding owns its own copy of
+// wte, made identically (model/embedding.hpp) and kept in step by the `embedding` group's
+// gradient all-reduce.
+//
+// Micro-batches.  Every pass of a chunk takes a ChunkSaved that the caller owns per (chunk,
+// micro-batch): forward fills it, backward_input (B) consumes most of it and keeps what the weight
+// pass needs, backward_weight (W) releases it.  So any number of micro-batches can be in flight,
+// in any order, through one model object.  The fused backward is B then W.
+//
+// Loss.  The chunk holding the head returns the SUM of the token losses over the logit rows this
+// rank holds (every rank of the vocabulary split returns the same sum); reducing it (over the
+// logits' row split C and the data-parallel replicas) and scaling it (1/(m·b·T·dp) for m
+// micro-batches of b sequences of T tokens on dp replicas) is the caller's, once per step —
+// loss_scale() and reduce_loss() do it.  The head's backward takes that scale.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -16,41 +32,125 @@
 #include "model/embedding.hpp"
 #include "model/gpt_kernels.hpp"
 #include "model/lm_head.hpp"
+#include "model/unit_hooks.hpp"
 
 namespace mdtp {
 
+// Global unit indices [first, last], inclusive.
+struct UnitRange {
+  int first = 0, last = 0;
+  bool operator==(const UnitRange&) const = default;
+};
+// L + 2 units for L blocks.
+inline int unit_count(const GptConfig& config) { return static_cast<int>(config.n_layer) + 2; }
+
+// One micro-batch's tokens on this replica: row-major [b, T] ids and targets, identical on every
+// rank of the replica.  The first chunk reads `inputs`, the last `targets`.
+struct MicroBatch {
+  std::span<const std::int32_t> inputs, targets;
+  int index = 0;  // 0-based within the step (hooks receive it)
+};
+
+// What one chunk keeps for one micro-batch.
+struct ChunkSaved {
+  EmbeddingSaved embedding;
+  std::vector<BlockSaved> blocks;
+  LayerNormSaved ln_f;
+  LmHeadSaved head;
+  int microbatch = -1;
+  bool forward_done = false, input_done = false;
+};
+
+class GptModel;
+
+// A run of consecutive units of a GptModel (a view: the model owns the units).
+class ModelChunk {
+ public:
+  ModelChunk(GptModel& model, UnitRange units) : model_(&model), units_(units) {}
+  UnitRange units() const { return units_; }
+  bool has_embedding() const { return units_.first == 0; }
+  bool has_head() const;
+
+  // x: the residual activation entering the chunk (ignored — may be undefined — when it holds the
+  // embedding, which reads mb.inputs).  Returns the activation leaving it, or, for the chunk
+  // holding the head, an undefined tensor and the local loss sum in *loss_sum.
+  Tensor forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& saved, double* loss_sum = nullptr);
+  // B: dy is the gradient of the chunk's output (ignored for the chunk holding the head, whose
+  // gradient is loss_scale × d(loss sum)).  Returns the gradient of the chunk's input
+  // (undefined for the chunk holding the embedding).
+  Tensor backward_input(const Tensor& dy, double loss_scale, ChunkSaved& saved);
+  // W: every unit's weight gradients, head first; `last_of_step` marks the step's last W of this
+  // chunk, after which each unit's gradients are complete (UnitHooks::grads_ready).
+  void backward_weight(ChunkSaved& saved, bool last_of_step = false);
+  // B then W.
+  Tensor backward(const Tensor& dy, double loss_scale, ChunkSaved& saved, bool last_of_step = false);
+
+  // The chunk's parameters, in nanoGPT state_dict order.
+  std::vector<ModelParam> parameters() const;
+
+ private:
+  GptModel* model_;
+  UnitRange units_;
+};
+
 class GptModel {
  public:
-  // Validates everything (config, divisibility of heads, batch and features by the mode's splits)
-  // on every rank before any collective, then builds and initialises the model (GPT-2 init from
-  // ctx.seed, by logical index: the same model in every mode and on every mesh).  The mode (with
-  // its mesh and backend) must outlive the model.
-  // `kernels` (the GPT kernels of the mode's backend, outliving the model) may be null for a host
-  // backend: the model then uses its own host kernels.
-  GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t batch_per_replica,
-           std::string data_parallel_group = "dp", const GptKernels* kernels = nullptr);
+  // Validates everything (config, chunks, divisibility of heads, batch and features by the mode's
+  // splits) on every rank before any collective, then builds and initialises the units of
+  // `chunks` (GPT-2 init from ctx.seed, by logical index: the same model in every mode, on every
+  // mesh and in every pipeline split).  `micro_batch` is b, the sequences of one micro-batch on one
+  // replica.  `chunks` empty: one chunk of every unit.  `kernels` (the GPT kernels of the mode's
+  // backend, outliving the model) may be null for a host backend: the model then uses its own.
+  // The mode (with its mesh and backend) must outlive the model.
+  GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t micro_batch,
+           std::vector<UnitRange> chunks = {}, std::string data_parallel_group = "dp",
+           const GptKernels* kernels = nullptr);
+  GptModel(const GptModel&) = delete;
+  GptModel& operator=(const GptModel&) = delete;
 
-  // One forward and backward over this replica's batch (row-major [batch_per_replica, T] token ids
-  // and targets, identical on every rank of the replica).  Accumulates (unreduced) gradients and
-  // returns the mean loss over every replica's tokens.
+  std::vector<ModelChunk>& chunks() { return chunks_; }
+  ModelChunk& chunk(std::size_t i) { return chunks_.at(i); }
+  bool holds(int unit) const;
+
+  // 1 / (micro_batches · b · T · dp): the scale of each micro-batch's backward so that the
+  // gradients are those of the mean loss over the step's tokens.
+  double loss_scale(int micro_batches) const;
+  // The step's mean loss from this rank's local loss sums (collective over the logits' row split
+  // and the data-parallel group: call it on every rank of the stage holding the head).
+  double reduce_loss(double local_sum, int micro_batches) const;
+
+  // The whole model (one chunk of every unit) on one micro-batch: forward, backward, and the mean
+  // loss over every replica's tokens.  Accumulates (unreduced) gradients.
   double forward_backward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
-  // The same mean loss without backward (the layers' saved state is simply replaced next time).
+  // The same mean loss without backward.
   double loss(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
-  // Partial TP sums and the data-parallel sum of every gradient.
+  // Partial TP sums, the tied embedding's sum over the `embedding` group, and the data-parallel sum
+  // of every gradient (phase grad-sync).
   void reduce_gradients();
   void zero_gradients();
 
+  // Hooks the engines attach (null: none; the model never owns them).
+  void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  UnitHooks* hooks() const { return hooks_; }
+
   const GptConfig& config() const { return config_; }
   const ModelSplit& split() const { return split_; }
+  std::int64_t micro_batch() const { return batch_; }
   std::int64_t batch_per_replica() const { return batch_; }
   int data_parallel_size() const { return dp_size_; }
-  // In nanoGPT state_dict order.
+  // Every parameter this rank holds, by unit in ascending order (a whole model: nanoGPT's
+  // state_dict order).
   std::vector<ModelParam>& parameters() { return params_; }
+  // The parameters of one unit this rank holds (empty for a unit it does not hold); the head's
+  // wte copy belongs to the head unit, the embedding's wte to unit 0.
+  const std::vector<ModelParam>& unit_parameters(int unit) const;
   std::vector<Parameter*> raw_parameters() const;
   const TensorParallelMode& mode() const { return mode_; }
 
  private:
-  double forward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
+  friend class ModelChunk;
+  void validate_tokens(std::span<const std::int32_t> ids, const char* what) const;
+
   const TensorParallelMode& mode_;
   TpContext ctx_;
   std::unique_ptr<GptKernels> own_kernels_;  // when none were given
@@ -60,11 +160,19 @@ class GptModel {
   std::string dp_group_;
   int dp_size_ = 1;
   ModelSplit split_;
-  std::unique_ptr<GptEmbedding> embedding_;
-  std::vector<std::unique_ptr<TransformerBlock>> blocks_;
-  std::unique_ptr<LayerNorm> ln_f_;
+  std::unique_ptr<GptEmbedding> embedding_;                // unit 0, if held
+  std::vector<std::unique_ptr<TransformerBlock>> blocks_;  // block i (unit i + 1), null if not held
+  std::unique_ptr<Parameter> head_wte_;                    // the head's wte copy, without the embedding
+  std::unique_ptr<LayerNorm> ln_f_;                        // unit L + 1, if held
   std::unique_ptr<TiedLmHead> head_;
+  std::vector<ModelChunk> chunks_;
+  std::vector<std::vector<ModelParam>> unit_params_;
   std::vector<ModelParam> params_;
+  UnitHooks* hooks_ = nullptr;
 };
+
+// The chunks a validated list describes: sorted, non-overlapping, inside [0, L + 1]; an mdtp::Error
+// naming the offending range otherwise.
+void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& config);
 
 }  // namespace mdtp

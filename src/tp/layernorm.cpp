@@ -25,7 +25,8 @@ LayerNorm::LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden
   materialize(beta_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
 }
 
-Tensor LayerNorm::forward(const Tensor& x) {
+Tensor LayerNorm::forward(const Tensor& x, LayerNormSaved& saved) {
+  require(!saved.xhat.defined(), name_, ": forward was given the saved state of a micro-batch still in flight");
   const std::int64_t local_cols = gamma_.value.numel();
   require(x.ndim() == 2 && x.cols() == local_cols, name_, ": input shard has shape ", shape_string(x.shape()),
           "; expected [rows, ", local_cols, "] in layout ", layout_.name);
@@ -41,24 +42,25 @@ Tensor LayerNorm::forward(const Tensor& x) {
     stacked = be.empty({rows * parts, 2}, DType::f64, MemCategory::communication);
     comm.all_gather(local, stacked);
   }
-  mean_rstd_ = be.empty({rows, 2}, DType::f64, MemCategory::activations);
-  be.merge_row_stats(stacked, parts, local_cols, eps_, mean_rstd_);
-  xhat_ = be.empty(x.shape(), x.dtype(), MemCategory::activations);
+  saved.mean_rstd = be.empty({rows, 2}, DType::f64, MemCategory::activations);
+  be.merge_row_stats(stacked, parts, local_cols, eps_, saved.mean_rstd);
+  saved.xhat = be.empty(x.shape(), x.dtype(), MemCategory::activations);
   Tensor y = be.empty(x.shape(), x.dtype(), MemCategory::activations);
-  be.layernorm_apply(x, mean_rstd_, gamma_.value, beta_.value, xhat_, y);
+  be.layernorm_apply(x, saved.mean_rstd, gamma_.value, beta_.value, saved.xhat, y);
   return y;
 }
 
-Tensor LayerNorm::backward(const Tensor& dy) {
-  require(xhat_.defined(), name_, ": backward called before forward");
-  require_shape(dy, xhat_.shape(), (name_ + " output gradient").c_str());
+Tensor LayerNorm::backward_input(const Tensor& dy, LayerNormSaved& saved) {
+  require(saved.xhat.defined(), name_, ": backward called before forward (or twice for one micro-batch)");
+  require_shape(dy, saved.xhat.shape(), (name_ + " output gradient").c_str());
   const Backend& be = ctx_.backend;
   Tensor sums = be.empty({dy.rows(), 2}, DType::f64, MemCategory::activations);
-  be.layernorm_backward_sums(dy, xhat_, gamma_.value, sums);
+  be.layernorm_backward_sums(dy, saved.xhat, gamma_.value, sums);
   if (!hidden_group_.empty() && ctx_.mesh.comm(hidden_group_).size() > 1)
     ctx_.mesh.comm(hidden_group_).all_reduce(sums);
   Tensor dx = be.empty(dy.shape(), dy.dtype(), MemCategory::activations);
-  be.layernorm_backward(dy, xhat_, gamma_.value, mean_rstd_, sums, hidden_, dx, gamma_.grad, beta_.grad);
+  be.layernorm_backward(dy, saved.xhat, gamma_.value, saved.mean_rstd, sums, hidden_, dx, gamma_.grad, beta_.grad);
+  saved = LayerNormSaved{};
   return dx;
 }
 

@@ -15,12 +15,24 @@
 
 namespace mdtp {
 
+// What one LayerNorm keeps for one micro-batch: x̂ and the per-row (mean, 1/σ) in float64.
+struct LayerNormSaved {
+  Tensor xhat, mean_rstd;
+};
+
 class LayerNorm {
  public:
   LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden, Layout layout,
             const std::vector<std::string>& tp_axes, double eps = 1e-5);
-  Tensor forward(const Tensor& x);
-  Tensor backward(const Tensor& dy);
+  // Fills `saved` (which must be empty).
+  Tensor forward(const Tensor& x, LayerNormSaved& saved);
+  // B: dX with its one all-reduce, and γ/β's gradients with it (they are row sums of dy·x̂ and
+  // dy that the same kernel forms; cheap and needing no communication, they gain nothing from
+  // being deferred).  Empties `saved`.
+  Tensor backward_input(const Tensor& dy, LayerNormSaved& saved);
+  // W: nothing left to do (see backward_input); kept so that every layer has both passes.
+  void backward_weight(LayerNormSaved&) {}
+  Tensor backward(const Tensor& dy, LayerNormSaved& saved) { return backward_input(dy, saved); }
   std::vector<Parameter*> parameters() { return {&gamma_, &beta_}; }
   const Layout& layout() const { return layout_; }
 
@@ -32,7 +44,6 @@ class LayerNorm {
   std::string hidden_group_;  // "" when the hidden dimension is not split
   double eps_;
   Parameter gamma_, beta_;
-  Tensor xhat_, mean_rstd_;  // kept for backward
 };
 
 }  // namespace mdtp

@@ -49,21 +49,42 @@ LinearBase::LinearBase(const TpContext& ctx, LinearSpec spec, Layout input_layou
                                    spec_.out_features, spec_.name + " output").cols;
 }
 
-Tensor LinearBase::forward(const Tensor& x) {
+Tensor Linear::backward(const Tensor& dy, LinearSaved& saved) {
+  Tensor dx = backward_input(dy, saved);
+  backward_weight(saved);
+  return dx;
+}
+
+Tensor LinearBase::forward(const Tensor& x, LinearSaved& saved) {
+  require(saved.stage == LinearSaved::Stage::empty, spec_.name,
+          ": forward was given the saved state of a micro-batch still in flight; use one LinearSaved per micro-batch");
   require(x.ndim() == 2 && x.cols() == expected_in_cols_, spec_.name, ": input shard has shape ",
           shape_string(x.shape()), "; expected [rows, ", expected_in_cols_, "] in layout ", input_layout_.name);
-  last_rows_ = x.rows();
-  Tensor y = matmul_forward(x);
+  saved.rows = x.rows();
+  Tensor y = matmul_forward(x, saved);
   if (spec_.bias) ctx_.backend.add_row_vector(y, bias_.value);
+  saved.stage = LinearSaved::Stage::forward_done;
   return y;
 }
 
-Tensor LinearBase::backward(const Tensor& dy) {
-  require(last_rows_ >= 0, spec_.name, ": backward called before forward");
+Tensor LinearBase::backward_input(const Tensor& dy, LinearSaved& saved) {
+  require(saved.stage == LinearSaved::Stage::forward_done, spec_.name,
+          saved.stage == LinearSaved::Stage::empty ? ": backward_input called before forward"
+                                                    : ": backward_input called twice for one micro-batch");
   require(dy.ndim() == 2 && dy.cols() == expected_out_cols_, spec_.name, ": output-gradient shard has shape ",
           shape_string(dy.shape()), "; expected [rows, ", expected_out_cols_, "] in layout ", output_layout_.name);
-  if (spec_.bias) ctx_.backend.column_sums(dy, bias_.grad, 1.0);
-  return matmul_backward(dy);
+  saved.dy = dy;
+  Tensor dx = input_gradient(dy, saved);
+  saved.stage = LinearSaved::Stage::input_done;
+  return dx;
+}
+
+void LinearBase::backward_weight(LinearSaved& saved) {
+  require(saved.stage == LinearSaved::Stage::input_done, spec_.name,
+          ": backward_weight needs backward_input of the same micro-batch first");
+  if (spec_.bias) ctx_.backend.column_sums(saved.dy, bias_.grad, 1.0);
+  weight_gradient(saved);
+  saved = LinearSaved{};  // what forward kept is no longer needed: free it now
 }
 
 std::vector<Parameter*> LinearBase::parameters() {

@@ -4,9 +4,8 @@
 // collectives run.
 //
 // LinearBase holds what all modes share — parameters, bias handling (add after the product, bias
-// gradient = column sums of dY, partial over the rows' groups), shape checks against the input
-// layout, phase tags — so a mode only writes its product (matmul_forward) and its two backward
-// products (matmul_backward).
+// gradient = column sums of dY in the weight pass, partial over the rows' groups), shape and
+// order checks of the per-micro-batch state — so a mode only writes its three products.
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,14 +24,36 @@ struct LinearSpec {
   InitSpec bias_init{InitSpec::Kind::constant, 0.0, 0.0};
 };
 
+// What one Linear keeps for one micro-batch, from forward to backward: filled by forward, read
+// and partly replaced by backward_input, released by backward_weight.  The caller owns one per
+// (layer, micro-batch), so any number of micro-batches can be in flight through one layer object.
+// Which tensors a mode keeps is documented with the mode (tp1d/, tp2d/, tp3d/); W needs only what
+// is here, never the weight values (every dW is Xᵀ·dY).
+struct LinearSaved {
+  enum class Stage { empty, forward_done, input_done };
+  Stage stage = Stage::empty;
+  std::int64_t rows = -1;  // rows of the input shard forward received
+  Tensor x;                // X as W needs it: this rank's shard, or (3D keep) the gathered X(j,k)
+  Tensor w;                // 3D keep: the gathered W(k,i), for backward_input
+  Tensor dy;               // kept by backward_input: this rank's dY shard (bias gradient)
+  Tensor dy_gathered;      // kept by backward_input where the mode gathers dY (1D-SP row, 3D)
+};
+
 class Linear {
  public:
   virtual ~Linear() = default;
-  // x: this rank's shard of [B, in] in input_layout(); returns the shard of [B, out].
-  virtual Tensor forward(const Tensor& x) = 0;
-  // dy: shard of dL/dY in output_layout(); returns dL/dX in input_layout() and accumulates the
-  // (possibly partial, see Parameter) gradients of W and b.
-  virtual Tensor backward(const Tensor& dy) = 0;
+  // x: this rank's shard of [B, in] in input_layout(); returns the shard of [B, out] and fills
+  // `saved` (which must be empty).
+  virtual Tensor forward(const Tensor& x, LinearSaved& saved) = 0;
+  // B: dy is the shard of dL/dY in output_layout(); returns dL/dX in input_layout(), with the
+  // collectives dX needs.  Keeps in `saved` what backward_weight needs.
+  virtual Tensor backward_input(const Tensor& dy, LinearSaved& saved) = 0;
+  // W: accumulates the (possibly partial, see Parameter) gradients of W and b, with the
+  // collectives they need, into the parameters' grad tensors, then empties `saved`.  Reads no
+  // weight values, so it may run after the weights were freed or changed (ZeRO-3, zero bubble).
+  virtual void backward_weight(LinearSaved& saved) = 0;
+  // B then W.
+  Tensor backward(const Tensor& dy, LinearSaved& saved);
   virtual std::vector<Parameter*> parameters() = 0;
   virtual const Layout& input_layout() const = 0;
   virtual const Layout& output_layout() const = 0;
@@ -41,8 +62,9 @@ class Linear {
 
 class LinearBase : public Linear {
  public:
-  Tensor forward(const Tensor& x) final;
-  Tensor backward(const Tensor& dy) final;
+  Tensor forward(const Tensor& x, LinearSaved& saved) final;
+  Tensor backward_input(const Tensor& dy, LinearSaved& saved) final;
+  void backward_weight(LinearSaved& saved) final;
   std::vector<Parameter*> parameters() override;
   const Layout& input_layout() const override { return input_layout_; }
   const Layout& output_layout() const override { return output_layout_; }
@@ -55,21 +77,23 @@ class LinearBase : public Linear {
              Layout weight_layout, const std::vector<std::string>& tp_axes,
              std::vector<std::string> weight_partial_over = {});
 
-  // The mode's algorithm: Y (without bias) from X, and dX from dY while accumulating W.grad.
-  virtual Tensor matmul_forward(const Tensor& x) = 0;
-  virtual Tensor matmul_backward(const Tensor& dy) = 0;
+  // The mode's algorithm, in three parts:
+  //   matmul_forward   Y (without bias) from X; keeps in saved.x (and saved.w) what it needs;
+  //   input_gradient   dX from dY (saved.dy is set); may replace saved.dy by a view of a gathered
+  //                    dY it keeps in saved.dy_gathered for weight_gradient;
+  //   weight_gradient  W.grad += Xᵀ·dY from saved.x and saved.dy / saved.dy_gathered.
+  virtual Tensor matmul_forward(const Tensor& x, LinearSaved& saved) = 0;
+  virtual Tensor input_gradient(const Tensor& dy, LinearSaved& saved) = 0;
+  virtual void weight_gradient(LinearSaved& saved) = 0;
 
   const TpContext& ctx() const { return ctx_; }
   Parameter& weight() { return weight_; }
-  // Rows of this rank's input shard in the last forward (for shape checks of backward).
-  std::int64_t last_rows() const { return last_rows_; }
 
  private:
   TpContext ctx_;
   LinearSpec spec_;
   Layout input_layout_, output_layout_;
   Parameter weight_, bias_;
-  std::int64_t last_rows_ = -1;
   std::int64_t expected_out_cols_ = 0, expected_in_cols_ = 0;
 };
 

@@ -13,18 +13,31 @@ Mlp::Mlp(const TensorParallelMode& mode, const std::string& name, std::int64_t h
   fc2_ = mode.linear(down, fc1_->output_layout());
 }
 
-Tensor Mlp::forward(const Tensor& x) {
-  pre_activation_ = fc1_->forward(x);
-  Tensor h = backend_.empty(pre_activation_.shape(), pre_activation_.dtype(), MemCategory::activations);
-  backend_.gelu_forward(pre_activation_, h);
-  return fc2_->forward(h);
+Tensor Mlp::forward(const Tensor& x, MlpSaved& saved) {
+  saved.pre_activation = fc1_->forward(x, saved.fc1);
+  Tensor h = backend_.empty(saved.pre_activation.shape(), saved.pre_activation.dtype(), MemCategory::activations);
+  backend_.gelu_forward(saved.pre_activation, h);
+  return fc2_->forward(h, saved.fc2);
 }
 
-Tensor Mlp::backward(const Tensor& dy) {
-  Tensor dh = fc2_->backward(dy);
+Tensor Mlp::backward_input(const Tensor& dy, MlpSaved& saved) {
+  require(saved.pre_activation.defined(), "MLP: backward called before forward (or twice for one micro-batch)");
+  Tensor dh = fc2_->backward_input(dy, saved.fc2);
   Tensor dpre = backend_.empty(dh.shape(), dh.dtype(), MemCategory::activations);
-  backend_.gelu_backward(pre_activation_, dh, dpre);
-  return fc1_->backward(dpre);
+  backend_.gelu_backward(saved.pre_activation, dh, dpre);
+  saved.pre_activation = Tensor();
+  return fc1_->backward_input(dpre, saved.fc1);
+}
+
+void Mlp::backward_weight(MlpSaved& saved) {
+  fc2_->backward_weight(saved.fc2);
+  fc1_->backward_weight(saved.fc1);
+}
+
+Tensor Mlp::backward(const Tensor& dy, MlpSaved& saved) {
+  Tensor dx = backward_input(dy, saved);
+  backward_weight(saved);
+  return dx;
 }
 
 std::vector<Parameter*> Mlp::parameters() {

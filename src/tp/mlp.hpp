@@ -8,12 +8,21 @@
 
 namespace mdtp {
 
+// What the MLP keeps for one micro-batch: its two Linears' and the GeLU input (fc1's output).
+struct MlpSaved {
+  LinearSaved fc1, fc2;
+  Tensor pre_activation;
+};
+
 class Mlp {
  public:
   Mlp(const TensorParallelMode& mode, const std::string& name, std::int64_t hidden, std::int64_t ffn_hidden,
       const Layout& input);
-  Tensor forward(const Tensor& x);
-  Tensor backward(const Tensor& dy);
+  Tensor forward(const Tensor& x, MlpSaved& saved);
+  // B: fc2's, GeLU's and fc1's input gradients; W: fc2's then fc1's weight gradients.
+  Tensor backward_input(const Tensor& dy, MlpSaved& saved);
+  void backward_weight(MlpSaved& saved);
+  Tensor backward(const Tensor& dy, MlpSaved& saved);
   std::vector<Parameter*> parameters();
   const Layout& output_layout() const { return fc2_->output_layout(); }
   Linear& fc1() { return *fc1_; }
@@ -22,7 +31,6 @@ class Mlp {
  private:
   const Backend& backend_;
   std::unique_ptr<Linear> fc1_, fc2_;
-  Tensor pre_activation_;  // kept for GeLU's backward
 };
 
 }  // namespace mdtp

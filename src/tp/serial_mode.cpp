@@ -9,22 +9,20 @@ class SerialLinear final : public LinearBase {
       : LinearBase(ctx, spec, full, full, full, {}) {}
 
  protected:
-  Tensor matmul_forward(const Tensor& x) override {
-    x_ = x;
+  Tensor matmul_forward(const Tensor& x, LinearSaved& saved) override {
+    saved.x = x;
     Tensor y = ctx().backend.empty({x.rows(), spec().out_features}, x.dtype(), MemCategory::activations);
     ctx().backend.gemm(false, false, 1.0, x, weight().value, 0.0, y);
     return y;
   }
-  Tensor matmul_backward(const Tensor& dy) override {
-    const Backend& be = ctx().backend;
-    be.gemm(true, false, 1.0, x_, dy, 1.0, weight().grad);
-    Tensor dx = be.empty({dy.rows(), spec().in_features}, dy.dtype(), MemCategory::activations);
-    be.gemm(false, true, 1.0, dy, weight().value, 0.0, dx);
+  Tensor input_gradient(const Tensor& dy, LinearSaved&) override {
+    Tensor dx = ctx().backend.empty({dy.rows(), spec().in_features}, dy.dtype(), MemCategory::activations);
+    ctx().backend.gemm(false, true, 1.0, dy, weight().value, 0.0, dx);
     return dx;
   }
-
- private:
-  Tensor x_;
+  void weight_gradient(LinearSaved& saved) override {
+    ctx().backend.gemm(true, false, 1.0, saved.x, saved.dy, 1.0, weight().grad);
+  }
 };
 
 }  // namespace

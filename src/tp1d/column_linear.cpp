@@ -17,29 +17,32 @@ Tensor ColumnParallelLinear::gather_rows(const Tensor& x) const {
   return full;
 }
 
-Tensor ColumnParallelLinear::matmul_forward(const Tensor& x) {
-  x_ = x;
+Tensor ColumnParallelLinear::matmul_forward(const Tensor& x, LinearSaved& saved) {
+  saved.x = x;
   Tensor input = sequence_parallel_ ? gather_rows(x) : x;
   Tensor y = ctx().backend.empty({input.rows(), weight().value.cols()}, x.dtype(), MemCategory::activations);
   ctx().backend.gemm(false, false, 1.0, input, weight().value, 0.0, y);
   return y;
 }
 
-Tensor ColumnParallelLinear::matmul_backward(const Tensor& dy) {
+Tensor ColumnParallelLinear::input_gradient(const Tensor& dy, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   Communicator& tp = ctx().mesh.comm("tp");
-  // Megatron keeps only the row shard under sequence parallelism and gathers it again here.
-  Tensor input = sequence_parallel_ ? gather_rows(x_) : x_;
-  be.gemm(true, false, 1.0, input, dy, 1.0, weight().grad);
   Tensor dx_partial = be.empty({dy.rows(), spec().in_features}, dy.dtype(), MemCategory::activations);
   be.gemm(false, true, 1.0, dy, weight().value, 0.0, dx_partial);
   if (!sequence_parallel_) {
     if (tp.size() > 1) tp.all_reduce(dx_partial);  // Megatron's f in backward
     return dx_partial;
   }
-  Tensor dx = be.empty({x_.rows(), spec().in_features}, dy.dtype(), MemCategory::activations);
+  Tensor dx = be.empty({saved.x.rows(), spec().in_features}, dy.dtype(), MemCategory::activations);
   tp.reduce_scatter(dx_partial, dx);
   return dx;
+}
+
+void ColumnParallelLinear::weight_gradient(LinearSaved& saved) {
+  // Megatron keeps only the row shard under sequence parallelism and gathers it again here.
+  Tensor input = sequence_parallel_ ? gather_rows(saved.x) : saved.x;
+  ctx().backend.gemm(true, false, 1.0, input, saved.dy, 1.0, weight().grad);
 }
 
 }  // namespace mdtp

@@ -10,10 +10,10 @@ RowParallelLinear::RowParallelLinear(const TpContext& ctx, const LinearSpec& spe
                  Layout{"1d.row-weight", {"tp"}, {}}, {"tp"}),
       sequence_parallel_(sequence_parallel) {}
 
-Tensor RowParallelLinear::matmul_forward(const Tensor& x) {
+Tensor RowParallelLinear::matmul_forward(const Tensor& x, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   Communicator& tp = ctx().mesh.comm("tp");
-  x_ = x;
+  saved.x = x;
   Tensor partial = be.empty({x.rows(), spec().out_features}, x.dtype(), MemCategory::activations);
   be.gemm(false, false, 1.0, x, weight().value, 0.0, partial);
   if (!sequence_parallel_) {
@@ -27,18 +27,25 @@ Tensor RowParallelLinear::matmul_forward(const Tensor& x) {
   return y;
 }
 
-Tensor RowParallelLinear::matmul_backward(const Tensor& dy) {
+Tensor RowParallelLinear::input_gradient(const Tensor& dy, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   Tensor dy_full = dy;
   if (sequence_parallel_) {
     Communicator& tp = ctx().mesh.comm("tp");
     dy_full = be.empty({dy.rows() * tp.size(), dy.cols()}, dy.dtype(), MemCategory::communication);
     tp.all_gather(dy, dy_full);
+    saved.dy_gathered = dy_full;
+    // This rank's rows of the gathered dY are its own shard: keep the view, not a second copy.
+    saved.dy = dy_full.row_slice(dy.rows() * tp.rank(), dy.rows() * (tp.rank() + 1));
   }
-  be.gemm(true, false, 1.0, x_, dy_full, 1.0, weight().grad);
   Tensor dx = be.empty({dy_full.rows(), weight().value.rows()}, dy.dtype(), MemCategory::activations);
   be.gemm(false, true, 1.0, dy_full, weight().value, 0.0, dx);
   return dx;
+}
+
+void RowParallelLinear::weight_gradient(LinearSaved& saved) {
+  const Tensor& dy_full = sequence_parallel_ ? saved.dy_gathered : saved.dy;
+  ctx().backend.gemm(true, false, 1.0, saved.x, dy_full, 1.0, weight().grad);
 }
 
 }  // namespace mdtp

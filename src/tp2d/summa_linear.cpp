@@ -23,21 +23,19 @@ SummaLinear::SummaLinear(const TpContext& ctx, const LinearSpec& spec, const Lay
           grid.row.size(), " ranks, tp.col ", grid.col.size());
 }
 
-Tensor SummaLinear::matmul_forward(const Tensor& x) {
-  x_ = x;
+Tensor SummaLinear::matmul_forward(const Tensor& x, LinearSaved& saved) {
+  saved.x = x;
   return summa_nn(grid_of(ctx()), x, weight().value, MemCategory::activations);
 }
 
-Tensor SummaLinear::matmul_backward(const Tensor& dy) {
-  require(x_.defined(), spec().name, ": backward needs the input of a forward; it was already used by an earlier "
-          "backward (each forward allows one backward)");
-  require(dy.rows() == x_.rows(), spec().name, ": output-gradient shard has ", dy.rows(),
-          " rows but the forward input shard had ", x_.rows());
-  const SummaGrid grid = grid_of(ctx());
-  Tensor dx = summa_nt(grid, dy, weight().value, MemCategory::activations);
-  summa_tn_accumulate(grid, x_, dy, weight().grad);
-  x_ = Tensor();  // the activation is no longer needed: free it now, not at the next forward
-  return dx;
+Tensor SummaLinear::input_gradient(const Tensor& dy, LinearSaved& saved) {
+  require(dy.rows() == saved.rows, spec().name, ": output-gradient shard has ", dy.rows(),
+          " rows but the forward input shard had ", saved.rows);
+  return summa_nt(grid_of(ctx()), dy, weight().value, MemCategory::activations);
+}
+
+void SummaLinear::weight_gradient(LinearSaved& saved) {
+  summa_tn_accumulate(grid_of(ctx()), saved.x, saved.dy, weight().grad);
 }
 
 }  // namespace mdtp

@@ -5,10 +5,11 @@
 //
 //   forward   Y  = summa_nn(X, W)          backward  dX  = summa_nt(dY, W)
 //                                                    dW += summa_tn_accumulate(X, dY)
-// (collective lists in tp2d/summa.hpp).  dW is left partial over `weight_partial_over` (2.5D:
-// tp.dep, each slab having seen only its rows of the batch); reduce_gradients sums it later, so
-// that it can be fused with the data-parallel reduction.  Only this rank's X shard is kept for
-// backward (released there).
+// (collective lists in tp2d/summa.hpp): dX is the backward-input pass (B), dW the weight pass (W).
+// dW is left partial over `weight_partial_over` (2.5D: tp.dep, each slab having seen only its rows
+// of the batch); reduce_gradients sums it later, so that it can be fused with the data-parallel
+// reduction.  Kept per micro-batch (LinearSaved): this rank's X shard from forward, its dY shard
+// from B; W reads only those two.
 #include "tp/linear.hpp"
 
 namespace mdtp {
@@ -20,11 +21,9 @@ class SummaLinear final : public LinearBase {
               const std::vector<std::string>& tp_axes, std::vector<std::string> weight_partial_over);
 
  protected:
-  Tensor matmul_forward(const Tensor& x) override;
-  Tensor matmul_backward(const Tensor& dy) override;
-
- private:
-  Tensor x_;  // this rank's X shard, from forward to backward
+  Tensor matmul_forward(const Tensor& x, LinearSaved& saved) override;
+  Tensor input_gradient(const Tensor& dy, LinearSaved& saved) override;
+  void weight_gradient(LinearSaved& saved) override;
 };
 
 }  // namespace mdtp

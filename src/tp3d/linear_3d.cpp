@@ -91,7 +91,7 @@ Linear3D::Linear3D(const TpContext& ctx, const LinearSpec& spec, const Layout& i
       output_group_(input.col_groups[0]),
       keep_gathered_(ctx.options.keep_gathered_3d) {}
 
-Tensor Linear3D::matmul_forward(const Tensor& x) {
+Tensor Linear3D::matmul_forward(const Tensor& x, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   const Mesh& mesh = ctx().mesh;
   // What is kept for backward is accounted as activations; a gather that dies with this call
@@ -108,47 +108,49 @@ Tensor Linear3D::matmul_forward(const Tensor& x) {
   Pending y = start_reduce_scatter(mesh.comm(output_group_), be, partial, MemCategory::activations);
   y.handle.wait();
 
-  x_kept_ = keep_gathered_ ? xg.result : x;
-  w_kept_ = keep_gathered_ ? w.result : Tensor{};
+  saved.x = keep_gathered_ ? xg.result : x;
+  if (keep_gathered_) saved.w = w.result;
   // Y itself is returned to the caller; when it is the partial product (q = 1) it is kept as is.
   return y.result;
 }
 
-Tensor Linear3D::matmul_backward(const Tensor& dy) {
-  require(dy.rows() == last_rows(), spec().name, ": output-gradient shard has ", dy.rows(),
-          " rows but the forward input shard had ", last_rows(), " (both are B/q² rows)");
+Tensor Linear3D::input_gradient(const Tensor& dy, LinearSaved& saved) {
+  require(dy.rows() == saved.rows, spec().name, ": output-gradient shard has ", dy.rows(),
+          " rows but the forward input shard had ", saved.rows, " (both are B/q² rows)");
   const Backend& be = ctx().backend;
   const Mesh& mesh = ctx().mesh;
-  Communicator& in_comm = mesh.comm(input_group_);
-  Communicator& weight_comm = mesh.comm("tp.weight");
-
-  // Every gather is started at once; dX needs only dY and W, so X may still be arriving.
-  Pending dyg = start_gather(mesh.comm(output_group_), be, dy, MemCategory::communication);
-  Pending w{w_kept_, {}}, xg{x_kept_, {}};
-  if (!keep_gathered_) {
-    w = start_gather(weight_comm, be, weight().value, MemCategory::communication);
-    xg = start_gather(in_comm, be, x_kept_, MemCategory::communication);
-  }
+  Communicator& out_comm = mesh.comm(output_group_);
+  // dY and (unless kept) W are gathered together; dX needs nothing else.
+  Pending dyg = start_gather(out_comm, be, dy, MemCategory::communication);
+  Pending w{saved.w, {}};
+  if (!keep_gathered_) w = start_gather(mesh.comm("tp.weight"), be, weight().value, MemCategory::communication);
   dyg.handle.wait();
   w.handle.wait();
+  saved.w = Tensor{};  // the weight pass does not need W
+  // The gathered dY(j,i) is what the weight pass multiplies by; this rank's own rows of it are
+  // its dY shard (for the bias gradient): keep the view, not a second copy.
+  saved.dy_gathered = dyg.result;
+  saved.dy = dyg.result.row_slice(dy.rows() * out_comm.rank(), dy.rows() * (out_comm.rank() + 1));
 
   Tensor dx_partial = be.empty({dyg.result.rows(), w.result.rows()}, dy.dtype(), MemCategory::communication);
   be.gemm(false, true, 1.0, dyg.result, w.result, 0.0, dx_partial);
-  Pending dx = start_reduce_scatter(in_comm, be, dx_partial, MemCategory::activations);
-
-  // dX's reduce-scatter runs while dW is computed.
-  xg.handle.wait();
-  Tensor dw_partial = be.empty({xg.result.cols(), dyg.result.cols()}, dy.dtype(), MemCategory::communication);
-  be.gemm(true, false, 1.0, xg.result, dyg.result, 0.0, dw_partial);
-  Pending dw = start_reduce_scatter(weight_comm, be, dw_partial, MemCategory::communication);
+  Pending dx = start_reduce_scatter(mesh.comm(input_group_), be, dx_partial, MemCategory::activations);
   dx.handle.wait();
+  return dx.result;
+}
+
+void Linear3D::weight_gradient(LinearSaved& saved) {
+  const Backend& be = ctx().backend;
+  const Mesh& mesh = ctx().mesh;
+  Pending xg{saved.x, {}};
+  if (!keep_gathered_) xg = start_gather(mesh.comm(input_group_), be, saved.x, MemCategory::communication);
+  xg.handle.wait();
+  const Tensor& dyg = saved.dy_gathered;
+  Tensor dw_partial = be.empty({xg.result.cols(), dyg.cols()}, dyg.dtype(), MemCategory::communication);
+  be.gemm(true, false, 1.0, xg.result, dyg, 0.0, dw_partial);
+  Pending dw = start_reduce_scatter(mesh.comm("tp.weight"), be, dw_partial, MemCategory::communication);
   dw.handle.wait();
   be.axpy(1.0, dw.result, weight().grad);
-
-  // Backward consumed what forward kept: free the q× buffers now, not at the next forward.
-  x_kept_ = Tensor{};
-  w_kept_ = Tensor{};
-  return dx.result;
 }
 
 }  // namespace mdtp

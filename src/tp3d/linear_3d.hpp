@@ -16,20 +16,22 @@
 //     1. all_gather     I          B·K/q²   X shard → X(j,k) [B/q, K/q]
 //     2. all_gather     tp.weight  K·N/q²   W shard → W(k,i) [K/q, N/q]   (issued first, overlaps 1)
 //     3. reduce_scatter O          B·N/q²   X(j,k)·W(k,i) summed over k → Y shard
-//   backward, keep_gathered_3d = true (X(j,k) and W(k,i) kept: q× the shards' memory)
+//   backward input (B), keep_gathered_3d = true (X(j,k) and W(k,i) kept: q× the shards' memory)
 //     4. all_gather     O          B·N/q²   dY shard → dY(j,i)
 //     5. reduce_scatter I          B·K/q²   dY(j,i)·W(k,i)ᵀ summed over i → dX shard
+//   backward weight (W)
 //     6. reduce_scatter tp.weight  K·N/q²   X(j,k)ᵀ·dY(j,i) summed over j → += W.grad
-//   backward, keep_gathered_3d = false (only the X shard is kept; W's shard is the parameter)
-//     4. all_gather     O          B·N/q²   dY
-//     5. all_gather     tp.weight  K·N/q²   W again
-//     6. all_gather     I          B·K/q²   X again
-//     7. reduce_scatter I          B·K/q²   dX
-//     8. reduce_scatter tp.weight  K·N/q²   dW
+//   keep_gathered_3d = false (only the X shard is kept; W's shard is the parameter)
+//     B  4. all_gather     O          B·N/q²   dY
+//        5. all_gather     tp.weight  K·N/q²   W again
+//        6. reduce_scatter I          B·K/q²   dX
+//     W  7. all_gather     I          B·K/q²   X again
+//        8. reduce_scatter tp.weight  K·N/q²   dW
 //
-// Overlap (the list above is unchanged by it): forward starts W's gather before X's; backward
-// starts every gather at once, computes dX as soon as dY and W are in, and lets dX's
-// reduce-scatter run while the dW product is computed.
+// Kept per micro-batch (LinearSaved): x (the shard, or X(j,k) under keep), w (W(k,i) under keep,
+// released by B), and from B the gathered dY(j,i) for W (q× the dY shard, which is a view of it).
+// Overlap (the list above is unchanged by it): forward starts W's gather before X's; B starts
+// the gathers of dY and W together.
 //
 // Bias (LinearBase): split like Y's columns over I, replicated over the tp.weight×O plane, its
 // gradient partial over that plane.
@@ -45,15 +47,14 @@ class Linear3D final : public LinearBase {
   Linear3D(const TpContext& ctx, const LinearSpec& spec, const Layout& input);
 
  protected:
-  Tensor matmul_forward(const Tensor& x) override;
-  Tensor matmul_backward(const Tensor& dy) override;
+  Tensor matmul_forward(const Tensor& x, LinearSaved& saved) override;
+  Tensor input_gradient(const Tensor& dy, LinearSaved& saved) override;
+  void weight_gradient(LinearSaved& saved) override;
 
  private:
   std::string input_group_;   // I: gathers X, reduce-scatters dX; splits W's and Y's columns
   std::string output_group_;  // O: reduce-scatters Y, gathers dY; splits X's columns
   bool keep_gathered_;
-  Tensor x_kept_;  // keep_gathered_3d: X(j,k), else this rank's X shard
-  Tensor w_kept_;  // keep_gathered_3d: W(k,i), else undefined (the parameter is the shard)
 };
 
 // Divisibility a 3D Linear on a q-cube needs, checked locally (every rank alike) before any

@@ -95,7 +95,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   const std::int64_t per_replica = tc.batch / dp;
   std::unique_ptr<GptKernels> kernels =
       tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
-  GptModel model(*mode, result.model, per_replica, "dp", kernels.get());
+  GptModel model(*mode, result.model, per_replica, {}, "dp", kernels.get());
   Optimizer optimizer(tc.optimizer, model.parameters(), mesh, *backend);
   TrainingState& state = result.state;
   state.rng_state = tc.seed;

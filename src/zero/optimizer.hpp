@@ -31,7 +31,7 @@ void validate(const OptimizerConfig& config);
 class Optimizer {
  public:
   Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
-            std::string model_parallel_group = "tp");
+            std::string model_parallel_group = "tp-pp");
   // Clips and applies one update from the (reduced) gradients; returns the global gradient norm
   // before clipping.  Collective over the model-parallel group (the norm).
   double step();

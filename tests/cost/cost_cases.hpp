@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "bench/layer_under_test.hpp"
 #include "cost/cost_model.hpp"
-#include "tp/mlp.hpp"
 #include "tp_harness.hpp"
 
 namespace mdtp::testing {
@@ -26,42 +26,26 @@ inline cost::Workload workload_for(const ModeCase& c, const std::string& layer, 
   return w;
 }
 
-// The layer of a workload, built on a fixture, with forward/backward/parameters uniform.
+// The layer of a workload on a fixture (the benchmark's own LayerUnderTest, so the tests run
+// exactly what `mdtp bench` runs), with inputs drawn for it.
 class LayerUnderTest {
  public:
-  LayerUnderTest(const ModeFixture& f, const cost::Workload& w) : f_(f), w_(w), layout_(f.mode->residual_layout()) {
-    if (w.layer == "linear") {
-      linear_ = f.mode->linear(LinearSpec{"lin", w.hidden, w.ffn_hidden}, layout_);
-    } else if (w.layer == "layernorm") {
-      layernorm_ = f.mode->layernorm("ln", w.hidden, layout_);
-    } else {
-      mlp_ = std::make_unique<Mlp>(*f.mode, "mlp", w.hidden, w.ffn_hidden, layout_);
-    }
+  LayerUnderTest(const ModeFixture& f, const cost::Workload& w)
+      : f_(f), w_(w), layer_(bench::make_layer_under_test(*f.mode, w)) {}
+  Layout input_layout() const { return layer_->input_layout(); }
+  Layout output_layout() const { return layer_->output_layout(); }
+  Tensor input() const { return f_.scatter(random_matrix(w_.rows, w_.hidden, 11), input_layout()); }
+  Tensor output_grad() const {
+    return f_.scatter(random_matrix(w_.rows, layer_->out_features(), 12), output_layout());
   }
-  const Layout& input_layout() const { return layout_; }
-  const Layout& output_layout() const {
-    return linear_ ? linear_->output_layout() : mlp_ ? mlp_->output_layout() : layout_;
-  }
-  std::int64_t output_cols() const { return w_.layer == "linear" ? w_.ffn_hidden : w_.hidden; }
-  Tensor input() const { return f_.scatter(random_matrix(w_.rows, w_.hidden, 11), layout_); }
-  Tensor output_grad() const { return f_.scatter(random_matrix(w_.rows, output_cols(), 12), output_layout()); }
-  Tensor forward(const Tensor& x) {
-    return linear_ ? linear_->forward(x) : layernorm_ ? layernorm_->forward(x) : mlp_->forward(x);
-  }
-  Tensor backward(const Tensor& dy) {
-    return linear_ ? linear_->backward(dy) : layernorm_ ? layernorm_->backward(dy) : mlp_->backward(dy);
-  }
-  std::vector<Parameter*> parameters() {
-    return linear_ ? linear_->parameters() : layernorm_ ? layernorm_->parameters() : mlp_->parameters();
-  }
+  Tensor forward(const Tensor& x) { return layer_->forward(x); }
+  Tensor backward(const Tensor& dy) { return layer_->backward(dy); }
+  std::vector<Parameter*> parameters() { return layer_->parameters(); }
 
  private:
   const ModeFixture& f_;
   cost::Workload w_;
-  Layout layout_;
-  std::unique_ptr<Linear> linear_;
-  std::unique_ptr<LayerNorm> layernorm_;
-  std::unique_ptr<Mlp> mlp_;
+  std::unique_ptr<bench::LayerUnderTest> layer_;
 };
 
 }  // namespace mdtp::testing

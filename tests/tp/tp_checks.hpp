@@ -49,6 +49,7 @@ void check_linear_chain(Fixture& f, const ModeCase& c, double tol) {
   const std::int64_t fu = c.feature_unit(), B = c.row_unit() * 3;
   const std::int64_t dims[4] = {fu * 5, fu * 7, fu * 3, fu * 2};
   std::vector<std::unique_ptr<Linear>> layers;
+  std::vector<LinearSaved> saved(3);
   std::vector<RefLinear> refs;
   Layout layout = f.mode->residual_layout();
   for (int l = 0; l < 3; ++l) {
@@ -63,7 +64,7 @@ void check_linear_chain(Fixture& f, const ModeCase& c, double tol) {
   for (int l = 0; l < 3; ++l) {
     refs[l].x = hr;
     hr = add_row(matmul(hr, refs[l].w), refs[l].b);
-    h = layers[l]->forward(h);
+    h = layers[l]->forward(h, saved[static_cast<std::size_t>(l)]);
     check_close(f.gather(h, layers[l]->output_layout(), B, dims[l + 1]).v, hr.v, tol,
                 "forward output of layer " + std::to_string(l));
   }
@@ -71,7 +72,7 @@ void check_linear_chain(Fixture& f, const ModeCase& c, double tol) {
   Tensor g = f.scatter(dy, layers[2]->output_layout());
   Matrix gr = dy;
   for (int l = 2; l >= 0; --l) {
-    g = layers[l]->backward(g);
+    g = layers[l]->backward(g, saved[static_cast<std::size_t>(l)]);
     Matrix dw = matmul(refs[l].x, gr, true, false);
     std::vector<double> db = column_sums(gr);
     gr = matmul(gr, refs[l].w, false, true);
@@ -96,9 +97,10 @@ void check_layernorm(Fixture& f, const ModeCase& c, double tol) {
   for (auto& v : x.v) v += 3.0;  // an offset, as real activations have
   Matrix dy = random_matrix(B, H, 34);
   LayerNormRef ref = layernorm(x, gamma, beta, dy);
-  Tensor y = ln->forward(f.scatter(x, layout));
+  LayerNormSaved saved;
+  Tensor y = ln->forward(f.scatter(x, layout), saved);
   check_close(f.gather(y, layout, B, H).v, ref.y.v, tol, "LayerNorm output");
-  Tensor dx = ln->backward(f.scatter(dy, layout));
+  Tensor dx = ln->backward(f.scatter(dy, layout), saved);
   check_close(f.gather(dx, layout, B, H).v, ref.dx.v, tol, "LayerNorm dX");
   reduce_gradients(ln->parameters(), *f.mesh);
   check_close(f.gather_vector(*ln->parameters()[0], true), ref.dgamma, tol, "LayerNorm dγ");
@@ -120,11 +122,12 @@ void check_mlp(Fixture& f, const ModeCase& c, double tol) {
   Matrix pre = add_row(matmul(x, w1), b1), act = pre;
   for (auto& v : act.v) v = gelu(v);
   Matrix y = add_row(matmul(act, w2), b2);
-  Tensor out = mlp.forward(f.scatter(x, layout));
+  MlpSaved saved;
+  Tensor out = mlp.forward(f.scatter(x, layout), saved);
   check_close(f.gather(out, layout, B, H).v, y.v, tol, "MLP output");
   Matrix dact = matmul(dy, w2, false, true), dpre = dact;
   for (std::size_t i = 0; i < dpre.v.size(); ++i) dpre.v[i] *= gelu_grad(pre.v[i]);
-  Tensor dx = mlp.backward(f.scatter(dy, layout));
+  Tensor dx = mlp.backward(f.scatter(dy, layout), saved);
   check_close(f.gather(dx, layout, B, H).v, matmul(dpre, w1, false, true).v, tol, "MLP dX");
   std::vector<Parameter*> ps = mlp.parameters();
   reduce_gradients(ps, *f.mesh);

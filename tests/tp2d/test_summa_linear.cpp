@@ -110,8 +110,9 @@ TEST_CASE("SummaLinear issues exactly the documented collectives and matches the
         const std::int64_t comm_before = memory.current(MemCategory::communication);
         memory.reset_peaks();
         f.ledger.clear();
-        Tensor y = linear->forward(xs);
-        Tensor dx = linear->backward(dys);
+        LinearSaved saved;
+        Tensor y = linear->forward(xs, saved);
+        Tensor dx = linear->backward(dys, saved);
         const std::vector<Call> got = recorded_calls(f.ledger, dtype);
         const std::vector<Call> want = expected_calls(c);
         INFO("recorded:" << listing(got) << "\nexpected:" << listing(want));
@@ -174,7 +175,8 @@ TEST_CASE("SUMMA shapes the grid cannot split are refused on every rank before a
       // A backward without its forward is refused too (no collective is started).
       auto linear = f.mode->linear(summa_spec(c), f.mode->residual_layout());
       const Tensor dy = f.scatter(random_matrix(c.batch(), c.out(), 4), linear->output_layout());
-      CHECK_THROWS_WITH(linear->backward(dy), Catch::Contains("before forward"));
+      LinearSaved never_forwarded;
+      CHECK_THROWS_WITH(linear->backward(dy, never_forwarded), Catch::Contains("before forward"));
       CHECK(f.ledger.entries().empty());
     }
   }

@@ -30,8 +30,9 @@ struct LinearResult {
 LinearResult run_linear(ModeFixture& f, const LinearSpec& spec, const Matrix& x, const Matrix& dy,
                         const std::string& dp_group, std::vector<LedgerEntry>* reduction_calls) {
   auto linear = f.mode->linear(spec, f.mode->residual_layout());
-  Tensor y = linear->forward(f.scatter(x, linear->input_layout()));
-  Tensor dx = linear->backward(f.scatter(dy, linear->output_layout()));
+  LinearSaved saved;
+  Tensor y = linear->forward(f.scatter(x, linear->input_layout()), saved);
+  Tensor dx = linear->backward(f.scatter(dy, linear->output_layout()), saved);
   std::vector<Parameter*> ps = linear->parameters();
   f.ledger.clear();
   reduce_gradients(ps, *f.mesh, dp_group);

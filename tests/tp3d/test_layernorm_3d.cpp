@@ -54,8 +54,9 @@ TEST_CASE("LayerNorm on 3D activations of either parity matches the serial refer
 
       Tensor xs = f.scatter(x, layout), dys = f.scatter(dy, layout);
       f.ledger.clear();
-      Tensor y = ln->forward(xs);
-      Tensor dx = ln->backward(dys);
+      LayerNormSaved saved;
+      Tensor y = ln->forward(xs, saved);
+      Tensor dx = ln->backward(dys, saved);
       // One gather of the [rows, 2] statistics and one all-reduce of the two sums, both over the
       // axis holding the hidden split (tp.output at parity 0, tp.input at parity 1).
       const std::string hidden = layout.col_groups[0];

@@ -55,12 +55,11 @@ std::vector<Call> expected_calls(int parity, bool keep, std::int64_t B, std::int
   const std::string I = parity == 0 ? "tp.input" : "tp.output", O = parity == 0 ? "tp.output" : "tp.input";
   const std::int64_t q2 = static_cast<std::int64_t>(q) * q, bk = B * K / q2, kn = K * N / q2, bn = B * N / q2;
   const auto AG = CollectiveOp::all_gather, RS = CollectiveOp::reduce_scatter;
+  // forward, then the backward-input pass (dY, W again, dX), then the weight pass (X again, dW).
   std::vector<Call> calls{{AG, I, bk}, {AG, "tp.weight", kn}, {RS, O, bn}, {AG, O, bn}};
-  if (!keep) {
-    calls.push_back({AG, "tp.weight", kn});
-    calls.push_back({AG, I, bk});
-  }
+  if (!keep) calls.push_back({AG, "tp.weight", kn});
   calls.push_back({RS, I, bk});
+  if (!keep) calls.push_back({AG, I, bk});
   calls.push_back({RS, "tp.weight", kn});
   return calls;
 }
@@ -99,6 +98,7 @@ ChainResult run_chain(const ModeCase& c, const ModeFixture& f, bool keep) {
   };
 
   std::vector<std::unique_ptr<Linear>> layers;
+  std::vector<LinearSaved> saved(3);
   std::vector<RefLinear> refs;
   Layout layout = Mode3D::activation_layout(0);
   for (int l = 0; l < 3; ++l) {
@@ -116,14 +116,14 @@ ChainResult run_chain(const ModeCase& c, const ModeFixture& f, bool keep) {
   for (int l = 0; l < 3; ++l) {
     refs[l].x = hr;
     hr = add_row(matmul(hr, refs[l].w), refs[l].b);
-    h = layers[l]->forward(h);
+    h = layers[l]->forward(h, saved[static_cast<std::size_t>(l)]);
     record(f.gather(h, layers[l]->output_layout(), B, dims[l + 1]).v, hr.v, "Y of layer " + std::to_string(l));
   }
   Matrix dy = random_matrix(B, dims[3], 12);
   Tensor g = f.scatter(dy, layers[2]->output_layout());
   Matrix gr = dy;
   for (int l = 2; l >= 0; --l) {
-    g = layers[l]->backward(g);
+    g = layers[l]->backward(g, saved[static_cast<std::size_t>(l)]);
     Matrix dw = matmul(refs[l].x, gr, true, false);
     std::vector<double> db = column_sums(gr);
     gr = matmul(gr, refs[l].w, false, true);
@@ -154,8 +154,9 @@ TEST_CASE("3D Linear issues exactly the documented collectives", "[tp3d][ledger]
       Tensor x = f.scatter(random_matrix(B, K, 21), in);
       Tensor dy = f.scatter(random_matrix(B, N, 22), layer->output_layout());
       f.ledger.clear();
-      Tensor y = layer->forward(x);
-      Tensor dx = layer->backward(dy);
+      LinearSaved saved;
+      Tensor y = layer->forward(x, saved);
+      Tensor dx = layer->backward(dy, saved);
       const std::vector<Call> want = expected_calls(parity, keep, B, K, N, q);
       const auto& got = f.ledger.entries();
       REQUIRE(got.size() == want.size());
@@ -181,9 +182,10 @@ TEST_CASE("3D Linear issues exactly the documented collectives", "[tp3d][ledger]
     auto layer = mode_with(f, keep).linear(spec("memory", K, N), in);
     Tensor x = f.scatter(random_matrix(B, K, 23), in);
     const std::int64_t before = mem.current(MemCategory::activations);
-    Tensor y = layer->forward(x);
+    LinearSaved saved;
+    Tensor y = layer->forward(x, saved);
     kept[keep] = mem.current(MemCategory::activations) - before - static_cast<std::int64_t>(y.bytes());
-    Tensor dx = layer->backward(f.scatter(random_matrix(B, N, 24), layer->output_layout()));
+    Tensor dx = layer->backward(f.scatter(random_matrix(B, N, 24), layer->output_layout()), saved);
     CHECK(mem.current(MemCategory::activations) - before == static_cast<std::int64_t>(y.bytes() + dx.bytes()));
     CHECK(mem.current(MemCategory::communication) == 0);
   }
