@@ -10,6 +10,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/narrow_float.hpp"
 
 namespace mdtp::kernels {
 
@@ -47,9 +48,13 @@ template <>
 __host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, float>(float v) {
   return __float2bfloat16_rn(v);
 }
+// From double: one rounding from the double itself (narrow_float.hpp); through float it would
+// round twice.
 template <>
 __host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, double>(double v) {
-  return __float2bfloat16_rn(static_cast<float>(v));
+  __nv_bfloat16_raw raw;
+  raw.x = narrow::bf16_from_double(v);
+  return __nv_bfloat16(raw);
 }
 template <>
 __host__ __device__ __forceinline__ __half cast_to<__half, float>(float v) {
@@ -57,7 +62,9 @@ __host__ __device__ __forceinline__ __half cast_to<__half, float>(float v) {
 }
 template <>
 __host__ __device__ __forceinline__ __half cast_to<__half, double>(double v) {
-  return __float2half_rn(static_cast<float>(v));
+  __half_raw raw;
+  raw.x = narrow::f16_from_double(v);
+  return __half(raw);
 }
 
 struct SumOp {
