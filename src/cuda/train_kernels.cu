@@ -127,7 +127,7 @@ void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::in
                   std::int64_t causal_queries, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    softmax_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+    softmax_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                                  cols, causal_queries));
   MDTP_CHECK_LAUNCH();
 }
@@ -136,7 +136,7 @@ void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, 
                            std::int64_t cols, double scale, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    softmax_backward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    softmax_backward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale)));
   MDTP_CHECK_LAUNCH();
 }
@@ -146,7 +146,7 @@ void cross_entropy_forward(DType type, const void* logits, const std::int32_t* t
                            cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    cross_entropy_forward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    cross_entropy_forward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(logits), targets, losses, lse, cols));
   MDTP_CHECK_LAUNCH();
 }
