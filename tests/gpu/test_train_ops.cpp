@@ -149,4 +149,13 @@ TEST_CASE("train ops: AdamW with and without master weights", "[gpu][train]") {
   Tensor m32 = dev->zeros({n}, DType::f32, MemCategory::optimizer_state);
   cfg.step = 1;
   CHECK_THROWS_WITH(adamw_update(*dev, p16, p16, none, m32, m32, cfg), Catch::Contains("needs f32 master weights"));
+  // f16 moments lose v = (1-beta2)·g² for small gradients: refused, naming the tensor and dtype.
+  Tensor h16 = dev->zeros({n}, DType::f16, MemCategory::parameters);
+  Tensor master32 = dev->zeros({n}, DType::f32, MemCategory::optimizer_state);
+  Tensor m16 = dev->zeros({n}, DType::f16, MemCategory::optimizer_state);
+  CHECK_THROWS_WITH(adamw_update(*dev, h16, h16, master32, m16, m32, cfg),
+                    Catch::Contains("adamw m is f16") && Catch::Contains("loses the second moment"));
+  CHECK_THROWS_WITH(adamw_update(*dev, h16, h16, master32, m32, m16, cfg), Catch::Contains("adamw v is f16"));
+  // The Backend's same-dtype update has no master weights: an f16 parameter is refused there too.
+  CHECK_THROWS_WITH(dev->adamw_update(h16, h16, m16, m16, cfg), Catch::Contains("is f16; AdamW moments must be"));
 }
