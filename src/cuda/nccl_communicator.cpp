@@ -5,9 +5,22 @@
 
 #include "comm/wait_policy.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_of_pointer.hpp"
 
 namespace mdtp {
 namespace {
+
+// Every DType has an NCCL type (bf16 since NCCL 2.10, which the build requires); validation
+// (require_supported) asks nccl_has_type first, so nccl_type never throws after it.
+bool nccl_has_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::f64:
+    case DType::bf16:
+    case DType::f16: return true;
+  }
+  return false;
+}
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -167,9 +180,12 @@ void NcclCommunicator::initialize() {
   MDTP_CUDA_CHECK(ncclCommInitRank(&nccl_, size(), message.id, rank()));
 }
 
-void NcclCommunicator::require_device(const Tensor& t, const char* what, const char* op) const {
+void NcclCommunicator::require_supported(const Tensor& t, const char* what, const char* op) const {
   require(t.device() == DeviceKind::cuda, "NCCL communicator '", name(), "': ", op, " ", what, " lives on ",
           device_name(t.device()), "; NCCL carries device tensors (the MPI communicator carries host ones)");
+  require(nccl_has_type(t.dtype()), "NCCL communicator '", name(), "': ", op, " ", what, " is ",
+          dtype_name(t.dtype()), "; NCCL carries f32, f64, bf16 and f16");
+  require_memory_of_device(t, backend_->device_index(), "NCCL communicator '" + name() + "': " + op + " " + what);
 }
 
 std::shared_ptr<NcclCommunicator::Launch> NcclCommunicator::begin_launch() {
@@ -195,7 +211,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::launched(std::shared_ptr<Launch> la
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, ReduceOp op) {
-  require_device(buffer, "buffer", "all_reduce");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
@@ -205,8 +220,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, Re
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shard, Tensor& gathered) {
-  require_device(shard, "shard", "all_gather");
-  require_device(gathered, "gathered", "all_gather");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclAllGather(shard.raw_data(), gathered.raw_data(), count_of(shard), nccl_type(shard.dtype()),
@@ -216,8 +229,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shar
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
-  require_device(full, "full", "reduce_scatter");
-  require_device(shard, "shard", "reduce_scatter");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclReduceScatter(full.raw_data(), shard.raw_data(), count_of(shard), nccl_type(full.dtype()),
@@ -227,7 +238,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& 
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int root) {
-  require_device(buffer, "buffer", "broadcast");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
@@ -237,12 +247,10 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
-  require_device(in, "in", "reduce");
-  if (out.defined()) require_device(out, "out", "reduce");
   context_->flush_point_to_point();
   auto launch = begin_launch();
-  // Only the root's receive buffer is used; other ranks may pass an undefined `out`.
-  void* recv = out.defined() ? out.raw_data() : nullptr;
+  // Only the root's receive buffer is used (and validated); other ranks may pass anything.
+  void* recv = rank() == root ? out.raw_data() : nullptr;
   MDTP_CUDA_CHECK(ncclReduce(in.raw_data(), recv, count_of(in), nccl_type(in.dtype()), nccl_op(op), root, nccl_,
                              stream_));
   end_launch(*launch);
@@ -250,12 +258,10 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tens
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_send(const Tensor& buffer, int peer, int) {
-  require_device(buffer, "buffer", "send");
   return queue(true, buffer, peer);
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_recv(Tensor& buffer, int peer, int) {
-  require_device(buffer, "buffer", "recv");
   return queue(false, buffer, peer);
 }
 

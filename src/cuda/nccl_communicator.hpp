@@ -81,6 +81,10 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_recv(Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_barrier() override;
+  // Called by the base class for every buffer before anything starts: a device tensor of the
+  // backend's GPU, of a dtype NCCL carries.  So a refused call starts nothing (a sendrecv whose
+  // send buffer is refused leaves no receive queued), and the start_* hooks refuse nothing.
+  void require_supported(const Tensor& t, const char* what, const char* op) const override;
 
  private:
   struct Launch;   // the two timing events of one launch
@@ -92,7 +96,6 @@ class NcclCommunicator final : public Communicator {
   void end_launch(const Launch& launch);
   std::unique_ptr<PendingOp> launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive);
   std::unique_ptr<PendingOp> queue(bool is_send, const Tensor& buffer, int peer);
-  void require_device(const Tensor& t, const char* what, const char* op) const;
 
   MPI_Comm comm_;
   const CudaBackend* backend_;

@@ -65,6 +65,7 @@ TEST_CASE("NCCL communicator: collectives against serial results", "[gpu][nccl]"
 
   Tensor host = make_host_backend()->zeros({4}, DType::f32, MemCategory::other);
   CHECK_THROWS_WITH(world->all_reduce(host), Catch::Contains("NCCL carries device tensors"));
+  check_refused_sendrecv(*world, *dev, "NCCL carries device tensors");
 }
 
 TEST_CASE("device communicator choice follows MDTP_COMM", "[gpu][nccl]") {
