@@ -156,12 +156,14 @@ int run(const Options& o, int rank, int world) {
   }
 
   CommLedger ledger;
-  DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy);
   MeshConfig mesh_config;
   mesh_config.world = world;
   mesh_config.tp = o.tp;
   mesh_config.tp_mode = o.mode == "none" || o.mode == "1d-sp" ? "1d" : o.mode;
   mesh_config.tp_depth = o.depth;
+  // With the mesh's topology, NCCL splits every group from one world communicator, up front.
+  const Topology topology(mesh_config);
+  DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy, nullptr, &topology);
   Mesh mesh(mesh_config, MPI_COMM_WORLD, ledger, factory);
   ledger.set_enabled(false);  // timing only
   auto mode = make_tp_mode(o.mode, TpContext{mesh, *backend, dtype, 1234, {}});
