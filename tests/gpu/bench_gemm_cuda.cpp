@@ -14,6 +14,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_gemm.hpp"
 #include "gpu/gpu_presence.hpp"
 
 using namespace mdtp;
@@ -114,6 +115,7 @@ int main(int argc, char** argv) {
     cublasHandle_t raw = nullptr;
     MDTP_CUDA_CHECK(cublasCreate(&raw));
     MDTP_CUDA_CHECK(cublasSetStream(raw, backend->stream()));
+    MDTP_CUDA_CHECK(cublasSetMathMode(raw, gemm_math_mode(v.dtype, v.tf32)));  // the backend's numerics
     for (const GemmShape& s : shapes) {
       Tensor a = backend->empty({s.m, s.k}, v.dtype, MemCategory::activations);
       Tensor b = backend->empty({s.k, s.n}, v.dtype, MemCategory::activations);
