@@ -126,5 +126,6 @@ TEST_CASE("CUDA training ops: embedding gradient of a row wider than the y grid 
   Tensor grad = b.dev->from_f64(std::vector<double>(static_cast<std::size_t>(cols), 1.0), {1, cols}, DType::f32,
                                 MemCategory::gradients);
   b.dev->embedding_backward(d, ids, 0, grad);
-  CHECK(b.dev->to_f64(grad) == want);
+  const bool exact = b.dev->to_f64(grad) == want;  // not CHECK(a == b): Catch would print 16M values
+  CHECK(exact);
 }

@@ -11,11 +11,12 @@ if(MDTP_CUDA)
   target_include_directories(mdtp_gpu_presence PUBLIC ${CMAKE_SOURCE_DIR}/tests)
   target_link_libraries(mdtp_gpu_presence PUBLIC CUDA::cudart MPI::MPI_CXX PRIVATE mdtp_warnings)
 
-  # One rank: every CudaBackend op against the host backend, the allocator, the extra training ops.
+  # One rank: every CudaBackend op against the host backend, the allocator, the extra training ops;
+  # and the kernels at realistic sizes (H = 2048, T = 1024, vocabulary 50304) in f32 and bf16.
   mdtp_add_mpi_test(gpu_backend
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.cpp
             ${CMAKE_CURRENT_LIST_DIR}/test_cuda_allocator.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_train_backend.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_train_backend.cpp ${CMAKE_CURRENT_LIST_DIR}/test_realistic_sizes.cpp
     RANKS 1 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
 
   # Communicators: NCCL (multi-rank only where each rank has its own GPU) and the staged MPI
