@@ -53,7 +53,8 @@ DeviceAssignment select_device_for_local_rank(MPI_Comm world) {
   if (!all_ranks(world, a.visible_devices > 0)) {
     if (a.visible_devices == 0)
       throw_error("world rank ", world_rank(world), " sees no CUDA device (cudaGetDeviceCount: ",
-                  cudaGetErrorString(status), "); the CUDA path needs a GPU per rank, or run on the host backend");
+                  cudaGetErrorName(status), ": ", cudaGetErrorString(status),
+                  "); the CUDA path needs a GPU per rank, or run on the host backend");
     throw_error("another rank sees no CUDA device; the CUDA path needs a GPU on every rank");
   }
   a.device = a.local_rank % a.visible_devices;
