@@ -213,7 +213,7 @@ __global__ void layernorm_param_grads_kernel(const T* dy, const T* xhat, T* dgam
   }
 }
 
-unsigned column_blocks(std::int64_t cols) { return grid_rows((cols + 31) / 32); }
+unsigned column_blocks(std::int64_t cols) { return grid_x((cols + 31) / 32); }
 
 }  // namespace
 
@@ -296,7 +296,7 @@ void row_mean_m2(DType type, const void* x, double* stats, std::int64_t rows, st
                  cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    row_mean_m2_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), stats, cols));
+    row_mean_m2_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), stats, cols));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -323,7 +323,7 @@ void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const
                              double* sums, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    layernorm_backward_sums_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    layernorm_backward_sums_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), sums, cols));
   MDTP_CHECK_LAUNCH();
 }

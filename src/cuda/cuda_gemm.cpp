@@ -26,6 +26,11 @@ cudaDataType_t blas_type(DType dtype) {
 
 }  // namespace
 
+cublasMath_t gemm_math_mode(DType dtype, bool allow_tf32) {
+  const int mode = dtype == DType::f32 && allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
+  return static_cast<cublasMath_t>(mode | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+}
+
 void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool ta, bool tb, std::int64_t m,
                    std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b, double beta, void* c,
                    std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
@@ -43,6 +48,7 @@ void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool ta,
   const cublasComputeType_t compute = wide ? CUBLAS_COMPUTE_64F
                                       : (dtype == DType::f32 && allow_tf32) ? CUBLAS_COMPUTE_32F_FAST_TF32
                                                                             : CUBLAS_COMPUTE_32F;
+  MDTP_CUDA_CHECK(cublasSetMathMode(handle, gemm_math_mode(dtype, allow_tf32)));
   if (count == 1) {
     MDTP_CUDA_CHECK(cublasGemmEx(handle, op_b, op_a, M, N, K, pa, b.data, type, ldb, a.data, type, lda, pb, c, type,
                                  ldc32, compute, CUBLAS_GEMM_DEFAULT));

@@ -20,8 +20,16 @@ struct GemmOperand {
   std::int64_t stride = 0;
 };
 
+// The cuBLAS math mode of a GEMM: CUBLAS_TF32_TENSOR_OP_MATH only for f32 with allow_tf32,
+// CUBLAS_DEFAULT_MATH otherwise (which never trades mantissa bits for speed, so no TF32), both
+// with CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION (split-K partial sums of bf16/f16 GEMMs
+// stay f32 instead of being reduced in the output type).
+cublasMath_t gemm_math_mode(DType dtype, bool allow_tf32);
+
 // For b < batch: C_b = alpha·op(A_b)·op(B_b) + beta·C_b, op(A_b) m x k, op(B_b) k x n.  f64
 // computes in f64; f32 in f32 (TF32 tensor cores when allow_tf32); bf16/f16 accumulate in f32.
+// The handle's math mode is set to gemm_math_mode first, on every call: the handle is public
+// (CudaBackend::cublas()), and whatever else set it must not decide these numerics.
 // beta == 0 never reads C.  Requires m, n, k >= 1.
 void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool transpose_a, bool transpose_b,
                    std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b,

@@ -68,9 +68,13 @@ struct AdamWScalars {
 // From AdamWStep's fields; throws unless step >= 1.
 AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double eps, double weight_decay,
                            std::int64_t step, double grad_scale);
+// Throws unless `state` may hold AdamW moments: f16 may not, because its range loses the second
+// moment (v = (1-beta2)·g² flushes to zero below |g| of about 1e-3, and the step then divides m by
+// eps).  `what` names the tensor ("adamw m").
+void require_adamw_state(DType state, const char* what);
 // m and v are of state_type and so is master (null: param is the weight).  Combinations: all four
-// the same dtype (no master), or bf16/f16 params with f32 state and an f32 master; grad has the
-// param's dtype or state_type.
+// f32, f64 or bf16 (no master), or bf16/f16 params with f32 state and an f32 master; grad has the
+// param's dtype or state_type.  f16 state is refused (require_adamw_state).
 void adamw(DType param_type, void* param, DType grad_type, const void* grad, DType state_type,
            void* master, void* m, void* v, std::int64_t n, const AdamWScalars& s,
            cudaStream_t stream);

@@ -8,6 +8,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/nccl_communicator.hpp"
+#include "cuda/nccl_mesh_splits.hpp"
 #include "cuda/staged_mpi_communicator.hpp"
 
 namespace mdtp {
@@ -52,7 +53,8 @@ DeviceAssignment select_device_for_local_rank(MPI_Comm world) {
   if (!all_ranks(world, a.visible_devices > 0)) {
     if (a.visible_devices == 0)
       throw_error("world rank ", world_rank(world), " sees no CUDA device (cudaGetDeviceCount: ",
-                  cudaGetErrorString(status), "); the CUDA path needs a GPU per rank, or run on the host backend");
+                  cudaGetErrorName(status), ": ", cudaGetErrorString(status),
+                  "); the CUDA path needs a GPU per rank, or run on the host backend");
     throw_error("another rank sees no CUDA device; the CUDA path needs a GPU on every rank");
   }
   a.device = a.local_rank % a.visible_devices;
@@ -80,7 +82,7 @@ GpuSharing measure_gpu_sharing(MPI_Comm world) {
   return s;
 }
 
-DeviceCommFactory make_nccl_comm_factory(const CudaBackend& backend, MPI_Comm world) {
+DeviceCommFactory make_nccl_comm_factory(const CudaBackend& backend, MPI_Comm world, const Topology* mesh) {
   MDTP_CUDA_CHECK(cudaSetDevice(backend.device_index()));
   GpuSharing s = measure_gpu_sharing(world);
   const bool shared_here = s.local_ranks > s.distinct_gpus;
@@ -93,8 +95,16 @@ DeviceCommFactory make_nccl_comm_factory(const CudaBackend& backend, MPI_Comm wo
   }
   const CudaBackend* b = &backend;
   auto context = std::make_shared<NcclRankContext>();  // shared by all groups of this rank
-  return [b, context](const std::string& name, MPI_Comm group_comm, CommLedger* ledger) {
-    return make_nccl_communicator(name, group_comm, ledger, *b, context);
+  std::shared_ptr<NcclMeshSplits> splits;
+  if (mesh != nullptr && NcclMeshSplits::supported(world)) {
+    splits = std::make_shared<NcclMeshSplits>(backend, world, *mesh);
+    context->keep_alive(splits);  // the parent outlives the communicators split from it
+  }
+  return [b, context, splits](const std::string& name, MPI_Comm group_comm, CommLedger* ledger) {
+    // The split is collective over the whole world, and the Mesh asks for its groups in the order
+    // the splits follow; a group the mesh's order does not have next is refused there.
+    ncclComm_t nccl = splits ? splits->split(name) : nullptr;
+    return make_nccl_communicator(name, group_comm, ledger, *b, context, nccl);
   };
 }
 
@@ -118,8 +128,9 @@ DeviceCommKind resolve_device_comm_kind() {
 }
 
 DeviceCommFactory make_device_comm_factory(const CudaBackend& backend, MPI_Comm world, DeviceCommKind kind,
-                                           WaitPolicy policy, std::shared_ptr<Allocator> host_staging) {
-  if (kind == DeviceCommKind::nccl) return make_nccl_comm_factory(backend, world);
+                                           WaitPolicy policy, std::shared_ptr<Allocator> host_staging,
+                                           const Topology* mesh) {
+  if (kind == DeviceCommKind::nccl) return make_nccl_comm_factory(backend, world, mesh);
   return make_staged_mpi_comm_factory(backend, policy, std::move(host_staging));
 }
 

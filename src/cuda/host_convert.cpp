@@ -1,31 +1,46 @@
 #include "cuda/host_convert.hpp"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
+#include <cstdint>
 #include <cstring>
 
 #include "core/error.hpp"
+#include "cuda/narrow_float.hpp"
 
 namespace mdtp {
 namespace {
 
+// Element access through memcpy: the buffers are often byte vectors (staging), which must not be
+// read through a float* or uint16_t*.
+template <class T>
+T load(const void* p, std::size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const unsigned char*>(p) + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(void* p, std::size_t i, T v) {
+  std::memcpy(static_cast<unsigned char*>(p) + i * sizeof(T), &v, sizeof(T));
+}
+
+// Every dtype's values are doubles exactly, so reading through double loses nothing and the
+// write below is the only rounding.
 double read(DType type, const void* p, std::size_t i) {
   switch (type) {
-    case DType::f32: return static_cast<const float*>(p)[i];
-    case DType::f64: return static_cast<const double*>(p)[i];
-    case DType::bf16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case DType::f16: return __half2float(static_cast<const __half*>(p)[i]);
+    case DType::f32: return load<float>(p, i);
+    case DType::f64: return load<double>(p, i);
+    case DType::bf16: return narrow::bf16_to_double(load<std::uint16_t>(p, i));
+    case DType::f16: return narrow::f16_to_double(load<std::uint16_t>(p, i));
   }
   throw_error("convert_host: unknown dtype code ", static_cast<int>(type));
 }
 
 void write(DType type, void* p, std::size_t i, double v) {
   switch (type) {
-    case DType::f32: static_cast<float*>(p)[i] = static_cast<float>(v); return;
-    case DType::f64: static_cast<double*>(p)[i] = v; return;
-    case DType::bf16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v)); return;
-    case DType::f16: static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v)); return;
+    case DType::f32: return store(p, i, static_cast<float>(v));  // one rounding, to nearest even
+    case DType::f64: return store(p, i, v);
+    case DType::bf16: return store(p, i, narrow::bf16_from_double(v));
+    case DType::f16: return store(p, i, narrow::f16_from_double(v));
   }
   throw_error("convert_host: unknown dtype code ", static_cast<int>(type));
 }

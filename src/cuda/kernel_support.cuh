@@ -10,6 +10,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/narrow_float.hpp"
 
 namespace mdtp::kernels {
 
@@ -47,9 +48,13 @@ template <>
 __host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, float>(float v) {
   return __float2bfloat16_rn(v);
 }
+// From double: one rounding from the double itself (narrow_float.hpp); through float it would
+// round twice.
 template <>
 __host__ __device__ __forceinline__ __nv_bfloat16 cast_to<__nv_bfloat16, double>(double v) {
-  return __float2bfloat16_rn(static_cast<float>(v));
+  __nv_bfloat16_raw raw;
+  raw.x = narrow::bf16_from_double(v);
+  return __nv_bfloat16(raw);
 }
 template <>
 __host__ __device__ __forceinline__ __half cast_to<__half, float>(float v) {
@@ -57,7 +62,9 @@ __host__ __device__ __forceinline__ __half cast_to<__half, float>(float v) {
 }
 template <>
 __host__ __device__ __forceinline__ __half cast_to<__half, double>(double v) {
-  return __float2half_rn(static_cast<float>(v));
+  __half_raw raw;
+  raw.x = narrow::f16_from_double(v);
+  return __half(raw);
 }
 
 struct SumOp {
@@ -99,9 +106,18 @@ inline constexpr int kThreads = 256;
 inline unsigned grid_for(std::int64_t n, int threads = kThreads) {
   return static_cast<unsigned>(std::clamp<std::int64_t>((n + threads - 1) / threads, 1, 65535 * 4));
 }
-inline unsigned grid_rows(std::int64_t rows) {
-  require(rows <= 0x7fffffff, "CUDA kernel over ", rows, " rows; at most 2^31-1 rows supported");
-  return static_cast<unsigned>(rows);
+// CUDA's grid limits differ by dimension: 2^31-1 blocks along x, 65535 along y and z.
+inline constexpr std::int64_t kMaxGridX = 0x7fffffff, kMaxGridY = 65535;
+// Blocks along x for kernels with one block per row (or per column block); callers skip empty
+// launches.  2^31-1 rows is far past any activation here; beyond it, a clear error rather than a
+// failed launch.
+inline unsigned grid_x(std::int64_t blocks) {
+  require(blocks <= kMaxGridX, "CUDA kernel over ", blocks, " blocks along x; expected at most 2^31-1");
+  return static_cast<unsigned>(blocks);
+}
+// Blocks along y, capped at 65535: kernels stride over the rest (j += gridDim.y * ...).
+inline unsigned grid_y(std::int64_t blocks) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(blocks, 1, kMaxGridY));
 }
 
 #define MDTP_CHECK_LAUNCH() MDTP_CUDA_CHECK(cudaGetLastError())

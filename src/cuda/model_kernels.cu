@@ -21,17 +21,19 @@ __global__ void embedding_forward_kernel(const T* table, std::int64_t table_rows
   }
 }
 
-// Block (u, column chunk): the tokens of unique row u, in order, added to that row.
+// Block (u, column chunk): the tokens of unique row u, in order, added to that row.  Column
+// chunks run along y, whose grid limit (65535) a wide enough row would pass: blocks stride.
 template <class T>
 __global__ void embedding_backward_kernel(const T* dy, std::int64_t cols, const std::int32_t* rows,
                                           const std::int32_t* offsets, const std::int32_t* tokens, T* grad) {
   const std::int64_t u = blockIdx.x;
-  const std::int64_t j = blockIdx.y * std::int64_t{blockDim.x} + threadIdx.x;
-  if (j >= cols) return;
-  T* dst = grad + rows[u] * cols + j;
-  Acc<T> acc = load(dst, 0);
-  for (std::int32_t k = offsets[u]; k < offsets[u + 1]; ++k) acc += load(dy, tokens[k] * cols + j);
-  *dst = cast_to<T>(acc);
+  for (std::int64_t j = blockIdx.y * std::int64_t{blockDim.x} + threadIdx.x; j < cols;
+       j += std::int64_t{gridDim.y} * blockDim.x) {
+    T* dst = grad + rows[u] * cols + j;
+    Acc<T> acc = load(dst, 0);
+    for (std::int32_t k = offsets[u]; k < offsets[u + 1]; ++k) acc += load(dy, tokens[k] * cols + j);
+    *dst = cast_to<T>(acc);
+  }
 }
 
 template <class T>
@@ -91,7 +93,7 @@ void embedding_backward(DType type, const void* dy, std::int64_t cols, const std
                         const std::int32_t* offsets, const std::int32_t* tokens, std::int64_t unique_rows,
                         void* table_grad, cudaStream_t stream) {
   if (unique_rows == 0 || cols == 0) return;
-  const dim3 grid(grid_rows(unique_rows), grid_rows((cols + kThreads - 1) / kThreads));
+  const dim3 grid(grid_x(unique_rows), grid_y((cols + kThreads - 1) / kThreads));
   MDTP_DISPATCH_DTYPE(type, T,
     embedding_backward_kernel<T><<<grid, kThreads, 0, stream>>>(
         static_cast<const T*>(dy), cols, rows, offsets, tokens, static_cast<T*>(table_grad)));
@@ -102,7 +104,7 @@ void xent_row_max(DType type, const void* logits, std::int64_t rows, std::int64_
                   double* row_max, cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    xent_row_max_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(static_cast<const T*>(logits), cols,
+    xent_row_max_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(logits), cols,
                                                                        valid_cols, row_max));
   MDTP_CHECK_LAUNCH();
 }
@@ -112,7 +114,7 @@ void xent_partial_sums(DType type, const void* logits, std::int64_t rows, std::i
                        std::int64_t col0, double* sums, cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    xent_partial_sums_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    xent_partial_sums_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(logits), cols, valid_cols, row_max, targets, col0, sums));
   MDTP_CHECK_LAUNCH();
 }

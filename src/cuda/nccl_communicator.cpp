@@ -5,9 +5,23 @@
 
 #include "comm/wait_policy.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_of_pointer.hpp"
+#include "cuda/nccl_bootstrap.hpp"
 
 namespace mdtp {
 namespace {
+
+// Every DType has an NCCL type (bf16 since NCCL 2.10, which the build requires); validation
+// (require_supported) asks nccl_has_type first, so nccl_type never throws after it.
+bool nccl_has_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+    case DType::f64:
+    case DType::bf16:
+    case DType::f16: return true;
+  }
+  return false;
+}
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -111,7 +125,8 @@ void NcclRankContext::flush_point_to_point() {
 }
 
 NcclCommunicator::NcclCommunicator(std::string name, MPI_Comm group_comm, CommLedger* ledger,
-                                   const CudaBackend& backend, std::shared_ptr<NcclRankContext> context)
+                                   const CudaBackend& backend, std::shared_ptr<NcclRankContext> context,
+                                   ncclComm_t nccl)
     : Communicator(std::move(name), [&] {
         require(group_comm != MPI_COMM_NULL, "NCCL communicator needs a group communicator; got MPI_COMM_NULL");
         int r = 0;
@@ -124,56 +139,62 @@ NcclCommunicator::NcclCommunicator(std::string name, MPI_Comm group_comm, CommLe
       }(), ledger),
       comm_(group_comm),
       backend_(&backend),
-      context_(context ? std::move(context) : std::make_shared<NcclRankContext>()) {
-  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-  check_mpi(MPI_Comm_group(comm_, &group), "MPI_Comm_group");
-  check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
-  std::vector<int> local(static_cast<std::size_t>(size()));
-  for (int i = 0; i < size(); ++i) local[static_cast<std::size_t>(i)] = i;
-  world_ranks_.resize(local.size());
-  check_mpi(MPI_Group_translate_ranks(group, size(), local.data(), world, world_ranks_.data()),
-            "MPI_Group_translate_ranks");
-  MPI_Group_free(&group);
-  MPI_Group_free(&world);
+      context_(context ? std::move(context) : std::make_shared<NcclRankContext>()),
+      nccl_(nccl),
+      split_(nccl != nullptr) {
   context_->members_.push_back(this);
+  try {
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    check_mpi(MPI_Comm_group(comm_, &group), "MPI_Comm_group");
+    check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+    std::vector<int> local(static_cast<std::size_t>(size()));
+    for (int i = 0; i < size(); ++i) local[static_cast<std::size_t>(i)] = i;
+    world_ranks_.resize(local.size());
+    const int translated = MPI_Group_translate_ranks(group, size(), local.data(), world, world_ranks_.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    check_mpi(translated, "MPI_Group_translate_ranks");
+    MDTP_CUDA_CHECK(cudaSetDevice(backend_->device_index()));
+    MDTP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    if (!nccl_) nccl_ = nccl_init_rank_over(comm_, backend_->device_index(), "NCCL communicator '" + this->name() + "'");
+    // A communicator handed in must be this very group; collectives would silently mix ranks.
+    int nccl_rank = -1, nccl_size = -1;
+    MDTP_CUDA_CHECK(ncclCommUserRank(nccl_, &nccl_rank));
+    MDTP_CUDA_CHECK(ncclCommCount(nccl_, &nccl_size));
+    require(nccl_rank == rank() && nccl_size == size(), "NCCL communicator '", this->name(), "': the NCCL ",
+            "communicator has rank ", nccl_rank, " of ", nccl_size, "; expected the group's rank ", rank(), " of ",
+            size());
+  } catch (...) {
+    release();
+    throw;
+  }
 }
 
-NcclCommunicator::~NcclCommunicator() {
+NcclCommunicator::~NcclCommunicator() { release(); }
+
+void NcclCommunicator::release() {
   std::erase(context_->members_, this);
   queued_.clear();  // never launched: their handles are gone (a handle waits before it dies)
   barrier_word_ = Tensor();
   if (stream_) cuda_ok_in_destructor(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   if (nccl_) ncclCommDestroy(nccl_);
   if (stream_) cuda_ok_in_destructor(cudaStreamDestroy(stream_), "cudaStreamDestroy");
+  nccl_ = nullptr;
+  stream_ = nullptr;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) MPI_Comm_free(&comm_);
+  if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void NcclCommunicator::initialize() {
-  if (nccl_) return;
-  // Rank 0 sends its status with the id, so a failure there fails every member instead of
-  // leaving them in MPI_Bcast.
-  struct {
-    int ok;
-    ncclUniqueId id;
-  } message{};
-  if (rank() == 0) message.ok = ncclGetUniqueId(&message.id) == ncclSuccess;
-  check_mpi(MPI_Bcast(&message, sizeof message, MPI_BYTE, 0, comm_), "MPI_Bcast(ncclUniqueId)");
-  require(message.ok, "NCCL communicator '", name(), "': ncclGetUniqueId failed on group rank 0 (world rank ",
-          world_ranks_.front(), "); run with NCCL_DEBUG=INFO for the reason");
-  MDTP_CUDA_CHECK(cudaSetDevice(backend_->device_index()));
-  if (!stream_) MDTP_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  MDTP_CUDA_CHECK(ncclCommInitRank(&nccl_, size(), message.id, rank()));
-}
-
-void NcclCommunicator::require_device(const Tensor& t, const char* what, const char* op) const {
+void NcclCommunicator::require_supported(const Tensor& t, const char* what, const char* op) const {
   require(t.device() == DeviceKind::cuda, "NCCL communicator '", name(), "': ", op, " ", what, " lives on ",
           device_name(t.device()), "; NCCL carries device tensors (the MPI communicator carries host ones)");
+  require(nccl_has_type(t.dtype()), "NCCL communicator '", name(), "': ", op, " ", what, " is ",
+          dtype_name(t.dtype()), "; NCCL carries f32, f64, bf16 and f16");
+  require_memory_of_device(t, backend_->device_index(), "NCCL communicator '" + name() + "': " + op + " " + what);
 }
 
 std::shared_ptr<NcclCommunicator::Launch> NcclCommunicator::begin_launch() {
-  initialize();
   auto launch = std::make_shared<Launch>();
   // Ordered after the compute stream's work so far, without a host wait.
   cudaEvent_t ready = nullptr;
@@ -195,7 +216,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::launched(std::shared_ptr<Launch> la
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, ReduceOp op) {
-  require_device(buffer, "buffer", "all_reduce");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
@@ -205,8 +225,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, Re
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shard, Tensor& gathered) {
-  require_device(shard, "shard", "all_gather");
-  require_device(gathered, "gathered", "all_gather");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclAllGather(shard.raw_data(), gathered.raw_data(), count_of(shard), nccl_type(shard.dtype()),
@@ -216,8 +234,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shar
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
-  require_device(full, "full", "reduce_scatter");
-  require_device(shard, "shard", "reduce_scatter");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclReduceScatter(full.raw_data(), shard.raw_data(), count_of(shard), nccl_type(full.dtype()),
@@ -227,7 +243,6 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& 
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int root) {
-  require_device(buffer, "buffer", "broadcast");
   context_->flush_point_to_point();
   auto launch = begin_launch();
   MDTP_CUDA_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
@@ -237,12 +252,10 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
-  require_device(in, "in", "reduce");
-  if (out.defined()) require_device(out, "out", "reduce");
   context_->flush_point_to_point();
   auto launch = begin_launch();
-  // Only the root's receive buffer is used; other ranks may pass an undefined `out`.
-  void* recv = out.defined() ? out.raw_data() : nullptr;
+  // Only the root's receive buffer is used (and validated); other ranks may pass anything.
+  void* recv = rank() == root ? out.raw_data() : nullptr;
   MDTP_CUDA_CHECK(ncclReduce(in.raw_data(), recv, count_of(in), nccl_type(in.dtype()), nccl_op(op), root, nccl_,
                              stream_));
   end_launch(*launch);
@@ -250,19 +263,14 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tens
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_send(const Tensor& buffer, int peer, int) {
-  require_device(buffer, "buffer", "send");
   return queue(true, buffer, peer);
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_recv(Tensor& buffer, int peer, int) {
-  require_device(buffer, "buffer", "recv");
   return queue(false, buffer, peer);
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::queue(bool is_send, const Tensor& buffer, int peer) {
-  // Initialised at the call, not at the flush: the flush may come from another group's
-  // operation, which is no point of this group's order.
-  initialize();
   auto record = std::make_shared<Record>();
   queued_.push_back(Queued{is_send, buffer, peer, record});
   return std::make_unique<Pending>(this, std::move(record), std::vector<Tensor>{buffer});
@@ -298,8 +306,8 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_barrier() {
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::string name, MPI_Comm group_comm, CommLedger* ledger,
                                                      const CudaBackend& backend,
-                                                     std::shared_ptr<NcclRankContext> context) {
-  return std::make_unique<NcclCommunicator>(std::move(name), group_comm, ledger, backend, std::move(context));
+                                                     std::shared_ptr<NcclRankContext> context, ncclComm_t nccl) {
+  return std::make_unique<NcclCommunicator>(std::move(name), group_comm, ledger, backend, std::move(context), nccl);
 }
 
 }  // namespace mdtp

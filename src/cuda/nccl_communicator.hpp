@@ -7,16 +7,12 @@
 // time between the two events, so the ledger records what the collective took on the GPU and not
 // the microseconds of its enqueue.
 //
-// Creation is lazy: constructing one costs an MPI_Comm and nothing else, so the ~15 groups a
-// mesh gives each rank cost no GPU memory or NCCL setup until used.  The first operation (or
-// initialize()) does ncclGetUniqueId on group rank 0, MPI_Bcast over the group and
-// ncclCommInitRank, a collective over the group.  This cannot deadlock where the program itself
-// would not: SPMD code issues the operations of a group in the same order on all its members, so
-// every member reaches its first operation, and so the initialisation, at the same point of one
-// global order of collectives.  A group that some members never use must call initialize() on
-// all of them; so should a group used only for send/recv whose members reach their first
-// send/recv at points that other groups' collectives order differently (pipeline groups can be
-// initialised up front for that reason).
+// Creation is eager: the constructor creates the NCCL communicator before it returns, so that
+// nothing is created mid-run (where a grown caching allocator can leave NCCL no memory, and where
+// ranks reaching groups in different orders would deadlock).  Either the constructor bootstraps it
+// itself (nccl_bootstrap.hpp: a collective over the group) or it is handed one split from a world
+// communicator (nccl_mesh_splits.hpp).  Both are collective, so communicators must be constructed
+// in one order on all ranks: a Mesh does, in Topology::group_names() order.
 //
 // Send/recv: NCCL has no tags and a send may wait for its receive, so point-to-point operations
 // are queued and launched together in one ncclGroupStart/End when one of them is waited on or any
@@ -45,28 +41,33 @@ class NcclCommunicator;
 class NcclRankContext {
  public:
   void flush_point_to_point();  // of every member
+  // Keeps what the members were made from (the parent of split communicators) alive as long as
+  // any member: the context lives until its last communicator and factory are gone.
+  void keep_alive(std::shared_ptr<const void> resource) { resources_.push_back(std::move(resource)); }
 
  private:
   friend class NcclCommunicator;
   std::vector<NcclCommunicator*> members_;
+  std::vector<std::shared_ptr<const void>> resources_;
 };
 
 class NcclCommunicator final : public Communicator {
  public:
   // Takes ownership of `group_comm` (freed with MPI_Comm_free unless MPI_COMM_WORLD/SELF or MPI
-  // is finalized).  Not collective.  `backend` must outlive the communicator, and the
-  // communicator every handle it returned.
-  // `context` null: a context of its own.
+  // is finalized) and of `nccl` when given: an NCCL communicator already made for exactly this
+  // group, NCCL rank = group rank (then the constructor is not collective).  Without `nccl` it
+  // bootstraps one: collective over the group.  `backend` must outlive the communicator, and the
+  // communicator every handle it returned.  `context` null: a context of its own.
   NcclCommunicator(std::string name, MPI_Comm group_comm, CommLedger* ledger, const CudaBackend& backend,
-                   std::shared_ptr<NcclRankContext> context = nullptr);
+                   std::shared_ptr<NcclRankContext> context = nullptr, ncclComm_t nccl = nullptr);
   ~NcclCommunicator() override;
 
   const char* backend_name() const override { return "nccl"; }
   std::vector<int> world_ranks() const override { return world_ranks_; }
 
-  void initialize();  // collective over the group; idempotent
-  bool initialized() const { return nccl_ != nullptr; }
-  cudaStream_t stream() const { return stream_; }  // null before initialisation
+  // How the NCCL communicator was made: "split" (from a world communicator) or "init-rank".
+  const char* creation() const { return split_ ? "split" : "init-rank"; }
+  cudaStream_t stream() const { return stream_; }
 
   // Launches this communicator's queued send/recv operations (see the header comment).
   void flush_point_to_point();
@@ -81,6 +82,10 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_recv(Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_barrier() override;
+  // Called by the base class for every buffer before anything starts: a device tensor of the
+  // backend's GPU, of a dtype NCCL carries.  So a refused call starts nothing (a sendrecv whose
+  // send buffer is refused leaves no receive queued), and the start_* hooks refuse nothing.
+  void require_supported(const Tensor& t, const char* what, const char* op) const override;
 
  private:
   struct Launch;   // the two timing events of one launch
@@ -88,25 +93,27 @@ class NcclCommunicator final : public Communicator {
   struct Queued;   // a send or recv waiting for flush_point_to_point()
   class Pending;
 
+  void release();  // the destructor's work, also for a constructor that throws
   std::shared_ptr<Launch> begin_launch();
   void end_launch(const Launch& launch);
   std::unique_ptr<PendingOp> launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive);
   std::unique_ptr<PendingOp> queue(bool is_send, const Tensor& buffer, int peer);
-  void require_device(const Tensor& t, const char* what, const char* op) const;
 
   MPI_Comm comm_;
   const CudaBackend* backend_;
   std::shared_ptr<NcclRankContext> context_;
   std::vector<int> world_ranks_;
   ncclComm_t nccl_ = nullptr;
+  bool split_ = false;
   cudaStream_t stream_ = nullptr;
   Tensor barrier_word_;  // the 1-element all-reduce of barrier()
   std::vector<Queued> queued_;
 };
 
-// Takes ownership of `group_comm`; see NcclCommunicator.
+// Takes ownership of `group_comm` (and `nccl`); see NcclCommunicator.
 std::unique_ptr<Communicator> make_nccl_communicator(std::string name, MPI_Comm group_comm,
                                                      CommLedger* ledger, const CudaBackend& backend,
-                                                     std::shared_ptr<NcclRankContext> context = nullptr);
+                                                     std::shared_ptr<NcclRankContext> context = nullptr,
+                                                     ncclComm_t nccl = nullptr);
 
 }  // namespace mdtp

@@ -1,10 +1,13 @@
 #include "cuda/staged_mpi_communicator.hpp"
 
+#include <climits>
 #include <functional>
+#include <string>
 #include <utility>
 
 #include "comm/mpi_communicator.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/device_of_pointer.hpp"
 #include "cuda/host_convert.hpp"
 
 namespace mdtp {
@@ -59,14 +62,20 @@ StagedMpiCommunicator::StagedMpiCommunicator(std::string name, MPI_Comm group_co
 
 StagedMpiCommunicator::~StagedMpiCommunicator() = default;
 
-Tensor StagedMpiCommunicator::host_like(const Tensor& device, const char* what) const {
-  require(device.device() == DeviceKind::cuda, "staged MPI communicator '", name(), "': ", what, " lives on ",
-          device_name(device.device()), "; it carries device tensors (use the MPI communicator for host ones)");
+void StagedMpiCommunicator::require_supported(const Tensor& t, const char* what, const char* op) const {
+  require(t.device() == DeviceKind::cuda, "staged MPI communicator '", name(), "': ", op, " ", what, " lives on ",
+          device_name(t.device()), "; it carries device tensors (use the MPI communicator for host ones)");
+  require(t.numel() <= INT_MAX, "staged MPI communicator '", name(), "': ", op, " ", what, " has ", t.numel(),
+          " elements; MPI carries at most ", INT_MAX, " per call");
+  require_memory_of_device(t, backend_->device_index(), "staged MPI communicator '" + name() + "': " + op + " " + what);
+}
+
+Tensor StagedMpiCommunicator::host_like(const Tensor& device) const {
   return Tensor::empty(device.shape(), wire_type(device.dtype()), host_, MemCategory::communication);
 }
 
-Tensor StagedMpiCommunicator::download(const Tensor& device, const char* what) const {
-  Tensor host = host_like(device, what);
+Tensor StagedMpiCommunicator::download(const Tensor& device) const {
+  Tensor host = host_like(device);
   if (device.numel() == 0) return host;
   // The copy is ordered after the compute stream's work on `device`; MPI needs it finished.
   if (host.dtype() == device.dtype()) {
@@ -100,14 +109,14 @@ void StagedMpiCommunicator::upload(const Tensor& host, Tensor& device) const {
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_all_reduce(Tensor& buffer, ReduceOp op) {
-  Tensor host = download(buffer, "all_reduce buffer");
+  Tensor host = download(buffer);
   CommHandle h = inner_->iall_reduce(host, op);
   return std::make_unique<Pending>(std::move(h), [this, host, buffer]() mutable { upload(host, buffer); });
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_all_gather(const Tensor& shard, Tensor& gathered) {
-  Tensor host_shard = download(shard, "all_gather shard");
-  Tensor host_gathered = host_like(gathered, "all_gather gathered");
+  Tensor host_shard = download(shard);
+  Tensor host_gathered = host_like(gathered);
   CommHandle h = inner_->iall_gather(host_shard, host_gathered);
   return std::make_unique<Pending>(std::move(h), [this, host_shard, host_gathered, gathered]() mutable {
     upload(host_gathered, gathered);
@@ -115,8 +124,8 @@ std::unique_ptr<PendingOp> StagedMpiCommunicator::start_all_gather(const Tensor&
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
-  Tensor host_full = download(full, "reduce_scatter full");
-  Tensor host_shard = host_like(shard, "reduce_scatter shard");
+  Tensor host_full = download(full);
+  Tensor host_shard = host_like(shard);
   CommHandle h = inner_->ireduce_scatter(host_full, host_shard, op);
   return std::make_unique<Pending>(std::move(h), [this, host_full, host_shard, shard]() mutable {
     upload(host_shard, shard);
@@ -124,15 +133,15 @@ std::unique_ptr<PendingOp> StagedMpiCommunicator::start_reduce_scatter(const Ten
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_broadcast(Tensor& buffer, int root) {
-  Tensor host = download(buffer, "broadcast buffer");
+  Tensor host = download(buffer);
   CommHandle h = inner_->ibroadcast(host, root);
   return std::make_unique<Pending>(std::move(h), [this, host, buffer]() mutable { upload(host, buffer); });
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
-  Tensor host_in = download(in, "reduce in");
+  Tensor host_in = download(in);
   Tensor host_out;  // undefined off the root, as the caller's `out` may be
-  if (rank() == root) host_out = host_like(out, "reduce out");
+  if (rank() == root) host_out = host_like(out);
   CommHandle h = inner_->ireduce(host_in, host_out, root, op);
   return std::make_unique<Pending>(std::move(h), [this, host_in, host_out, out]() mutable {
     if (host_out.defined()) upload(host_out, out);
@@ -140,13 +149,13 @@ std::unique_ptr<PendingOp> StagedMpiCommunicator::start_reduce(const Tensor& in,
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_send(const Tensor& buffer, int peer, int tag) {
-  Tensor host = download(buffer, "send buffer");
+  Tensor host = download(buffer);
   CommHandle h = inner_->isend(host, peer, tag);
   return std::make_unique<Pending>(std::move(h), [host] {});
 }
 
 std::unique_ptr<PendingOp> StagedMpiCommunicator::start_recv(Tensor& buffer, int peer, int tag) {
-  Tensor host = host_like(buffer, "recv buffer");
+  Tensor host = host_like(buffer);
   CommHandle h = inner_->irecv(host, peer, tag);
   return std::make_unique<Pending>(std::move(h), [this, host, buffer]() mutable { upload(host, buffer); });
 }

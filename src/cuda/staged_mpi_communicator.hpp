@@ -43,11 +43,16 @@ class StagedMpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_recv(Tensor& buffer, int peer, int tag) override;
   std::unique_ptr<PendingOp> start_barrier() override;
+  // Called by the base class for every buffer before anything starts: a device tensor of the
+  // backend's GPU whose element count the inner MPI call can carry.  So a refused call starts
+  // nothing (a sendrecv whose send buffer is refused leaves no MPI receive posted), and neither
+  // the copies nor the inner MPI communicator refuse anything afterwards.
+  void require_supported(const Tensor& t, const char* what, const char* op) const override;
 
  private:
   class Pending;
-  Tensor download(const Tensor& device, const char* what) const;   // host copy (wire dtype)
-  Tensor host_like(const Tensor& device, const char* what) const;  // uninitialised host buffer
+  Tensor download(const Tensor& device) const;   // host copy (wire dtype)
+  Tensor host_like(const Tensor& device) const;  // uninitialised host buffer
   void upload(const Tensor& host, Tensor& device) const;
 
   const CudaBackend* backend_;

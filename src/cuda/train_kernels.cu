@@ -127,7 +127,7 @@ void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::in
                   std::int64_t causal_queries, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    softmax_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
+    softmax_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
                                                                  cols, causal_queries));
   MDTP_CHECK_LAUNCH();
 }
@@ -136,7 +136,7 @@ void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, 
                            std::int64_t cols, double scale, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    softmax_backward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    softmax_backward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale)));
   MDTP_CHECK_LAUNCH();
 }
@@ -146,7 +146,7 @@ void cross_entropy_forward(DType type, const void* logits, const std::int32_t* t
                            cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    cross_entropy_forward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
+    cross_entropy_forward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(logits), targets, losses, lse, cols));
   MDTP_CHECK_LAUNCH();
 }
@@ -169,9 +169,16 @@ AdamWScalars adamw_scalars(double lr, double beta1, double beta2, double eps, do
   return {beta1, beta2, 1.0 - lr * weight_decay, lr / c1, 1.0 / std::sqrt(c2), eps, grad_scale};
 }
 
+void require_adamw_state(DType state, const char* what) {
+  require(state != DType::f16, what, " is f16; AdamW moments must be f32, f64 or bf16: f16's range loses the ",
+          "second moment (v = (1-beta2)*g^2 flushes to zero below |g| ~ 1e-3); for f16 parameters use ",
+          "adamw_update of cuda/train_ops.hpp, which keeps master weights, m and v in f32");
+}
+
 void adamw(DType param_type, void* param, DType grad_type, const void* grad, DType state_type,
            void* master, void* m, void* v, std::int64_t n, const AdamWScalars& s,
            cudaStream_t stream) {
+  require_adamw_state(state_type, "adamw state (m, v)");
   if (n == 0) return;
   // The supported combinations (callers validate them first).
   auto is = [&](DType p, DType g, DType st) { return param_type == p && grad_type == g && state_type == st; };
@@ -181,7 +188,6 @@ void adamw(DType param_type, void* param, DType grad_type, const void* grad, DTy
   if (is(DType::f32, DType::f32, DType::f32)) launch_adamw<F, F, F>(param, grad, master, m, v, n, s, stream);
   else if (is(DType::f64, DType::f64, DType::f64)) launch_adamw<double, double, double>(param, grad, master, m, v, n, s, stream);
   else if (is(DType::bf16, DType::bf16, DType::bf16)) launch_adamw<B, B, B>(param, grad, master, m, v, n, s, stream);
-  else if (is(DType::f16, DType::f16, DType::f16)) launch_adamw<H, H, H>(param, grad, master, m, v, n, s, stream);
   else if (is(DType::bf16, DType::bf16, DType::f32)) launch_adamw<B, B, F>(param, grad, master, m, v, n, s, stream);
   else if (is(DType::bf16, DType::f32, DType::f32)) launch_adamw<B, F, F>(param, grad, master, m, v, n, s, stream);
   else if (is(DType::f16, DType::f16, DType::f32)) launch_adamw<H, H, F>(param, grad, master, m, v, n, s, stream);

@@ -88,6 +88,9 @@ void adamw_update(const CudaBackend& backend, Tensor& param, const Tensor& grad,
     require(t.dtype() == state && t.numel() == param.numel(), what, " is ", dtype_name(t.dtype()), " ",
             shape_string(t.shape()), "; expected ", dtype_name(state), " with ", param.numel(), " elements");
   };
+  // f16 moments are named first, with the reason; any other mismatch by require_state.
+  kernels::require_adamw_state(m.dtype(), "adamw m");
+  kernels::require_adamw_state(v.dtype(), "adamw v");
   if (master.defined()) require_state(master, "adamw master weights");
   require_state(m, "adamw m");
   require_state(v, "adamw v");

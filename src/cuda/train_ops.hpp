@@ -37,6 +37,7 @@ void cross_entropy_backward(const CudaBackend& backend, const Tensor& logits,
 //   param f32 or f64: m, v of the same dtype; master undefined (param is updated in place) or
 //                     of the same dtype;
 //   param bf16/f16:   master, m, v f32 (master weights), param = round(master) afterwards.
+// f16 moments are refused with the reason (f16 cannot hold v = (1-beta2)·g² for small gradients).
 // grad has param's dtype (or f32 for 16-bit params) and is multiplied by step.grad_scale first.
 void adamw_update(const CudaBackend& backend, Tensor& param, const Tensor& grad, Tensor& master,
                   Tensor& m, Tensor& v, const AdamWStep& step);

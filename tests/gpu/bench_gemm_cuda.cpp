@@ -14,6 +14,8 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_gemm.hpp"
+#include "gpu/gpu_presence.hpp"
 
 using namespace mdtp;
 
@@ -96,11 +98,7 @@ int main(int argc, char** argv) {
   if (shapes.empty())  // square ones, and GPT-2 small's MLP/attention GEMMs at 8192 tokens
     shapes = {{1024, 1024, 1024}, {4096, 4096, 4096}, {8192, 3072, 768}, {8192, 768, 3072}, {8192, 2304, 768}};
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "SKIPPED: no GPU available\n");
-    return 77;
-  }
+  mdtp::gpu_test::exit_unless_gpu("bench_gemm_cuda");
   const Variant all[] = {{"f32", DType::f32, false}, {"tf32", DType::f32, true}, {"f64", DType::f64, false},
                          {"bf16", DType::bf16, false}, {"f16", DType::f16, false}};
   cudaDeviceProp props{};
@@ -117,6 +115,7 @@ int main(int argc, char** argv) {
     cublasHandle_t raw = nullptr;
     MDTP_CUDA_CHECK(cublasCreate(&raw));
     MDTP_CUDA_CHECK(cublasSetStream(raw, backend->stream()));
+    MDTP_CUDA_CHECK(cublasSetMathMode(raw, gemm_math_mode(v.dtype, v.tf32)));  // the backend's numerics
     for (const GemmShape& s : shapes) {
       Tensor a = backend->empty({s.m, s.k}, v.dtype, MemCategory::activations);
       Tensor b = backend->empty({s.k, s.n}, v.dtype, MemCategory::activations);

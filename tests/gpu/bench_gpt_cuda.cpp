@@ -22,7 +22,8 @@
 //                  [--heads 12] [--seq 1024] [--vocab 50304] [--batch 8] [--dtype f32|tf32|f64]
 //                  [--warmup 2] [--reps 10] [--peak-tflops X]
 // --batch is sequences per data-parallel replica (global batch = batch·dp, dp = ranks / tp).
-// Without a GPU it prints "SKIPPED: no GPU available" and exits 77.
+// Without a GPU it prints "SKIPPED: no GPU available" and exits 77; with a broken CUDA setup it
+// fails (gpu_presence.hpp).
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 
@@ -40,6 +41,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_comm.hpp"
+#include "gpu/gpu_presence.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt.hpp"
 #include "zero/optimizer.hpp"
@@ -48,8 +50,6 @@
 using namespace mdtp;
 
 namespace {
-
-constexpr int kSkipExitCode = 77;
 
 struct Options {
   std::string mode = "none";
@@ -156,12 +156,14 @@ int run(const Options& o, int rank, int world) {
   }
 
   CommLedger ledger;
-  DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy);
   MeshConfig mesh_config;
   mesh_config.world = world;
   mesh_config.tp = o.tp;
   mesh_config.tp_mode = o.mode == "none" || o.mode == "1d-sp" ? "1d" : o.mode;
   mesh_config.tp_depth = o.depth;
+  // With the mesh's topology, NCCL splits every group from one world communicator, up front.
+  const Topology topology(mesh_config);
+  DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy, nullptr, &topology);
   Mesh mesh(mesh_config, MPI_COMM_WORLD, ledger, factory);
   ledger.set_enabled(false);  // timing only
   auto mode = make_tp_mode(o.mode, TpContext{mesh, *backend, dtype, 1234, {}});
@@ -259,15 +261,7 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
 
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-  int mine = count > 0 ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (all == 0) {
-    if (rank == 0) std::fprintf(stderr, "SKIPPED: no GPU available\n");
-    MPI_Finalize();
-    return kSkipExitCode;
-  }
+  mdtp::gpu_test::exit_unless_gpu_on_every_rank("bench_gpt_cuda", MPI_COMM_WORLD);
 
   const Options options = parse(argc, argv, rank);
   int rc = 0;

@@ -3,7 +3,14 @@
 // compute by itself.  Shared by the NCCL and staged-MPI tests.  Values are multiples of 1/4 below
 // 16, exact in every dtype (bf16 included), so results must match exactly.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <thread>
 
 #include "comm/communicator.hpp"
 #include "cuda/cuda_backend.hpp"
@@ -99,6 +106,61 @@ inline void check_collectives(Communicator& comm, const CudaBackend& dev, DType 
     CHECK(dev.to_f64(buf) == expected);
   }
   comm.barrier();
+}
+
+// Ends the process with a message if it is still alive `seconds` after construction and before
+// destruction: a refused operation that left a receive posted hangs where it should throw, and
+// the test should say so at once rather than when ctest's timeout kills it.
+class Watchdog {
+ public:
+  Watchdog(std::string what, int seconds)
+      : thread_([this, what = std::move(what), seconds] {
+          std::unique_lock<std::mutex> lock(mutex_);
+          if (cv_.wait_for(lock, std::chrono::seconds(seconds), [this] { return done_; })) return;
+          std::fprintf(stderr, "FAILED: %s did not return within %d s\n", what.c_str(), seconds);
+          std::fflush(stderr);
+          std::_Exit(1);
+        }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;  // last: started once the members it uses exist
+};
+
+// A sendrecv, isend or irecv with a host buffer on either side must be refused during validation,
+// on every rank alike, and start nothing: the receive of a refused sendrecv is never posted (if it
+// were, unwinding would wait for it forever).  A ring shift afterwards must then get exactly its
+// own data, which a stale posted receive would have taken.  `refusal` is part of the message.
+inline void check_refused_sendrecv(Communicator& comm, const CudaBackend& dev, const char* refusal) {
+  INFO("group '" << comm.name() << "' (" << comm.backend_name() << "), rank " << comm.rank() << " of " << comm.size());
+  const int r = comm.rank(), p = comm.size();
+  const int next = (r + 1) % p, prev = (r + p - 1) % p;
+  const std::int64_t n = 9;
+  auto host = make_host_backend();
+  Tensor host_buf = host->from_f64(values_of(r, n), {n}, DType::f32, MemCategory::communication);
+  Tensor out = dev.from_f64(values_of(r, n), {n}, DType::f32, MemCategory::communication);
+  Tensor in = dev.zeros({n}, DType::f32, MemCategory::communication);
+  {
+    Watchdog watchdog("a refused sendrecv on group '" + comm.name() + "'", 30);
+    CHECK_THROWS_WITH(comm.sendrecv(host_buf, next, in, prev), Catch::Contains(refusal) && Catch::Contains("sendrecv out lives on host"));
+    CHECK_THROWS_WITH(comm.sendrecv(out, next, host_buf, prev), Catch::Contains(refusal) && Catch::Contains("sendrecv in lives on host"));
+    CHECK_THROWS_WITH(comm.isend(host_buf, next), Catch::Contains(refusal));
+    CHECK_THROWS_WITH(comm.irecv(host_buf, prev), Catch::Contains(refusal));
+    comm.sendrecv(out, next, in, prev);
+  }
+  CHECK(dev.to_f64(in) == values_of(prev, n));
 }
 
 // What the ledger must hold after check_collectives: 13 entries, each with a plausible time.

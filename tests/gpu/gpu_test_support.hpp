@@ -1,6 +1,6 @@
 #pragma once
-// Helpers shared by the GPU tests: random data, the relative error the brief's tolerances are
-// stated in (‖got - ref‖∞ / ‖ref‖∞), and host/device twins of one tensor.
+// Helpers shared by the GPU tests: random data, values as a dtype stores them, the relative error
+// the tolerances are stated in (‖got - ref‖∞ / ‖ref‖∞), and host/device twins of one tensor.
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "core/backend.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_comm.hpp"
+#include "cuda/host_convert.hpp"
 
 namespace mdtp::gpu_test {
 
@@ -24,6 +25,16 @@ inline std::vector<double> random_values(std::size_t n, unsigned seed, double lo
   std::vector<double> v(n);
   for (auto& x : v) x = dist(gen);
   return v;
+}
+
+// `values` as a tensor of `dtype` holds them (rounded once, as from_f64 does): what a reference
+// must start from to test an op rather than the rounding of its inputs.
+inline std::vector<double> as_stored(const std::vector<double>& values, DType dtype) {
+  std::vector<unsigned char> stored(values.size() * dtype_size(dtype));
+  std::vector<double> back(values.size());
+  convert_host(DType::f64, values.data(), dtype, stored.data(), values.size());
+  convert_host(dtype, stored.data(), DType::f64, back.data(), values.size());
+  return back;
 }
 
 inline double rel_inf(const std::vector<double>& got, const std::vector<double>& ref) {

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_gemm.hpp"
 #include "gpu/gpu_test_support.hpp"
 
 using namespace mdtp;
@@ -97,6 +99,38 @@ TEST_CASE("CUDA backend: bf16/f16 gemm accumulates in fp32", "[gpu][backend][gem
         b.dev->gemm(ta, tb, 0.75, a, bb, 0.5, c);
         CHECK(rel_inf(b.dev->to_f64(c), b.host->to_f64(hc)) <= 1e-2);
       }
+}
+
+TEST_CASE("CUDA backend: f32 GEMM is f32, whatever the cuBLAS handle was set to", "[gpu][backend][gemm]") {
+  // At k = 1024 TF32 (10-bit mantissa inputs) errs by ~1e-3 relative; f32 by ~1e-6.  The backend
+  // sets the math mode on every GEMM, so a handle left in TF32 mode by someone else changes
+  // nothing, and allow_tf32 is the only way to TF32.
+  CHECK(gemm_math_mode(DType::f32, false) ==
+        (CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  CHECK(gemm_math_mode(DType::f32, true) ==
+        (CUBLAS_TF32_TENSOR_OP_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  CHECK(gemm_math_mode(DType::bf16, true) ==
+        (CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+  Backends b;
+  const std::int64_t m = 256, k = 1024, n = 192;
+  Twin a = random_twin(*b.host, *b.dev, {m, k}, DType::f32, 15);
+  Twin bb = random_twin(*b.host, *b.dev, {k, n}, DType::f32, 16);
+  Tensor ha = b.host->from_f64(b.host->to_f64(a.host), {m, k}, DType::f64, MemCategory::other);
+  Tensor hb = b.host->from_f64(b.host->to_f64(bb.host), {k, n}, DType::f64, MemCategory::other);
+  Tensor ref = b.host->zeros({m, n}, DType::f64, MemCategory::other);
+  b.host->gemm(false, false, 1.0, ha, hb, 0.0, ref);
+  Tensor c = b.dev->zeros({m, n}, DType::f32, MemCategory::other);
+  MDTP_CUDA_CHECK(cublasSetMathMode(b.dev->cublas(), CUBLAS_TF32_TENSOR_OP_MATH));
+  b.dev->gemm(false, false, 1.0, a.dev, bb.dev, 0.0, c);
+  CHECK(rel_inf(b.dev->to_f64(c), b.host->to_f64(ref)) <= 1e-5);
+  CudaBackendOptions tf32;
+  tf32.allow_tf32 = true;
+  auto fast = make_cuda_backend(tf32);
+  Tensor fa = fast->from_f64(b.host->to_f64(a.host), {m, k}, DType::f32, MemCategory::other);
+  Tensor fb = fast->from_f64(b.host->to_f64(bb.host), {k, n}, DType::f32, MemCategory::other);
+  Tensor fc = fast->zeros({m, n}, DType::f32, MemCategory::other);
+  fast->gemm(false, false, 1.0, fa, fb, 0.0, fc);
+  CHECK(rel_inf(fast->to_f64(fc), b.host->to_f64(ref)) <= 1e-2);  // TF32 or not: within TF32's error
 }
 
 TEST_CASE("CUDA backend: elementwise, bias and reductions", "[gpu][backend]") {

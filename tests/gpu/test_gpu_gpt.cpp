@@ -60,7 +60,10 @@ struct CudaGptRun {
   CudaGptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, DType dtype) {
     const DeviceSetup& setup = device_setup("gpu_gpt");
     backend = make_cuda_backend();
-    DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy);
+    // With the mesh's topology, NCCL splits every group from one world communicator, up front.
+    const Topology topology(c.config);
+    DeviceCommFactory factory =
+        make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy, nullptr, &topology);
     mesh = std::make_unique<Mesh>(c.config, MPI_COMM_WORLD, ledger, factory);
     mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, 1234, {}});
     const int dp = mesh->comm("dp").size();

@@ -74,7 +74,10 @@ struct CudaModeFixture {
   CudaModeFixture(const ModeCase& c, DType dt) : dtype(dt) {
     const DeviceSetup& setup = device_setup("gpu_tp_layers");
     backend = make_cuda_backend();
-    DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy);
+    // With the mesh's topology, NCCL splits every group from one world communicator, up front.
+    const Topology topology(c.config);
+    DeviceCommFactory factory =
+        make_device_comm_factory(*backend, MPI_COMM_WORLD, setup.kind, setup.policy, nullptr, &topology);
     mesh = std::make_unique<Mesh>(c.config, MPI_COMM_WORLD, ledger, factory);
     mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, 1234, TpOptions{}});
     comm_name = setup.comm_name();

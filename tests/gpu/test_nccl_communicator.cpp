@@ -1,6 +1,7 @@
 // The NCCL communicator on device tensors of every dtype, against serial results: at world size 1,
 // and at larger sizes when every rank has its own GPU (with ranks sharing a GPU the factory must
-// refuse, on every rank, with the message that points to MDTP_COMM=mpi).
+// refuse, on every rank, with the message that points to MDTP_COMM=mpi).  Communicators are
+// created when made: bootstrapped one by one, or split from one world communicator for a mesh.
 #include <mpi.h>
 
 #include <catch2/catch.hpp>
@@ -8,6 +9,8 @@
 
 #include "cuda/device_comm.hpp"
 #include "cuda/nccl_communicator.hpp"
+#include "cuda/nccl_mesh_splits.hpp"
+#include "mesh/mesh.hpp"
 #include "gpu/comm_checks.hpp"
 
 using namespace mdtp;
@@ -38,13 +41,13 @@ TEST_CASE("NCCL communicator: collectives against serial results", "[gpu][nccl]"
     return;
   }
   CommLedger ledger;
+  // Created at construction (collectively), each by its own bootstrap without a mesh topology.
   auto world = factory("world", dup_world(), &ledger);
   CHECK(std::string(world->backend_name()) == "nccl");
   auto* nccl = dynamic_cast<NcclCommunicator*>(world.get());
   REQUIRE(nccl != nullptr);
-  CHECK_FALSE(nccl->initialized());  // lazy: nothing until the first operation
-
-  // A second group that is never used stays uninitialised.
+  CHECK(std::string(nccl->creation()) == "init-rank");
+  CHECK(nccl->stream() != nullptr);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm parity_comm = MPI_COMM_NULL;
@@ -56,15 +59,56 @@ TEST_CASE("NCCL communicator: collectives against serial results", "[gpu][nccl]"
     check_collectives(*world, *dev, dt);
     check_ledger_after_collectives(ledger, first);
   }
-  CHECK(nccl->initialized());
-  CHECK_FALSE(dynamic_cast<NcclCommunicator&>(*parity).initialized());
-  check_collectives(*parity, *dev, DType::f32);  // a sub-group, initialised on first use
+  check_collectives(*parity, *dev, DType::f32);  // a sub-group
 
   // The ledger's time is the device time between the two events: positive and small.
   for (const auto& e : ledger.entries()) CHECK(e.seconds < 10.0);
 
   Tensor host = make_host_backend()->zeros({4}, DType::f32, MemCategory::other);
   CHECK_THROWS_WITH(world->all_reduce(host), Catch::Contains("NCCL carries device tensors"));
+  check_refused_sendrecv(*world, *dev, "NCCL carries device tensors");
+}
+
+TEST_CASE("NCCL communicator: a mesh's groups split from one world communicator, up front", "[gpu][nccl]") {
+  select_device_for_local_rank(MPI_COMM_WORLD);
+  auto dev = make_cuda_backend();
+  int size = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // pp = world: with 3+ ranks the middle stages have no "embedding" group, so they must join that
+  // split with NCCL_SPLIT_NOCOLOR although the Mesh never asks their factory for it.
+  MeshConfig config;
+  config.world = size;
+  config.pp = size;
+  const Topology topology(config);
+  DeviceCommFactory factory;
+  try {
+    factory = make_nccl_comm_factory(*dev, MPI_COMM_WORLD, &topology);
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("NCCL needs one GPU per rank"));
+    WARN("NCCL mesh splits not run: ranks share a GPU");
+    return;
+  }
+  const bool split = NcclMeshSplits::supported(MPI_COMM_WORLD);
+  CommLedger ledger;
+  Mesh mesh(config, MPI_COMM_WORLD, ledger, factory);
+  for (const std::string& name : mesh.comm_names()) {
+    INFO(name);
+    auto& c = dynamic_cast<NcclCommunicator&>(mesh.comm(name));
+    CHECK(std::string(c.creation()) == (split ? "split" : "init-rank"));
+  }
+  CHECK(mesh.has_comm("embedding") == (rank == 0 || rank == size - 1));
+  for (const char* name : {"world", "pp", "tp", "dp-cp"}) check_collectives(mesh.comm(name), *dev, DType::f32);
+  if (mesh.has_comm("embedding")) check_collectives(mesh.comm("embedding"), *dev, DType::bf16);
+  check_refused_sendrecv(mesh.comm("pp"), *dev, "NCCL carries device tensors");
+
+  // The factory serves that mesh, in its order: another request is refused (on every rank alike,
+  // before anything collective).
+  if (split) {
+    MPI_Comm extra = dup_world();
+    CHECK_THROWS_WITH(factory("world", extra, &ledger), Catch::Contains("no more groups"));
+    MPI_Comm_free(&extra);
+  }
 }
 
 TEST_CASE("device communicator choice follows MDTP_COMM", "[gpu][nccl]") {

@@ -40,4 +40,5 @@ TEST_CASE("staged MPI communicator: collectives against serial results", "[gpu][
 
   Tensor host = make_host_backend()->zeros({4}, DType::f32, MemCategory::other);
   CHECK_THROWS_WITH(world->all_reduce(host), Catch::Contains("it carries device tensors"));
+  check_refused_sendrecv(*world, *dev, "it carries device tensors");
 }

@@ -5,27 +5,10 @@
 
 #include "cuda/train_ops.hpp"
 #include "gpu/gpu_test_support.hpp"
+#include "gpu/reference_ops.hpp"
 
 using namespace mdtp;
 using namespace mdtp::gpu_test;
-
-namespace {
-
-// Row softmax of [rows, cols] with the causal rule of softmax_rows (queries = 0: no mask).
-std::vector<double> softmax_ref(const std::vector<double>& x, std::int64_t rows, std::int64_t cols, std::int64_t queries) {
-  std::vector<double> y(x.size(), 0.0);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    std::int64_t last = queries > 0 ? i % queries + cols - queries : cols - 1;
-    if (last < 0) continue;
-    double mx = -INFINITY, s = 0.0;
-    for (std::int64_t j = 0; j <= last; ++j) mx = std::max(mx, x[i * cols + j]);
-    for (std::int64_t j = 0; j <= last; ++j) s += std::exp(x[i * cols + j] - mx);
-    for (std::int64_t j = 0; j <= last; ++j) y[i * cols + j] = std::exp(x[i * cols + j] - mx) / s;
-  }
-  return y;
-}
-
-}  // namespace
 
 TEST_CASE("train ops: row softmax, causal and backward", "[gpu][train]") {
   auto dev = make_cuda_backend();
@@ -47,13 +30,7 @@ TEST_CASE("train ops: row softmax, causal and backward", "[gpu][train]") {
       Tensor dy = dev->from_f64(dyv, shape, dt, MemCategory::activations);
       Tensor dx = dev->empty(shape, dt, MemCategory::activations);
       softmax_rows_backward(*dev, y, dy, dx);
-      std::vector<double> dref(xv.size());
-      for (std::int64_t i = 0; i < rows; ++i) {
-        double dot = 0.0;
-        for (std::int64_t j = 0; j < cols; ++j) dot += ref[i * cols + j] * dyv[i * cols + j];
-        for (std::int64_t j = 0; j < cols; ++j) dref[i * cols + j] = ref[i * cols + j] * (dyv[i * cols + j] - dot);
-      }
-      CHECK(rel_inf(dev->to_f64(dx), dref) <= tolerance(dt));
+      CHECK(rel_inf(dev->to_f64(dx), softmax_backward_ref(ref, dyv, rows, cols)) <= tolerance(dt));
     }
   }
 }
@@ -73,23 +50,13 @@ TEST_CASE("train ops: cross-entropy forward and backward", "[gpu][train]") {
     Tensor losses = dev->empty({rows}, DType::f64, MemCategory::activations);
     Tensor lse = dev->empty({rows}, DType::f64, MemCategory::activations);
     cross_entropy_forward(*dev, logits, t, losses, lse);
-    auto rounded = dev->to_f64(logits);  // the reference sees the logits as stored
-    std::vector<double> lref(rows), loss_ref(rows), gref(lv.size(), 0.0);
     const double scale = 1.0 / (rows - 1);
-    for (std::int64_t i = 0; i < rows; ++i) {
-      double mx = -INFINITY, s = 0.0;
-      for (std::int64_t j = 0; j < vocab; ++j) mx = std::max(mx, rounded[i * vocab + j]);
-      for (std::int64_t j = 0; j < vocab; ++j) s += std::exp(rounded[i * vocab + j] - mx);
-      lref[i] = mx + std::log(s);
-      loss_ref[i] = targets[i] < 0 ? 0.0 : lref[i] - rounded[i * vocab + targets[i]];
-      if (targets[i] >= 0)
-        for (std::int64_t j = 0; j < vocab; ++j)
-          gref[i * vocab + j] = scale * (std::exp(rounded[i * vocab + j] - lref[i]) - (j == targets[i] ? 1.0 : 0.0));
-    }
-    CHECK(rel_inf(dev->to_f64(lse), lref) <= tolerance(dt));
-    CHECK(rel_inf(dev->to_f64(losses), loss_ref) <= tolerance(dt));
+    // The reference sees the logits as stored.
+    const CrossEntropyRef ref = cross_entropy_ref(dev->to_f64(logits), targets, vocab, scale);
+    CHECK(rel_inf(dev->to_f64(lse), ref.lse) <= tolerance(dt));
+    CHECK(rel_inf(dev->to_f64(losses), ref.loss) <= tolerance(dt));
     cross_entropy_backward(*dev, logits, t, lse, scale, logits);  // in place
-    CHECK(rel_inf(dev->to_f64(logits), gref) <= tolerance(dt));
+    CHECK(rel_inf(dev->to_f64(logits), ref.dlogits) <= tolerance(dt));
   }
   Tensor logits = dev->zeros({rows + 1, vocab}, DType::f32, MemCategory::activations);
   Tensor losses = dev->empty({rows + 1}, DType::f64, MemCategory::activations);
@@ -103,20 +70,12 @@ TEST_CASE("train ops: AdamW with and without master weights", "[gpu][train]") {
   cfg.lr = 1e-2;
   cfg.weight_decay = 0.1;
   cfg.grad_scale = 0.5;
-  const double grad_scale = cfg.grad_scale;
   auto w0 = random_values(n, 90);
-  // The reference: PyTorch's AdamW in float64 (the textbook form; the kernels use the host's).
-  auto reference = [&](int steps, const std::vector<std::vector<double>>& grads) {
-    std::vector<double> w = w0, m(n, 0.0), v(n, 0.0);
-    for (int s = 1; s <= steps; ++s)
-      for (std::int64_t i = 0; i < n; ++i) {
-        double g = grads[s - 1][i] * grad_scale;
-        w[i] -= cfg.lr * cfg.weight_decay * w[i];
-        m[i] = cfg.beta1 * m[i] + (1 - cfg.beta1) * g;
-        v[i] = cfg.beta2 * v[i] + (1 - cfg.beta2) * g * g;
-        double mhat = m[i] / (1 - std::pow(cfg.beta1, s)), vhat = v[i] / (1 - std::pow(cfg.beta2, s));
-        w[i] -= cfg.lr * mhat / (std::sqrt(vhat) + cfg.eps);
-      }
+  // The reference: PyTorch's AdamW in float64, from w0 as the update reads it (in the state's
+  // dtype: the f32 master weights of a bf16 parameter).
+  auto reference = [&](DType stored, const std::vector<std::vector<double>>& grads) {
+    std::vector<double> w = as_stored(w0, stored), m(n, 0.0), v(n, 0.0);
+    adamw_ref(cfg, 1, grads, w, m, v);
     return w;
   };
   std::vector<std::vector<double>> grads;
@@ -136,7 +95,7 @@ TEST_CASE("train ops: AdamW with and without master weights", "[gpu][train]") {
       cfg.step = s;
       adamw_update(*dev, param, g, master, m, v, cfg);
     }
-    auto ref = reference(3, used);
+    auto ref = reference(state, used);
     if (dt == DType::bf16) {
       CHECK(rel_inf(dev->to_f64(master), ref) <= 1e-5);
       CHECK(rel_inf(dev->to_f64(param), ref) <= 1e-2);
@@ -149,4 +108,13 @@ TEST_CASE("train ops: AdamW with and without master weights", "[gpu][train]") {
   Tensor m32 = dev->zeros({n}, DType::f32, MemCategory::optimizer_state);
   cfg.step = 1;
   CHECK_THROWS_WITH(adamw_update(*dev, p16, p16, none, m32, m32, cfg), Catch::Contains("needs f32 master weights"));
+  // f16 moments lose v = (1-beta2)·g² for small gradients: refused, naming the tensor and dtype.
+  Tensor h16 = dev->zeros({n}, DType::f16, MemCategory::parameters);
+  Tensor master32 = dev->zeros({n}, DType::f32, MemCategory::optimizer_state);
+  Tensor m16 = dev->zeros({n}, DType::f16, MemCategory::optimizer_state);
+  CHECK_THROWS_WITH(adamw_update(*dev, h16, h16, master32, m16, m32, cfg),
+                    Catch::Contains("adamw m is f16") && Catch::Contains("loses the second moment"));
+  CHECK_THROWS_WITH(adamw_update(*dev, h16, h16, master32, m32, m16, cfg), Catch::Contains("adamw v is f16"));
+  // The Backend's same-dtype update has no master weights: an f16 parameter is refused there too.
+  CHECK_THROWS_WITH(dev->adamw_update(h16, h16, m16, m16, cfg), Catch::Contains("is f16; AdamW moments must be"));
 }

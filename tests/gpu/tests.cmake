@@ -1,22 +1,30 @@
 # GPU tests (label "gpu"): built only with MDTP_CUDA=ON.  Without a GPU every binary prints
 # "SKIPPED: no GPU available" and exits 77, which SKIP_RETURN_CODE turns into a ctest "Skipped"
-# (never a pass).  See docs/GPU.md.
+# (never a pass); a broken CUDA setup fails instead (gpu_presence.hpp).  See docs/GPU.md.
 if(MDTP_CUDA)
   set(MDTP_GPU_SKIP_CODE 77)
 
-  # One rank: every CudaBackend op against the host backend, the allocator, the extra training ops.
+  # Whether a GPU is usable, absent (skip) or broken (fail): one helper for the listener above and
+  # for the two benchmarks (gpu_presence.hpp).
+  find_package(CUDAToolkit REQUIRED)  # imported targets are per directory: CUDA::cudart here
+  add_library(mdtp_gpu_presence STATIC ${CMAKE_CURRENT_LIST_DIR}/gpu_presence.cpp)
+  target_include_directories(mdtp_gpu_presence PUBLIC ${CMAKE_SOURCE_DIR}/tests)
+  target_link_libraries(mdtp_gpu_presence PUBLIC CUDA::cudart MPI::MPI_CXX PRIVATE mdtp_warnings)
+
+  # One rank: every CudaBackend op against the host backend, the allocator, the extra training ops;
+  # and the kernels at realistic sizes (H = 2048, T = 1024, vocabulary 50304) in f32 and bf16.
   mdtp_add_mpi_test(gpu_backend
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_cuda_backend.cpp
             ${CMAKE_CURRENT_LIST_DIR}/test_cuda_allocator.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
-            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_train_backend.cpp
-    RANKS 1 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+            ${CMAKE_CURRENT_LIST_DIR}/test_cuda_train_backend.cpp ${CMAKE_CURRENT_LIST_DIR}/test_realistic_sizes.cpp
+    RANKS 1 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
 
   # Communicators: NCCL (multi-rank only where each rank has its own GPU) and the staged MPI
   # communicator, whose 2- and 4-rank runs share one GPU.
   mdtp_add_mpi_test(gpu_comm
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_nccl_communicator.cpp
             ${CMAKE_CURRENT_LIST_DIR}/test_staged_communicator.cpp
-    RANKS 1 2 4 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+    RANKS 1 2 4 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
 
   set_tests_properties(gpu_backend_np1 gpu_comm_np1 gpu_comm_np2 gpu_comm_np4
                        PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
@@ -28,13 +36,13 @@ if(MDTP_CUDA)
   mdtp_add_mpi_test(gpu_tp_layers
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_tp_layers.cpp
             ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
-    RANKS 1 2 4 8 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+    RANKS 1 2 4 8 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
   set_tests_properties(gpu_tp_layers_np1 gpu_tp_layers_np2 gpu_tp_layers_np4 gpu_tp_layers_np8
                        PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
 
   # A benchmark, not a test: GEMM TFLOP/s through CudaBackend vs raw cuBLAS.
   add_executable(bench_gemm_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gemm_cuda.cpp)
-  target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_warnings)
+  target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_gpu_presence mdtp_warnings)
 
   # The GPT model (src/model) on the CUDA backend against the serial host model: loss and every
   # gathered gradient after one forward+backward, f64 (1e-10) and f32 (1e-4); mode none at one
@@ -42,12 +50,12 @@ if(MDTP_CUDA)
   mdtp_add_mpi_test(gpu_gpt
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_gpt.cpp
             ${CMAKE_SOURCE_DIR}/tests/model/gpt_harness.cpp ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
-    RANKS 1 4 LIBS mdtp_cuda mdtp_lib LABELS gpu)
+    RANKS 1 4 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
   set_tests_properties(gpu_gpt_np1 gpu_gpt_np4 PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
 
   # A benchmark, not a test: GPT training steps (tokens/s, model TFLOP/s, MFU), one rank per GPU.
   add_executable(bench_gpt_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gpt_cuda.cpp)
-  target_link_libraries(bench_gpt_cuda PRIVATE mdtp_cuda mdtp_lib MPI::MPI_CXX mdtp_warnings)
+  target_link_libraries(bench_gpt_cuda PRIVATE mdtp_cuda mdtp_lib mdtp_gpu_presence MPI::MPI_CXX mdtp_warnings)
 endif()
 
 # Everything the CUDA variant needs for its tests, so CI can build just that (the host tests are
@@ -56,3 +64,10 @@ if(MDTP_CUDA)
   add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers test_gpu_gpt bench_gemm_cuda
                     bench_gpt_cuda mdtp)
 endif()
+
+# Host-only, in every build (no GPU, no CUDA toolkit needed, so not labelled gpu): the bf16/f16
+# conversions of the kernels and of host staging (src/cuda/narrow_float.hpp, host_convert.cpp, both
+# plain C++) against a brute-force nearest-value reference.
+mdtp_add_mpi_test(narrow_float
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_narrow_float.cpp ${CMAKE_SOURCE_DIR}/src/cuda/host_convert.cpp
+  RANKS 1 LIBS mdtp_core)
