@@ -3,6 +3,7 @@
 #include "cuda/cuda_backend.hpp"
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_gemm.hpp"
 #include "cuda/cuda_kernels.hpp"
 #include "cuda/host_convert.hpp"
 
@@ -37,6 +38,9 @@ CudaBackend::CudaBackend(CudaBackendOptions options)
   MDTP_CUDA_CHECK(cublasCreate(&handle));
   cublas_.reset(handle);
   MDTP_CUDA_CHECK(cublasSetStream(handle, stream));
+  // The handle's default matches what every GEMM sets for itself (cuda_gemm.hpp): no TF32 unless
+  // asked, so that f32 results match the host backend.
+  MDTP_CUDA_CHECK(cublasSetMathMode(handle, gemm_math_mode(DType::f32, options.allow_tf32)));
 }
 
 CudaBackend::~CudaBackend() {

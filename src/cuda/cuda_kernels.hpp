@@ -59,7 +59,7 @@ void cross_entropy_backward(DType type, const void* logits, const std::int32_t* 
                             const double* lse, double scale, void* dlogits, std::int64_t rows,
                             std::int64_t cols, cudaStream_t stream);
 
-// The host backend's AdamW arithmetic (host_train_ops.cpp), constants precomputed in double:
+// The host backend's AdamW arithmetic (core/host_backend.cpp), constants precomputed in double:
 // m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²;  w = w·decay - step_size·m / (sqrt(v)·inv_sqrt_c2 + eps)
 // with g = grad·grad_scale, decay = 1 - lr·wd, step_size = lr / (1 - b1^t), inv_sqrt_c2 = 1/sqrt(1 - b2^t).
 struct AdamWScalars {

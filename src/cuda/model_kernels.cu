@@ -1,5 +1,5 @@
 // Kernels of the Backend's training ops that are not GEMMs: embedding lookup and gradient,
-// and the vocabulary-parallel cross-entropy pieces.  They mirror host_train_ops.cpp: statistics
+// and the vocabulary-parallel cross-entropy pieces.  They mirror model/host_gpt_kernels.cpp: statistics
 // and cross-entropy arithmetic in double whatever the dtype, the embedding gradient summed per
 // table row in token order (deterministic, no atomics).
 #include <cmath>

@@ -141,6 +141,7 @@ class GptModel {
   // Every parameter this rank holds, by unit in ascending order (a whole model: nanoGPT's
   // state_dict order).
   std::vector<ModelParam>& parameters() { return params_; }
+  const std::vector<ModelParam>& parameters() const { return params_; }
   // The parameters of one unit this rank holds (empty for a unit it does not hold); the head's
   // wte copy belongs to the head unit, the embedding's wte to unit 0.
   const std::vector<ModelParam>& unit_parameters(int unit) const;

@@ -47,6 +47,19 @@ void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType d
   p.grad = backend.zeros(shape, dtype, MemCategory::gradients);
 }
 
+void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& backend) {
+  require(value.numel() == p.value.numel() && grad.numel() == p.grad.numel(), p.name, ": storage of ",
+          value.numel(), " and ", grad.numel(), " elements for a shard of ", p.value.numel());
+  require(value.dtype() == p.value.dtype() && grad.dtype() == p.grad.dtype(), p.name, ": storage of dtype ",
+          dtype_name(value.dtype()), "/", dtype_name(grad.dtype()), " for a parameter of ", dtype_name(p.value.dtype()));
+  value = value.reshaped(p.value.shape());
+  grad = grad.reshaped(p.grad.shape());
+  backend.copy(p.value, value);
+  backend.copy(p.grad, grad);
+  p.value = value;
+  p.grad = grad;
+}
+
 void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
                       const std::string& data_parallel_group) {
   for (Parameter* p : params) {

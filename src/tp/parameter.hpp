@@ -42,6 +42,12 @@ double init_value(std::uint64_t seed, const std::string& name, std::int64_t flat
 void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,
                  const InitSpec& init);
 
+// Moves a parameter into storage it does not own (a ZeRO bucket): `value` and `grad` must be
+// tensors of its shard's element count (e.g. views into flat buffers, Tensor::row_slice of a 1-D
+// tensor, reshaped); the current value and gradient are copied in, and from then on the layers
+// read and accumulate straight into the views (they never cache a parameter's tensors).
+void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& backend);
+
 // Sums partial gradients over each parameter's partial_grad_over groups (one all-reduce each),
 // then, when `data_parallel_group` is not empty, over that group too.
 void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
@@ -50,8 +56,10 @@ void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
 void zero_gradients(const std::vector<Parameter*>& params, const Backend& backend);
 
 // Global ‖grad‖₂ over all parameters of the model, each element counted once: local squares,
-// divided by the replication count, all-reduced over the whole model-parallel world given.
+// divided by the replication count (replicated_over), all-reduced over `model_parallel_group`, the
+// mesh group whose ranks hold distinct elements ("tp-pp": every tensor-parallel shard of every
+// pipeline stage; a ZeRO engine adds the data-parallel shards).
 double global_grad_norm(const std::vector<Parameter*>& params, const Mesh& mesh, const Backend& backend,
-                        const std::string& model_parallel_group = "tp");
+                        const std::string& model_parallel_group);
 
 }  // namespace mdtp

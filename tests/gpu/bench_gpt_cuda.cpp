@@ -40,11 +40,13 @@
 #include "comm/wait_policy.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_gpt_kernels.hpp"
 #include "cuda/device_comm.hpp"
 #include "gpu/gpu_presence.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt.hpp"
 #include "zero/optimizer.hpp"
+#include "modes/registry.hpp"
 #include "tp/mode.hpp"
 
 using namespace mdtp;
@@ -159,16 +161,17 @@ int run(const Options& o, int rank, int world) {
   MeshConfig mesh_config;
   mesh_config.world = world;
   mesh_config.tp = o.tp;
-  mesh_config.tp_mode = o.mode == "none" || o.mode == "1d-sp" ? "1d" : o.mode;
+  mesh_config.tp_mode = parse_tp_mode(o.mode);
   mesh_config.tp_depth = o.depth;
   // With the mesh's topology, NCCL splits every group from one world communicator, up front.
   const Topology topology(mesh_config);
   DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy, nullptr, &topology);
   Mesh mesh(mesh_config, MPI_COMM_WORLD, ledger, factory);
   ledger.set_enabled(false);  // timing only
-  auto mode = make_tp_mode(o.mode, TpContext{mesh, *backend, dtype, 1234, {}});
+  auto mode = make_tp_mode(mesh_config.tp_mode, TpContext{mesh, *backend, dtype, 1234, {}});
   const int dp = mesh.comm("dp").size();
-  GptModel model(*mode, o.model, o.batch);
+  const std::unique_ptr<GptKernels> kernels = make_cuda_gpt_kernels(*backend);
+  GptModel model(*mode, o.model, o.batch, {}, "dp", kernels.get());
   Optimizer optimizer(OptimizerConfig{}, model.parameters(), mesh, *backend);
 
   // N: logical parameters (padding rows excluded), without the position embedding.

@@ -1,9 +1,10 @@
-// The Backend's training ops on CUDA against the host backend: embedding (with repeated and
+// The GPT kernels (model/gpt_kernels.hpp) and AdamW on CUDA against the host: embedding (with repeated and
 // out-of-range ids), causal attention forward/backward, the vocabulary-parallel cross-entropy
 // pieces, AdamW.  f64 to 1e-12, f32 to 1e-5 (relative, infinity norm).
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "cuda/cuda_gpt_kernels.hpp"
 #include "gpu/gpu_test_support.hpp"
 
 using namespace mdtp;
@@ -14,6 +15,9 @@ namespace {
 struct Backends {
   std::unique_ptr<Backend> host = make_host_backend();
   std::unique_ptr<CudaBackend> dev = make_cuda_backend();
+  // The model-level GPT kernels of each backend (model/gpt_kernels.hpp).
+  std::unique_ptr<GptKernels> host_kernels = make_host_gpt_kernels(*host);
+  std::unique_ptr<GptKernels> dev_kernels = make_cuda_gpt_kernels(*dev);
   void check(const Twin& t, DType dtype, const char* what) const {
     INFO(what << " (" << dtype_name(dtype) << ")");
     CHECK(rel_inf(dev->to_f64(t.dev), host->to_f64(t.host)) <= tolerance(dtype));
@@ -30,13 +34,13 @@ TEST_CASE("CUDA training ops: embedding lookup and gradient", "[gpu][train]") {
   for (DType dt : {DType::f64, DType::f32}) {
     Twin table = random_twin(*b.host, *b.dev, {rows, cols}, dt, 100);
     Twin out = random_twin(*b.host, *b.dev, {n, cols}, dt, 101);
-    b.host->embedding_forward(table.host, ids, first_row, out.host);
-    b.dev->embedding_forward(table.dev, ids, first_row, out.dev);
+    b.host_kernels->embedding_forward(table.host, ids, first_row, out.host);
+    b.dev_kernels->embedding_forward(table.dev, ids, first_row, out.dev);
     b.check(out, dt, "embedding_forward");
     Twin dy = random_twin(*b.host, *b.dev, {n, cols}, dt, 102);
     Twin grad = random_twin(*b.host, *b.dev, {rows, cols}, dt, 103);  // accumulated into
-    b.host->embedding_backward(dy.host, ids, first_row, grad.host);
-    b.dev->embedding_backward(dy.dev, ids, first_row, grad.dev);
+    b.host_kernels->embedding_backward(dy.host, ids, first_row, grad.host);
+    b.dev_kernels->embedding_backward(dy.dev, ids, first_row, grad.dev);
     b.check(grad, dt, "embedding_backward");
   }
 }
@@ -49,14 +53,14 @@ TEST_CASE("CUDA training ops: causal attention forward and backward", "[gpu][tra
     Twin qkv = random_twin(*b.host, *b.dev, {N, 3 * C}, dt, 110);
     Twin y = random_twin(*b.host, *b.dev, {N, C}, dt, 111);
     Twin probs = random_twin(*b.host, *b.dev, {sequences, n_head, seq_len, seq_len}, dt, 112);
-    b.host->attention_forward(qkv.host, seq_len, n_head, y.host, probs.host);
-    b.dev->attention_forward(qkv.dev, seq_len, n_head, y.dev, probs.dev);
+    b.host_kernels->attention_forward(qkv.host, seq_len, n_head, y.host, probs.host);
+    b.dev_kernels->attention_forward(qkv.dev, seq_len, n_head, y.dev, probs.dev);
     b.check(probs, dt, "attention_forward probs");
     b.check(y, dt, "attention_forward y");
     Twin dy = random_twin(*b.host, *b.dev, {N, C}, dt, 113);
     Twin dqkv = random_twin(*b.host, *b.dev, {N, 3 * C}, dt, 114);  // overwritten
-    b.host->attention_backward(dy.host, qkv.host, probs.host, seq_len, n_head, dqkv.host);
-    b.dev->attention_backward(dy.dev, qkv.dev, probs.dev, seq_len, n_head, dqkv.dev);
+    b.host_kernels->attention_backward(dy.host, qkv.host, probs.host, seq_len, n_head, dqkv.host);
+    b.dev_kernels->attention_backward(dy.dev, qkv.dev, probs.dev, seq_len, n_head, dqkv.dev);
     b.check(dqkv, dt, "attention_backward");
   }
 }
@@ -69,20 +73,20 @@ TEST_CASE("CUDA training ops: vocabulary-parallel cross-entropy pieces", "[gpu][
   for (DType dt : {DType::f64, DType::f32}) {
     Twin logits = twin(*b.host, *b.dev, random_values(rows * cols, 120, -3.0, 3.0), {rows, cols}, dt);
     Twin mx = random_twin(*b.host, *b.dev, {rows}, DType::f64, 121);
-    b.host->xent_row_max(logits.host, valid, mx.host);
-    b.dev->xent_row_max(logits.dev, valid, mx.dev);
+    b.host_kernels->xent_row_max(logits.host, valid, mx.host);
+    b.dev_kernels->xent_row_max(logits.dev, valid, mx.dev);
     b.check(mx, DType::f64, "xent_row_max");
     Twin sums = random_twin(*b.host, *b.dev, {rows, 2}, DType::f64, 122);
-    b.host->xent_partial_sums(logits.host, valid, mx.host, targets, col0, sums.host);
-    b.dev->xent_partial_sums(logits.dev, valid, mx.dev, targets, col0, sums.dev);
+    b.host_kernels->xent_partial_sums(logits.host, valid, mx.host, targets, col0, sums.host);
+    b.dev_kernels->xent_partial_sums(logits.dev, valid, mx.dev, targets, col0, sums.dev);
     b.check(sums, DType::f64, "xent_partial_sums");
     auto m = b.host->to_f64(mx.host), s = b.host->to_f64(sums.host);
     std::vector<double> lse(rows);
     for (std::int64_t i = 0; i < rows; ++i) lse[i] = m[i] + std::log(s[2 * i]);
     Twin l = twin(*b.host, *b.dev, lse, {rows}, DType::f64);
     Twin dl = random_twin(*b.host, *b.dev, {rows, cols}, dt, 123);
-    b.host->xent_backward(logits.host, valid, l.host, targets, col0, 0.25, dl.host);
-    b.dev->xent_backward(logits.dev, valid, l.dev, targets, col0, 0.25, dl.dev);
+    b.host_kernels->xent_backward(logits.host, valid, l.host, targets, col0, 0.25, dl.host);
+    b.dev_kernels->xent_backward(logits.dev, valid, l.dev, targets, col0, 0.25, dl.dev);
     b.check(dl, dt, "xent_backward");
   }
 }
@@ -125,7 +129,7 @@ TEST_CASE("CUDA training ops: embedding gradient of a row wider than the y grid 
   Tensor d = b.dev->from_f64(dy, {2, cols}, DType::f32, MemCategory::activations);
   Tensor grad = b.dev->from_f64(std::vector<double>(static_cast<std::size_t>(cols), 1.0), {1, cols}, DType::f32,
                                 MemCategory::gradients);
-  b.dev->embedding_backward(d, ids, 0, grad);
+  b.dev_kernels->embedding_backward(d, ids, 0, grad);
   const bool exact = b.dev->to_f64(grad) == want;  // not CHECK(a == b): Catch would print 16M values
   CHECK(exact);
 }

@@ -25,6 +25,8 @@
 #include "gpu_test_support.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt_harness.hpp"
+#include "cuda/cuda_gpt_kernels.hpp"
+#include "modes/registry.hpp"
 #include "tp/mode.hpp"
 
 using namespace mdtp;
@@ -34,21 +36,21 @@ using mdtp::gpu_test::device_setup;
 
 namespace {
 
-ModeCase make_case(const std::string& mode, int world, int tp, const std::string& grid) {
+ModeCase make_case(const char* mode, int world, int tp) {
   MeshConfig c;
   c.world = world;
   c.tp = tp;
-  c.tp_mode = grid;
+  c.tp_mode = parse_tp_mode(mode);
   c.tp_depth = 1;
-  return ModeCase{mode, c};
+  return ModeCase{c.tp_mode, c};
 }
 
 std::vector<ModeCase> gpu_model_cases(int world) {
   switch (world) {
-    case 1: return {make_case("none", 1, 1, "1d")};
+    case 1: return {make_case("none", 1, 1)};
     case 4:
-      return {make_case("1d", 4, 4, "1d"), make_case("2d", 4, 4, "2d"), make_case("1d", 4, 2, "1d"),
-              make_case("none", 4, 1, "1d")};
+      return {make_case("1d", 4, 4), make_case("2d", 4, 4), make_case("1d", 4, 2),
+              make_case("none", 4, 1)};
     default: return {};
   }
 }
@@ -68,12 +70,14 @@ struct CudaGptRun {
     mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, 1234, {}});
     const int dp = mesh->comm("dp").size();
     REQUIRE(global_batch % dp == 0);
-    model = std::make_unique<GptModel>(*mode, config, global_batch / dp);
+    kernels = make_cuda_gpt_kernels(*backend);
+    model = std::make_unique<GptModel>(*mode, config, global_batch / dp, std::vector<UnitRange>{}, "dp", kernels.get());
   }
   CommLedger ledger;
   std::unique_ptr<CudaBackend> backend;
   std::unique_ptr<Mesh> mesh;
   std::unique_ptr<TensorParallelMode> mode;
+  std::unique_ptr<GptKernels> kernels;
   std::unique_ptr<GptModel> model;
 
   std::vector<std::int32_t> replica_rows(const std::vector<std::int32_t>& global) const {

@@ -29,6 +29,7 @@
 #include "mesh/mesh.hpp"
 #include "tp/layout.hpp"
 #include "tp/mlp.hpp"
+#include "modes/registry.hpp"
 #include "tp/mode.hpp"
 #include "tp/tp_checks.hpp"
 
@@ -43,25 +44,25 @@ constexpr double kBf16Tolerance = 1e-2;
 
 // The (mode, mesh) pairs the GPU runs check at `world` ranks (see the header comment).
 std::vector<ModeCase> gpu_cases_for_world(int world) {
-  auto make = [&](std::string mode, int tp, std::string grid, int depth = 1) {
+  auto make = [&](const char* mode, int tp, int depth = 1) {
     MeshConfig c;
     c.world = world;
     c.tp = tp;
-    c.tp_mode = std::move(grid);
+    c.tp_mode = parse_tp_mode(mode);
     c.tp_depth = depth;
-    return ModeCase{std::move(mode), c};
+    return ModeCase{c.tp_mode, c};
   };
   std::vector<ModeCase> cases;
   switch (world) {
     case 1:
-      cases = {make("none", 1, "1d"), make("1d", 1, "1d"),     make("1d-sp", 1, "1d"),
-               make("2d", 1, "2d"),   make("2.5d", 1, "2.5d"), make("3d", 1, "3d")};
+      cases = {make("none", 1), make("1d", 1),     make("1d-sp", 1),
+               make("2d", 1),   make("2.5d", 1), make("3d", 1)};
       break;
-    case 2: cases = {make("1d", 2, "1d"), make("1d-sp", 2, "1d")}; break;
+    case 2: cases = {make("1d", 2), make("1d-sp", 2)}; break;
     case 4:
-      cases = {make("1d", 4, "1d"), make("1d-sp", 4, "1d"), make("2d", 4, "2d"), make("2.5d", 4, "2.5d", 1)};
+      cases = {make("1d", 4), make("1d-sp", 4), make("2d", 4), make("2.5d", 4, 1)};
       break;
-    case 8: cases = {make("2.5d", 8, "2.5d", 2), make("3d", 8, "3d")}; break;
+    case 8: cases = {make("2.5d", 8, 2), make("3d", 8)}; break;
     default: break;
   }
   return cases;
@@ -194,7 +195,8 @@ TEST_CASE("GPU: bf16 Linear chain forward (fp32 accumulation) matches f64 produc
         const Matrix w = f.gather_matrix(*ps[0], false);
         const std::vector<double> b = f.gather_vector(*ps[1], false);
         const Matrix ref = add_row(matmul(in, w), b);
-        h = layers[l]->forward(h);
+        LinearSaved saved;  // forward only: dropped at the end of the iteration
+        h = layers[l]->forward(h, saved);
         Matrix got = f.gather(h, layers[l]->output_layout(), B, dims[l + 1]);
         check_close(got.v, ref.v, kBf16Tolerance, "bf16 forward output of layer " + std::to_string(l));
         in = std::move(got);

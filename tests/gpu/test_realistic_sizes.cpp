@@ -22,6 +22,7 @@
 #include <string>
 
 #include "cuda/train_ops.hpp"
+#include "cuda/cuda_gpt_kernels.hpp"
 #include "gpu/gpu_test_support.hpp"
 #include "gpu/reference_ops.hpp"
 
@@ -51,6 +52,9 @@ std::string named(const char* what, DType dt) { return std::string(what) + " (" 
 struct Backends {
   std::unique_ptr<Backend> host = make_host_backend();  // the float64 references
   std::unique_ptr<CudaBackend> dev = make_cuda_backend();
+  // The model-level GPT kernels of each backend (model/gpt_kernels.hpp).
+  std::unique_ptr<GptKernels> host_kernels = make_host_gpt_kernels(*host);
+  std::unique_ptr<GptKernels> dev_kernels = make_cuda_gpt_kernels(*dev);
   Tensor host64(const std::vector<double>& v, const Shape& shape) const {
     return host->from_f64(v, shape, DType::f64, MemCategory::other);
   }
@@ -155,12 +159,12 @@ TEST_CASE("realistic sizes: vocabulary-parallel cross-entropy pieces, half of 50
     const auto logits = as_stored(random_values(rows * cols, 225, -4.0, 4.0), dt);
     Tensor L = b.device(logits, {rows, cols}, dt);
     Tensor mx = b.dev->empty({rows}, DType::f64, MemCategory::other), sums = b.dev->empty({rows, 2}, DType::f64, MemCategory::other);
-    b.dev->xent_row_max(L, valid, mx);
-    b.dev->xent_partial_sums(L, valid, mx, targets, col0, sums);
+    b.dev_kernels->xent_row_max(L, valid, mx);
+    b.dev_kernels->xent_partial_sums(L, valid, mx, targets, col0, sums);
     Tensor hl = b.host64(logits, {rows, cols});
     Tensor hmx = b.host64(std::vector<double>(rows), {rows}), hsums = b.host64(std::vector<double>(rows * 2), {rows, 2});
-    b.host->xent_row_max(hl, valid, hmx);
-    b.host->xent_partial_sums(hl, valid, hmx, targets, col0, hsums);
+    b.host_kernels->xent_row_max(hl, valid, hmx);
+    b.host_kernels->xent_partial_sums(hl, valid, hmx, targets, col0, hsums);
     check_close(b.dev->to_f64(mx), b.host->to_f64(hmx), kStatsDouble, named("xent_row_max [128, 25216]", dt));
     check_close(b.dev->to_f64(sums), b.host->to_f64(hsums), kStatsDouble, named("xent_partial_sums", dt));
     const auto m = b.host->to_f64(hmx), s = b.host->to_f64(hsums);
@@ -168,8 +172,8 @@ TEST_CASE("realistic sizes: vocabulary-parallel cross-entropy pieces, half of 50
     for (std::int64_t i = 0; i < rows; ++i) lse[i] = m[i] + std::log(s[2 * i]);
     Tensor LSE = b.device(lse, {rows}, DType::f64), DL = b.dev->empty({rows, cols}, dt, MemCategory::other);
     Tensor hdl = b.host64(std::vector<double>(rows * cols), {rows, cols});
-    b.dev->xent_backward(L, valid, LSE, targets, col0, 1.0 / rows, DL);
-    b.host->xent_backward(hl, valid, b.host64(lse, {rows}), targets, col0, 1.0 / rows, hdl);
+    b.dev_kernels->xent_backward(L, valid, LSE, targets, col0, 1.0 / rows, DL);
+    b.host_kernels->xent_backward(hl, valid, b.host64(lse, {rows}), targets, col0, 1.0 / rows, hdl);
     check_close(b.dev->to_f64(DL), b.host->to_f64(hdl), tol(dt), named("xent_backward", dt));
   }
 }
@@ -182,18 +186,18 @@ TEST_CASE("realistic sizes: causal attention at T = 1024", "[gpu][realistic][att
     const auto dy = as_stored(random_values(N * C, 231), dt);
     Tensor QKV = b.device(qkv, {N, 3 * C}, dt);
     Tensor Y = b.dev->empty({N, C}, dt, MemCategory::other), P = b.dev->empty({1, n_head, T, T}, dt, MemCategory::other);
-    b.dev->attention_forward(QKV, T, n_head, Y, P);
+    b.dev_kernels->attention_forward(QKV, T, n_head, Y, P);
     Tensor hqkv = b.host64(qkv, {N, 3 * C});
     Tensor hy = b.host64(std::vector<double>(N * C), {N, C}), hp = b.host64(std::vector<double>(n_head * T * T), {1, n_head, T, T});
-    b.host->attention_forward(hqkv, T, n_head, hy, hp);
+    b.host_kernels->attention_forward(hqkv, T, n_head, hy, hp);
     check_close(b.dev->to_f64(P), b.host->to_f64(hp), tol(dt), named("attention probs [2, 1024, 1024]", dt));
     check_close(b.dev->to_f64(Y), b.host->to_f64(hy), tol(dt), named("attention y", dt));
 
     // Backward from the device's probabilities, as stored.
     Tensor DY = b.device(dy, {N, C}, dt), DQKV = b.dev->empty({N, 3 * C}, dt, MemCategory::other);
-    b.dev->attention_backward(DY, QKV, P, T, n_head, DQKV);
+    b.dev_kernels->attention_backward(DY, QKV, P, T, n_head, DQKV);
     Tensor hdqkv = b.host64(std::vector<double>(N * 3 * C), {N, 3 * C});
-    b.host->attention_backward(b.host64(dy, {N, C}), hqkv, b.host64(b.dev->to_f64(P), {1, n_head, T, T}), T, n_head, hdqkv);
+    b.host_kernels->attention_backward(b.host64(dy, {N, C}), hqkv, b.host64(b.dev->to_f64(P), {1, n_head, T, T}), T, n_head, hdqkv);
     const auto got = b.dev->to_f64(DQKV), ref = b.host->to_f64(hdqkv);
     // dQ, dK, dV separately: each has its own scale, and one must not hide another's error.
     for (int part = 0; part < 3; ++part) {
@@ -221,17 +225,17 @@ TEST_CASE("realistic sizes: embedding over a 50304-token vocabulary, H = 1024", 
   for (DType dt : {DType::f32, DType::bf16}) {
     const auto table = as_stored(random_values(rows * H, 241), dt);
     Tensor W = b.device(table, {rows, H}, dt), out = b.dev->empty({n, H}, dt, MemCategory::other);
-    b.dev->embedding_forward(W, ids, first_row, out);
+    b.dev_kernels->embedding_forward(W, ids, first_row, out);
     Tensor hout = b.host64(std::vector<double>(n * H), {n, H});
-    b.host->embedding_forward(b.host64(table, {rows, H}), ids, first_row, hout);
+    b.host_kernels->embedding_forward(b.host64(table, {rows, H}), ids, first_row, hout);
     const bool lookup_exact = b.dev->to_f64(out) == b.host->to_f64(hout);  // not CHECK(a == b): 8M values
     CHECK(lookup_exact);
 
     const auto dy = as_stored(random_values(n * H, 242), dt);
     Tensor grad = b.dev->zeros({rows, H}, dt, MemCategory::other);
-    b.dev->embedding_backward(b.device(dy, {n, H}, dt), ids, first_row, grad);
+    b.dev_kernels->embedding_backward(b.device(dy, {n, H}, dt), ids, first_row, grad);
     Tensor hgrad = b.host64(std::vector<double>(rows * H, 0.0), {rows, H});
-    b.host->embedding_backward(b.host64(dy, {n, H}), ids, first_row, hgrad);
+    b.host_kernels->embedding_backward(b.host64(dy, {n, H}), ids, first_row, hgrad);
     check_close(b.dev->to_f64(grad), b.host->to_f64(hgrad), tol(dt), named("embedding gradient [25152, 1024]", dt));
   }
 }

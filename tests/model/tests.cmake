@@ -4,6 +4,7 @@
 # (2.5D q=3 d=2, 2D q=3 with dp=2) and 27 (3D q=3: label 'large').
 mdtp_add_mpi_test(model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_model.cpp ${CMAKE_CURRENT_LIST_DIR}/test_training.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_train_errors.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_model_chunks.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 1 2 4 8 18 27 LABELS model TIMEOUT 900)
 
