@@ -18,6 +18,7 @@ BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-$(nproc)}"
 
 packages=(build-essential cmake git pkg-config mpich libmpich-dev libeigen3-dev libhdf5-dev catch2
+          libcli11-dev nlohmann-json3-dev libfmt-dev
           python3 python3-h5py python3-numpy python3-matplotlib hdf5-tools)
 
 install_packages() {

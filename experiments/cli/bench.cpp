@@ -3,87 +3,76 @@
 // One run (/runs/<NNNN>-bench) per (mode, hidden size), written as soon as it is measured; runs
 // of one invocation share the attribute batch_id.  Exit status 1 when a correctness check failed
 // or measured bytes differ from the model's.
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <iostream>
+#include <memory>
 
 #include "bench/bench_tables.hpp"
-#include "calibrate/calibration_io.hpp"
 #include "bench/mode_mesh.hpp"
+#include "calibrate/calibration_io.hpp"
+#include "cli/commands.hpp"
 #include "run/rank_stats.hpp"
 #include "run/results_sink.hpp"
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
 
 namespace mdtp::cli {
 namespace {
 
-const char* kUsage =
-    "usage: mpiexec -n N mdtp bench [options]\n"
-    "  --modes LIST|all     modes: none,1d,1d-sp,2d,2.5d,3d (all: the TP modes that fit N)   [all]\n"
-    "  --layer KIND         linear | layernorm | mlp                                           [mlp]\n"
-    "  --batch B --seq S    global batch of B·S rows, split over the data-parallel replicas   [8, 32]\n"
-    "  --hidden H[,H2,...]  hidden size(s): one run per mode and size                          [256]\n"
-    "  --ffn F[,F2,...]     MLP inner / Linear output size, one per hidden size              [4·H]\n"
-    "  --depth D            2.5D depth (default: the largest d·q² dividing N, preferring d ≥ 2)\n"
-    "  --dtype f32|f64                                                                          [f32]\n"
-    "  --warmup N --reps N  untimed and timed steps                                            [2, 5]\n"
-    "  --calibration FILE.h5[:/runs/NNNN-calibrate]  α-β parameters (default: the latest calibrate\n"
-    "                       run in FILE; without the option, default link parameters, flagged)\n"
-    "  --out FILE.h5        results file, created or appended to, never overwritten  [results/bench.h5]\n"
-    "  --ranks-per-node N   placement for link classes (0: one node)                             [0]\n"
-    "  --keep-gathered-3d   3D: keep gathered X and W for backward (fewer collectives, more memory)\n"
-    "  --no-check           skip the comparison with the serial recomputation (large sizes)\n"
-    "Mesh per mode on N ranks: 1d/1d-sp tp=N; 2d the largest square q² dividing N (dp = N/q²);\n"
-    "2.5d d·q²; 3d the largest cube; none = pure data parallelism (tp=1, dp=N).\n";
+struct BenchOptions {
+  std::vector<TpMode> modes;  // empty: all the TP modes that fit the world
+  std::string layer = "mlp";
+  long long batch = 8, seq = 32;
+  std::vector<long long> hidden{256};
+  std::vector<long long> ffn;  // empty: 4 * hidden
+  int depth = 0;               // 0: chosen per world size
+  DType dtype = DType::f32;
+  bench::RunSettings settings;
+  bool no_check = false;
+  std::string calibration;
+  std::string out = "results/bench.h5";
+  int ranks_per_node = 0;
+  bool keep_gathered_3d = false;
+};
 
-std::vector<TpMode> selected_modes(const Args& args, int world, int depth) {
-  const std::vector<std::string> names = args.get_list("--modes", {"all"});
-  std::vector<TpMode> modes;
-  if (names.size() == 1 && names[0] == "all") {
-    modes = bench::modes_that_fit(world, depth);
+std::vector<TpMode> selected_modes(const BenchOptions& o, int world) {
+  std::vector<TpMode> modes = o.modes;
+  if (modes.empty()) {
+    modes = bench::modes_that_fit(world, o.depth);
     require(!modes.empty(), "no tensor-parallel mode fits ", world, " ranks (1d needs at least 2); use --modes none");
-  } else {
-    for (const auto& name : names) modes.push_back(parse_tp_mode(name));
   }
   for (const auto& mode : modes)
-    require(bench::mesh_for_mode(mode, world, depth).has_value(), "mode ", mode, " does not fit ", world,
-            " ranks (2d needs a square ≥ 4 dividing it, 2.5d d·q², 3d a cube ≥ 8, 1d at least 2)");
+    require(bench::mesh_for_mode(mode, world, o.depth).has_value(), "mode ", mode, " does not fit ", world,
+            " ranks (2d needs a square >= 4 dividing it, 2.5d d*q^2, 3d a cube >= 8, 1d at least 2)");
   return modes;
 }
 
-std::vector<cost::Workload> workloads(const Args& args, int world) {
-  const int depth = static_cast<int>(args.get_int("--depth", 0));
-  const std::vector<TpMode> modes = selected_modes(args, world, depth);
-  const long long batch = args.get_int("--batch", 8), seq = args.get_int("--seq", 32);
-  require(batch > 0 && seq > 0, "--batch and --seq must be positive; got ", batch, " and ", seq);
-  const std::vector<long long> hidden = args.get_int_list("--hidden", {256});
-  std::vector<long long> ffn = args.get_int_list("--ffn", {});
-  require(!hidden.empty(), "--hidden needs at least one size");
-  require(ffn.empty() || ffn.size() == 1 || ffn.size() == hidden.size(), "--ffn needs one size or one per --hidden (",
-          hidden.size(), "); got ", ffn.size());
-  const DType dtype = parse_dtype(args.get("--dtype", "f32"));
-  require(dtype == DType::f32 || dtype == DType::f64, "the host benchmark runs f32 or f64; got --dtype ",
-          dtype_name(dtype));
+// One workload per (mode, hidden size); everything that can be refused is refused here, on every
+// rank, before any collective.
+std::vector<cost::Workload> workloads(const BenchOptions& o, int world) {
+  const std::vector<TpMode> modes = selected_modes(o, world);
+  require(o.ffn.empty() || o.ffn.size() == 1 || o.ffn.size() == o.hidden.size(),
+          "--ffn needs one size or one per --hidden (", o.hidden.size(), "); got ", o.ffn.size());
+  require(o.dtype == DType::f32 || o.dtype == DType::f64, "the host benchmark runs f32 or f64; got --dtype ",
+          dtype_name(o.dtype));
   std::vector<cost::Workload> out;
   for (const auto& mode : modes) {
-    for (std::size_t h = 0; h < hidden.size(); ++h) {
+    for (std::size_t h = 0; h < o.hidden.size(); ++h) {
       cost::Workload w;
       w.mode = mode;
-      w.mesh = *bench::mesh_for_mode(mode, world, depth);
-      w.mesh.ranks_per_node = static_cast<int>(args.get_int("--ranks-per-node", 0));
-      w.layer = args.get("--layer", "mlp");
+      w.mesh = *bench::mesh_for_mode(mode, world, o.depth);
+      w.mesh.ranks_per_node = o.ranks_per_node;
+      w.layer = o.layer;
       // The global batch is the same for every mode: each data-parallel replica takes its share.
       const int dp = Topology(w.mesh).dp();
-      require((batch * seq) % dp == 0, "mode ", bench::describe_mesh(mode, w.mesh), " splits the batch·seq = ",
-              batch * seq, " rows over dp=", dp, "; choose --batch·--seq divisible by ", dp);
-      w.rows = batch * seq / dp;
+      require((o.batch * o.seq) % dp == 0, "mode ", bench::describe_mesh(mode, w.mesh), " splits the batch*seq = ",
+              o.batch * o.seq, " rows over dp=", dp, "; choose --batch*--seq divisible by ", dp);
+      w.rows = o.batch * o.seq / dp;
       w.data_parallel_group = dp > 1 ? "dp" : "";
-      w.hidden = hidden[h];
-      w.ffn_hidden = ffn.empty() ? 4 * hidden[h] : (ffn.size() == 1 ? ffn[0] : ffn[h]);
-      w.dtype = dtype;
-      w.options.keep_gathered_3d = args.flag("--keep-gathered-3d");
+      w.hidden = o.hidden[h];
+      w.ffn_hidden = o.ffn.empty() ? 4 * o.hidden[h] : (o.ffn.size() == 1 ? o.ffn[0] : o.ffn[h]);
+      w.dtype = o.dtype;
+      w.options.keep_gathered_3d = o.keep_gathered_3d;
       bench::validate_workload(w);
       out.push_back(w);
     }
@@ -91,57 +80,41 @@ std::vector<cost::Workload> workloads(const Args& args, int world) {
   return out;
 }
 
-}  // namespace
+void print_header(int world, const NodeOccupancy& occupancy, double oversubscription, WaitPolicy policy,
+                  const calibrate::LinkParameters& links, const std::string& results, const std::string& batch_id) {
+  fmt::print("mdtp bench: {} ranks, {} on {} cores of rank 0's node (oversubscription {:.2g}), wait policy {}\n",
+             world, occupancy.local_ranks, occupancy.cores, oversubscription, wait_policy_name(policy));
+  fmt::print("link parameters: {}\n", links.source);
+  if (oversubscription > 1.0)
+    fmt::print("NOTE: more ranks than cores: measured times are dominated by the OS scheduler (ranks taking turns\n"
+               "      on the cores), not by the algorithms or the links; the bytes are exact regardless.\n");
+  fmt::print("results: {} (batch {})\n\n{}\n", results, batch_id, bench::summary_header());
+  std::fflush(stdout);
+}
 
-int run_bench(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--modes", "--layer", "--batch", "--seq", "--hidden", "--ffn", "--depth", "--dtype", "--warmup", "--reps",
-             "--calibration", "--out", "--ranks-per-node"},
-            {"--keep-gathered-3d", "--no-check", "--help"});
+int run_bench(BenchOptions o, const std::string& command_line) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (args.flag("--help")) {
-    if (rank == 0) std::cout << kUsage;
-    return 0;
-  }
-  // Everything that can be refused is refused here, on every rank, before any collective.
-  const std::vector<cost::Workload> cases = workloads(args, world);
-  bench::RunSettings settings;
-  settings.warmup = static_cast<int>(args.get_int("--warmup", 2));
-  settings.reps = static_cast<int>(args.get_int("--reps", 5));
-  settings.check = !args.flag("--no-check");
-  require(settings.reps >= 1 && settings.reps <= 100000, "--reps must be between 1 and 100000; got ", settings.reps);
-  require(settings.warmup >= 0 && settings.warmup <= 100000, "--warmup must be between 0 and 100000; got ",
-          settings.warmup);
-  const calibrate::LinkParameters links = args.has("--calibration")
-                                          ? calibrate::load_calibration(args.get("--calibration", ""))
-                                          : calibrate::default_link_parameters();
+  const std::vector<cost::Workload> cases = workloads(o, world);
+  o.settings.check = !o.no_check;
+  const calibrate::LinkParameters links =
+      o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);
 
-  run::ResultsSink sink(args.get("--out", "results/bench.h5"), MPI_COMM_WORLD);
+  run::ResultsSink sink(o.out, MPI_COMM_WORLD);
   const NodeOccupancy occupancy = measure_node_occupancy(MPI_COMM_WORLD);
   const WaitPolicy policy = resolve_wait_policy(occupancy);
   const double oversubscription = run::mean_max_over_ranks(occupancy.oversubscription(), MPI_COMM_WORLD, policy).max;
   const std::string batch_id =
       run::broadcast_string(run::utc_time_now() + "-" + std::to_string(getpid()), 0, MPI_COMM_WORLD, policy);
-  if (rank == 0) {
-    std::printf("mdtp bench: %d ranks, %d on %d cores of rank 0's node (oversubscription %.2g), wait policy %s\n",
-                world, occupancy.local_ranks, occupancy.cores, oversubscription, wait_policy_name(policy));
-    std::printf("link parameters: %s\n", links.source.c_str());
-    if (oversubscription > 1.0)
-      std::printf("NOTE: more ranks than cores: measured times are dominated by the OS scheduler (ranks taking turns\n"
-                  "      on the cores), not by the algorithms or the links; the bytes are exact regardless.\n");
-    std::printf("results: %s (batch %s)\n\n%s\n", sink.path().c_str(), batch_id.c_str(),
-                bench::summary_header().c_str());
-    std::fflush(stdout);
-  }
+  if (rank == 0) print_header(world, occupancy, oversubscription, policy, links, sink.path(), batch_id);
 
-  run::RunDescription run{"mdtp bench " + args.command_line(), "", dtype_name(cases.front().dtype), ""};
+  run::RunDescription run{command_line, "", dtype_name(cases.front().dtype), ""};
   std::vector<std::string> rows;
   bool all_good = true;
   for (const auto& w : cases) {
     run.mode = tp_mode_name(w.mode);
-    bench::LayerMeasurement m = bench::run_layer_bench(w, settings, MPI_COMM_WORLD, run);
+    bench::LayerMeasurement m = bench::run_layer_bench(w, o.settings, MPI_COMM_WORLD, run);
     const bench::Prediction p = bench::predict(w, links.model);
     const bench::BenchSummary s = bench::summarize(m, p);
     Attributes attributes = m.provenance;
@@ -153,19 +126,56 @@ int run_bench(const std::vector<std::string>& argv) {
     all_good = all_good && s.bytes_match && (!m.check.ran || m.check.passed);
     rows.push_back(bench::summary_row(m, s));
     if (rank == 0) {
-      std::printf("%s   -> %s\n", rows.back().c_str(), path.c_str());
+      fmt::print("{}   -> {}\n", rows.back(), path);
       std::fflush(stdout);
     }
   }
   if (rank == 0) {
-    std::printf("\n== comparison (per step; times: max over ranks, mean over %d reps)\n%s\n", settings.reps,
-                bench::summary_header().c_str());
-    for (const auto& row : rows) std::printf("%s\n", row.c_str());
+    fmt::print("\n== comparison (per step; times: max over ranks, mean over {} reps)\n{}\n", o.settings.reps,
+               bench::summary_header());
+    for (const auto& row : rows) fmt::print("{}\n", row);
     if (!all_good)
-      std::printf("\nmdtp bench: FAILED: a correctness check failed or measured bytes differ from the model "
-                  "(marked '!'); see the check and comm tables\n");
+      fmt::print("\nmdtp bench: FAILED: a correctness check failed or measured bytes differ from the model "
+                 "(marked '!'); see the check and comm tables\n");
   }
   return all_good ? 0 : 1;
+}
+
+}  // namespace
+
+Command add_bench(CLI::App& root) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* app = add_command(root, "bench", "(MPI) measure a layer in each TP mode, beside the cost model");
+  app->footer(
+      "Run under mpiexec (mpiexec -n N mdtp bench): one checked step, warm-up and timed repetitions of a layer in\n"
+      "each mode, with the cost model's prediction, appended to an HDF5 results file.\n"
+      "Mesh per mode on N ranks: 1d/1d-sp tp=N; 2d the largest square q^2 dividing N (dp = N/q^2); 2.5d d*q^2;\n"
+      "3d the largest cube; none = pure data parallelism (tp=1, dp=N).");
+  add_parsed_list(*app, "--modes", o->modes, parse_tp_mode,
+                  std::string("modes (") + tp_mode_list() + "), or all: the TP modes that fit N");
+  add(*app, "--layer", o->layer, "the layer measured")->check(one_of({"linear", "layernorm", "mlp"}));
+  add(*app, "--batch", o->batch, "global batch B (B*S rows, split over the data-parallel replicas)")
+      ->check(at_least(1));
+  add(*app, "--seq", o->seq, "sequence length S")->check(at_least(1));
+  add(*app, "--hidden", o->hidden, "hidden size(s): one run per mode and size")
+      ->type_name("H[,H2,...]")
+      ->default_str("256");
+  add(*app, "--ffn", o->ffn, "MLP inner / Linear output size, one, or one per hidden size (default 4*H)")
+      ->type_name("F[,F2,...]");
+  add(*app, "--depth", o->depth, "2.5d depth (0: the largest d*q^2 dividing N, preferring d >= 2)");
+  add_dtype(*app, "--dtype", o->dtype, "f32 or f64");
+  add(*app, "--warmup", o->settings.warmup, "untimed steps")->check(between(0, 100000));
+  add(*app, "--reps", o->settings.reps, "timed steps")->check(between(1, 100000));
+  add(*app, "--calibration", o->calibration,
+      "alpha-beta parameters: FILE.h5[:/runs/NNNN-calibrate] (default: the latest calibrate run in FILE; without "
+      "the option, default link parameters, flagged)")
+      ->type_name("FILE");
+  add(*app, "--out", o->out, "results file, created or appended to, never overwritten")->type_name("FILE.h5");
+  add(*app, "--ranks-per-node", o->ranks_per_node, "placement for link classes (0: one node)");
+  app->add_flag("--keep-gathered-3d", o->keep_gathered_3d,
+                "3d: keep gathered X and W for backward (fewer collectives, more memory)");
+  app->add_flag("--no-check", o->no_check, "skip the comparison with the serial recomputation (large sizes)");
+  return {app, true, [o](const std::string& command_line) { return run_bench(*o, command_line); }};
 }
 
 }  // namespace mdtp::cli

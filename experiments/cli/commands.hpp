@@ -1,24 +1,25 @@
 #pragma once
-// One function per `mdtp` subcommand; each lives in its own cli/<name>.cpp.  `args` excludes the
-// program and subcommand names.  Commands that need MPI initialise it themselves (mesh does not).
-#include <string>
+// The `mdtp` subcommands, one per cli/<name>.cpp: each adds its CLI11 subcommand (options, help)
+// to the root app and returns what runs it (cli/options.hpp).  Those that need MPI say so; main
+// initialises MPI for them only, after the command line has parsed.
 #include <vector>
+
+#include "cli/options.hpp"
 
 namespace mdtp::cli {
 
-struct Command {
-  const char* name;
-  const char* summary;
-  bool needs_mpi;
-  int (*run)(const std::vector<std::string>& args);
-};
+Command add_mesh(CLI::App& root);
+Command add_smoke(CLI::App& root);
+Command add_train(CLI::App& root);
+Command add_cost(CLI::App& root);
+Command add_calibrate(CLI::App& root);
+Command add_bench(CLI::App& root);
+Command add_experiment(CLI::App& root);
 
-int run_mesh(const std::vector<std::string>& args);
-int run_smoke(const std::vector<std::string>& args);
-int run_train(const std::vector<std::string>& args);
-int run_cost(const std::vector<std::string>& args);
-int run_calibrate(const std::vector<std::string>& args);
-int run_bench(const std::vector<std::string>& args);
-int run_experiment(const std::vector<std::string>& args);
+// Every subcommand, in the order `mdtp --help` lists them.
+inline std::vector<Command> add_commands(CLI::App& root) {
+  return {add_mesh(root),      add_smoke(root), add_train(root),     add_cost(root),
+          add_calibrate(root), add_bench(root), add_experiment(root)};
+}
 
 }  // namespace mdtp::cli

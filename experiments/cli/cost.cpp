@@ -1,203 +1,176 @@
 // `mdtp cost`: the theoretical model of one configuration, computed without MPI — the exact
 // collective list with α-β times, GEMM time, memory per rank and the published asymptotic row
 // (src/cost/report.hpp); or the ZeRO table (--zero), or the pipeline bubble (--pipeline).
-#include <cstdio>
 #include <iostream>
-#include <sstream>
+#include <memory>
+#include <optional>
 
-#include "cli/args.hpp"
-#include "cli/commands.hpp"
-#include "core/error.hpp"
 #include "calibrate/calibration_io.hpp"
-#include "cost/pipeline_bubble.hpp"
+#include "cli/commands.hpp"
 #include "cost/report.hpp"
-#include "cost/zero.hpp"
 
 namespace mdtp::cli {
-
 namespace {
 
-constexpr const char* kUsage =
-    "usage: mdtp cost --mode none|1d|1d-sp|2d|2.5d|3d --tp T [--world W] [--tp-depth D] [--pp P]\n"
-    "                 [--layer linear|layernorm|mlp] --batch B --seq S --hidden H [--ffn F] [--layers L]\n"
-    "                 [--dtype f32|f64] [--keep-gathered-3d] [--ranks-per-node N] [--dp-grad-sync]\n"
-    "                 [--alpha-intra s --beta-intra s/B --alpha-inter s --beta-inter s/B | --calibration FILE.h5]\n"
-    "                 [--calibration-run NNNN-calibrate] [--gemm-flops F] [--mpich-allreduce]\n"
-    "                 [--optimizer-bytes K] [--json]\n"
-    "       mdtp cost --zero --params PSI --dp N [--param-bytes 2 --grad-bytes 2 --optimizer-bytes 12] [--json]\n"
-    "       mdtp cost --pipeline --pp P --microbatches M [--chunks V] [--json]\n"
-    "The model of one layer (x L) per rank: every collective (phase, group, op) with bytes, bus bytes and\n"
-    "alpha-beta seconds, GEMM time, memory, and the published asymptotic row (not normalised consistently).\n"
-    "--world defaults to tp*pp (dp = world/(tp*pp)); --ffn to 4*hidden; --dp-grad-sync adds the dp all-reduce\n"
-    "of every gradient; --mpich-allreduce models MPICH's Rabenseifner instead of the ring for large all-reduce.\n";
+struct CostOptions {
+  // The model of a layer.
+  TpMode mode = TpMode::none;
+  int tp = 1, pp = 1, tp_depth = 1, ranks_per_node = 0, layers = 1;
+  std::optional<int> world;                     // default tp * pp
+  std::string layer = "mlp";
+  std::int64_t batch = 0, seq = 0, hidden = 0;  // required
+  std::optional<std::int64_t> ffn;              // default 4 * hidden
+  DType dtype = DType::f32;
+  bool keep_gathered_3d = false, dp_grad_sync = false, mpich_allreduce = false;
+  std::optional<double> alpha_intra, beta_intra, alpha_inter, beta_inter, gemm_flops;
+  std::string calibration, calibration_run;
+  std::optional<double> optimizer_bytes;  // default 0 for a layer, 12 for --zero
+  // --zero
+  bool zero = false;
+  cost::ZeroConfig zero_config;
+  // --pipeline
+  bool pipeline = false;
+  int microbatches = 1, chunks = 1;
+  bool json = false;
+};
 
-int int_option(const Args& args, const std::string& option, long long fallback) {
-  long long v = args.get_int(option, fallback);
-  require(v >= -(1LL << 30) && v <= (1LL << 30), "option ", option, " is out of range; got ", v);
-  return static_cast<int>(v);
+// Options a form needs, refused by name when missing.
+void require_given(const CLI::App& app, const std::string& form, std::initializer_list<const char*> options) {
+  for (const char* option : options)
+    require(app.count(option) > 0, form, " needs ", option, " (mdtp cost --help)");
 }
 
-std::int64_t required_int(const Args& args, const std::string& option) {
-  require(args.has(option), "mdtp cost needs ", option);
-  return args.get_int(option, 0);
-}
-
-std::string gb(double bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f", bytes / 1e9);
-  return buffer;
-}
-
-int run_zero(const Args& args, bool json) {
-  require(args.has("--params") && args.has("--dp"), "mdtp cost --zero needs --params PSI and --dp N");
-  cost::ZeroConfig c;
-  c.parameters = args.get_double("--params", 0.0);
-  c.data_parallel = int_option(args, "--dp", 1);
-  c.param_bytes = args.get_double("--param-bytes", c.param_bytes);
-  c.grad_bytes = args.get_double("--grad-bytes", c.grad_bytes);
-  c.optimizer_bytes = args.get_double("--optimizer-bytes", c.optimizer_bytes);
+int run_zero(const CostOptions& o, const CLI::App& app) {
+  require_given(app, "--zero", {"--params", "--dp"});
+  cost::ZeroConfig c = o.zero_config;
+  c.optimizer_bytes = o.optimizer_bytes.value_or(c.optimizer_bytes);
   const auto stages = cost::zero_costs(c);
-  std::ostringstream os;
-  os.precision(15);
-  if (json) {
-    os << "{\"parameters\": " << c.parameters << ", \"dp\": " << c.data_parallel << ", \"param_bytes\": " << c.param_bytes
-       << ", \"grad_bytes\": " << c.grad_bytes << ", \"optimizer_bytes\": " << c.optimizer_bytes << ", \"stages\": [";
-    for (std::size_t i = 0; i < stages.size(); ++i) {
-      const auto& s = stages[i];
-      os << (i ? ", " : "") << "{\"stage\": " << s.stage << ", \"name\": \"" << s.name << "\", \"memory_bytes\": "
-         << s.memory_bytes << ", \"comm_elements\": " << s.comm_elements << ", \"comm_bytes\": " << s.comm_bytes << "}";
-    }
-    os << "]}\n";
-  } else {
-    os << "ZeRO over N_d=" << c.data_parallel << " ranks, Psi=" << c.parameters << " parameters, bytes per parameter "
-       << c.param_bytes << " / gradient " << c.grad_bytes << " / optimizer K=" << c.optimizer_bytes
-       << " (1 GB = 1e9 B)\n";
-    char line[256];
-    std::snprintf(line, sizeof line, "%-6s %-18s %14s %-26s %12s %12s  %s\n", "stage", "partitions", "memory/rank GB",
-                  "memory formula", "comm (Psi)", "comm GB", "communication per step");
-    os << line;
-    for (const auto& s : stages) {
-      std::snprintf(line, sizeof line, "%-6d %-18s %14s %-26s %12.0f %12s  %s\n", s.stage, s.name.c_str(),
-                    gb(s.memory_bytes).c_str(), s.memory_formula.c_str(), s.comm_elements / c.parameters,
-                    gb(s.comm_bytes).c_str(), s.comm_formula.c_str());
-      os << line;
-    }
-  }
-  std::cout << os.str();
+  std::cout << (o.json ? cost::zero_json(c, stages) : cost::zero_text(c, stages));
   return 0;
 }
 
-int run_pipeline(const Args& args, bool json) {
-  require(args.has("--pp") && args.has("--microbatches"), "mdtp cost --pipeline needs --pp P and --microbatches M");
-  cost::PipelineConfig base;
-  base.stages = int_option(args, "--pp", 1);
-  base.microbatches = int_option(args, "--microbatches", 1);
-  const int chunks = int_option(args, "--chunks", 1);
-  std::vector<cost::PipelineConfig> configs;
-  for (auto schedule : {cost::PipelineSchedule::gpipe, cost::PipelineSchedule::one_f_one_b}) {
-    cost::PipelineConfig c = base;
-    c.schedule = schedule;
-    configs.push_back(c);
-  }
-  if (chunks > 1 || args.has("--chunks")) {
-    cost::PipelineConfig c = base;
-    c.schedule = cost::PipelineSchedule::interleaved;
-    c.chunks = chunks;
-    configs.push_back(c);
-  }
-  std::ostringstream os;
-  os.precision(15);
-  if (json) os << "{\"pp\": " << base.stages << ", \"microbatches\": " << base.microbatches << ", \"schedules\": [";
-  else os << "pipeline: p=" << base.stages << " stages, m=" << base.microbatches << " micro-batches\n";
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    const auto& c = configs[i];
-    const auto in_flight = cost::peak_in_flight(c);
-    std::ostringstream flight;
-    for (std::size_t r = 0; r < in_flight.size(); ++r) flight << (r ? ", " : "") << in_flight[r];
-    const char* formula = c.schedule == cost::PipelineSchedule::interleaved ? "(p-1)/(v*m)" : "(p-1)/m";
-    if (json) {
-      os << (i ? ", " : "") << "{\"schedule\": \"" << cost::pipeline_schedule_name(c.schedule) << "\", \"chunks\": "
-         << c.chunks << ", \"bubble_over_ideal\": " << cost::bubble_over_ideal(c) << ", \"bubble_fraction_of_total\": "
-         << cost::bubble_fraction_of_total(c) << ", \"peak_in_flight_per_stage\": [" << flight.str() << "]}";
-    } else {
-      char line[256];
-      std::snprintf(line, sizeof line, "  %-12s v=%d  bubble %s = %.4f of ideal compute, %.4f of the step;", 
-                    cost::pipeline_schedule_name(c.schedule), c.chunks, formula, cost::bubble_over_ideal(c),
-                    cost::bubble_fraction_of_total(c));
-      os << line << " peak in flight per stage: " << flight.str() << "\n";
-    }
-  }
-  if (json) os << "]}\n";
-  std::cout << os.str();
+int run_pipeline(const CostOptions& o, const CLI::App& app) {
+  require_given(app, "--pipeline", {"--pp", "--microbatches"});
+  std::vector<cost::PipelineConfig> schedules;
+  for (auto schedule : {cost::PipelineSchedule::gpipe, cost::PipelineSchedule::one_f_one_b})
+    schedules.push_back({o.pp, o.microbatches, 1, schedule});
+  if (o.chunks > 1 || app.count("--chunks") > 0)
+    schedules.push_back({o.pp, o.microbatches, o.chunks, cost::PipelineSchedule::interleaved});
+  std::cout << (o.json ? cost::pipeline_json(schedules) : cost::pipeline_text(schedules));
   return 0;
 }
 
-int run_model(const Args& args, bool json) {
+cost::Workload layer_workload(const CostOptions& o) {
   cost::Workload w;
-  require(args.has("--mode"), "mdtp cost needs --mode (", tp_mode_list(), ")");
-  w.mode = parse_tp_mode(args.get("--mode", ""));
-  w.mesh.tp = int_option(args, "--tp", 1);
-  w.mesh.pp = int_option(args, "--pp", 1);
-  w.mesh.tp_mode = w.mode;
-  w.mesh.tp_depth = int_option(args, "--tp-depth", 1);
-  w.mesh.world = int_option(args, "--world", static_cast<long long>(w.mesh.tp) * w.mesh.pp);
-  w.mesh.ranks_per_node = int_option(args, "--ranks-per-node", 0);
-  w.layer = args.get("--layer", "mlp");
-  w.rows = required_int(args, "--batch") * required_int(args, "--seq");
-  w.hidden = required_int(args, "--hidden");
-  w.ffn_hidden = args.get_int("--ffn", 4 * w.hidden);
-  w.dtype = parse_dtype(args.get("--dtype", "f32"));
-  w.options.keep_gathered_3d = args.flag("--keep-gathered-3d");
-  if (args.flag("--dp-grad-sync")) w.data_parallel_group = "dp";
-  const int layers = int_option(args, "--layers", 1);
+  w.mode = o.mode;
+  w.mesh.tp = o.tp;
+  w.mesh.pp = o.pp;
+  w.mesh.tp_mode = o.mode;
+  w.mesh.tp_depth = o.tp_depth;
+  w.mesh.world = o.world.value_or(o.tp * o.pp);
+  w.mesh.ranks_per_node = o.ranks_per_node;
+  w.layer = o.layer;
+  w.rows = o.batch * o.seq;
+  w.hidden = o.hidden;
+  w.ffn_hidden = o.ffn.value_or(4 * o.hidden);
+  w.dtype = o.dtype;
+  w.options.keep_gathered_3d = o.keep_gathered_3d;
+  if (o.dp_grad_sync) w.data_parallel_group = "dp";
+  return w;
+}
 
+// The link parameters: defaults, a calibration file, or given α and β; `source` says which.
+cost::TimeModel time_model(const CostOptions& o, DType dtype, std::string& source) {
   cost::TimeModel model;
-  std::string source = "defaults";
-  const bool given_links = args.has("--alpha-intra") || args.has("--beta-intra") || args.has("--alpha-inter") ||
-                           args.has("--beta-inter");
-  if (args.has("--calibration")) {
+  source = "defaults";
+  const bool given_links = o.alpha_intra || o.beta_intra || o.alpha_inter || o.beta_inter;
+  if (!o.calibration.empty()) {
     require(!given_links, "give either --calibration or the --alpha-*/--beta-* link parameters, not both");
-    const std::string run = args.get("--calibration-run", "");
-    const std::string spec = args.get("--calibration", "") + (run.empty() ? "" : ":/runs/" + run);
+    const std::string spec = o.calibration + (o.calibration_run.empty() ? "" : ":/runs/" + o.calibration_run);
     model.calibration = calibrate::load_calibration(spec).model.calibration;
-    source = "calibration " + args.get("--calibration", "");
+    source = "calibration " + o.calibration;
   }
   if (given_links) {
     auto& intra = model.links[LinkClass::intra_node];
     auto& inter = model.links[LinkClass::inter_node];
-    intra.alpha = args.get_double("--alpha-intra", intra.alpha);
-    intra.beta = args.get_double("--beta-intra", intra.beta);
-    inter.alpha = args.get_double("--alpha-inter", inter.alpha);
-    inter.beta = args.get_double("--beta-inter", inter.beta);
+    intra.alpha = o.alpha_intra.value_or(intra.alpha);
+    intra.beta = o.beta_intra.value_or(intra.beta);
+    inter.alpha = o.alpha_inter.value_or(inter.alpha);
+    inter.beta = o.beta_inter.value_or(inter.beta);
     source = "given";
   }
-  if (args.has("--gemm-flops")) model.gemm_flops[w.dtype] = args.get_double("--gemm-flops", 0.0);
-  model.algorithms.ring_all_reduce = !args.flag("--mpich-allreduce");
+  if (o.gemm_flops) model.gemm_flops[dtype] = *o.gemm_flops;
+  model.algorithms.ring_all_reduce = !o.mpich_allreduce;
+  return model;
+}
 
-  const cost::CostReport report =
-      cost::build_cost_report(w, model, layers, args.get_double("--optimizer-bytes", 0.0), source);
-  std::cout << (json ? cost::report_json(report) : cost::report_text(report));
+int run_layer(const CostOptions& o, const CLI::App& app) {
+  require_given(app, "the model of a layer", {"--mode", "--batch", "--seq", "--hidden"});
+  const cost::Workload w = layer_workload(o);
+  std::string source;
+  const cost::TimeModel model = time_model(o, w.dtype, source);
+  const cost::CostReport report = cost::build_cost_report(w, model, o.layers, o.optimizer_bytes.value_or(0.0), source);
+  std::cout << (o.json ? cost::report_json(report) : cost::report_text(report));
   return 0;
+}
+
+void add_layer_options(CLI::App& app, CostOptions& o) {
+  add_tp_mode(app, "--mode", o.mode, "tensor-parallel mode")->default_str("");
+  add(app, "--tp", o.tp, "tensor-parallel size");
+  add(app, "--world", o.world, "world size (default tp*pp; dp = world/(tp*pp))");
+  add(app, "--tp-depth", o.tp_depth, "2.5d depth d");
+  add(app, "--pp", o.pp, "pipeline stages (also of --pipeline)");
+  add(app, "--layer", o.layer, "the layer modelled")->check(one_of({"linear", "layernorm", "mlp"}));
+  add(app, "--batch", o.batch, "batch B (rows = B*S)")->default_str("");
+  add(app, "--seq", o.seq, "sequence length S")->default_str("");
+  add(app, "--hidden", o.hidden, "hidden size H")->default_str("");
+  add(app, "--ffn", o.ffn, "MLP inner / Linear output size (default 4*hidden)");
+  add(app, "--layers", o.layers, "identical layers L (the plan, memory and compute x L)");
+  add_dtype(app, "--dtype", o.dtype, "element type");
+  app.add_flag("--keep-gathered-3d", o.keep_gathered_3d, "3d: keep the gathered X and W for backward");
+  add(app, "--ranks-per-node", o.ranks_per_node, "ranks per node: intra- or inter-node links per group (0: one node)");
+  app.add_flag("--dp-grad-sync", o.dp_grad_sync, "add the dp all-reduce of every gradient");
+  add(app, "--alpha-intra", o.alpha_intra, "intra-node latency alpha, s");
+  add(app, "--beta-intra", o.beta_intra, "intra-node time per byte beta, s/B");
+  add(app, "--alpha-inter", o.alpha_inter, "inter-node latency alpha, s");
+  add(app, "--beta-inter", o.beta_inter, "inter-node time per byte beta, s/B");
+  add(app, "--calibration", o.calibration, "fitted link parameters from `mdtp calibrate`")->type_name("FILE.h5");
+  add(app, "--calibration-run", o.calibration_run, "which calibrate run of the file (NNNN-calibrate; default latest)");
+  add(app, "--gemm-flops", o.gemm_flops, "GEMM rate per rank, flop/s");
+  app.add_flag("--mpich-allreduce", o.mpich_allreduce,
+               "model MPICH's Rabenseifner instead of the ring for large all-reduce");
+  add(app, "--optimizer-bytes", o.optimizer_bytes, "optimizer bytes per parameter K (default 0; 12 with --zero)");
 }
 
 }  // namespace
 
-int run_cost(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--mode", "--world", "--tp", "--tp-depth", "--pp", "--layer", "--batch", "--seq", "--hidden", "--ffn",
-             "--layers", "--dtype", "--ranks-per-node", "--alpha-intra", "--beta-intra", "--alpha-inter", "--beta-inter",
-             "--calibration", "--calibration-run", "--gemm-flops", "--optimizer-bytes", "--params", "--dp",
-             "--param-bytes", "--grad-bytes", "--microbatches", "--chunks"},
-            {"--json", "--help", "--keep-gathered-3d", "--dp-grad-sync", "--mpich-allreduce", "--zero", "--pipeline"});
-  if (args.flag("--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
-  const bool json = args.flag("--json");
-  require(!(args.flag("--zero") && args.flag("--pipeline")), "give --zero or --pipeline, not both");
-  if (args.flag("--zero")) return run_zero(args, json);
-  if (args.flag("--pipeline")) return run_pipeline(args, json);
-  return run_model(args, json);
+Command add_cost(CLI::App& root) {
+  auto o = std::make_shared<CostOptions>();
+  CLI::App* app =
+      add_command(root, "cost", "print the cost model of a configuration: collectives, times, memory (no MPI)");
+  app->footer(
+      "The model of one layer (x L) per rank, without MPI: every collective (phase, group, op) with bytes, bus bytes\n"
+      "and alpha-beta seconds, GEMM time, memory, and the published asymptotic row (not normalised consistently).\n"
+      "  mdtp cost --mode 2d --tp 4 --world 8 --batch 8 --seq 512 --hidden 1024\n"
+      "  mdtp cost --zero --params PSI --dp N [--param-bytes 2 --grad-bytes 2 --optimizer-bytes 12]\n"
+      "  mdtp cost --pipeline --pp P --microbatches M [--chunks V]");
+  add_layer_options(*app, *o);
+  CLI::Option* zero = app->add_flag("--zero", o->zero, "print the ZeRO stages 0-3 instead (--params, --dp)");
+  add(*app, "--params", o->zero_config.parameters, "--zero: parameters Psi")->default_str("");
+  add(*app, "--dp", o->zero_config.data_parallel, "--zero: data-parallel ranks N_d")->default_str("");
+  add(*app, "--param-bytes", o->zero_config.param_bytes, "--zero: bytes per parameter");
+  add(*app, "--grad-bytes", o->zero_config.grad_bytes, "--zero: bytes per gradient");
+  CLI::Option* pipeline =
+      app->add_flag("--pipeline", o->pipeline, "print the pipeline bubble instead (--pp, --microbatches)");
+  add(*app, "--microbatches", o->microbatches, "--pipeline: micro-batches m")->default_str("");
+  add(*app, "--chunks", o->chunks, "--pipeline: model chunks per stage v (adds interleaved 1F1B)");
+  zero->excludes(pipeline);
+  app->add_flag("--json", o->json, "print JSON instead of text");
+  return {app, false, [o, app](const std::string&) {
+            if (o->zero) return run_zero(*o, *app);
+            if (o->pipeline) return run_pipeline(*o, *app);
+            return run_layer(*o, *app);
+          }};
 }
 
 }  // namespace mdtp::cli

@@ -7,22 +7,23 @@
 // into one results file (default results/experiment.h5), appended to on every run, never
 // overwritten; the report shows the latest batch.  Not an MPI program itself.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
+#include <memory>
+#include <optional>
 #include <thread>
 
-#include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/error.hpp"
 
 extern char** environ;
 
@@ -31,18 +32,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const char* kUsage =
-    "usage: mdtp experiment [options]        (launches mpiexec itself; do not run it under mpiexec)\n"
-    "  --ranks N              ranks of the mode comparison                                  [8]\n"
-    "  --mpiexec PATH         MPI launcher [$MDTP_MPIEXEC, else mpiexec.mpich, else mpiexec]\n"
-    "  --out FILE.h5          results file, appended to                   [results/experiment.h5]\n"
-    "  --report DIR           plots and summary.md                     [<out without .h5>-report]\n"
-    "  --calibrate-ranks N    ranks of the α-β calibration (0: skip; never more than the cores) [2]\n"
-    "  --calibrate-max-bytes B  largest calibration message                                 [16M]\n"
-    "  --modes LIST --layer KIND --batch B --seq S --hidden H --ffn F --dtype T --warmup N --reps N\n"
-    "                         passed to mdtp bench    [1d,1d-sp,2d,2.5d,3d mlp 4 128 512 2048 f32 3 10]\n"
-    "  --python PATH          a python3 with h5py, numpy, matplotlib [$MDTP_PYTHON, /usr/bin/python3, python3]\n"
-    "  --analysis DIR         where report.py lives       [found from the build's source directory]\n";
+struct ExperimentOptions {
+  long long ranks = 8;
+  std::string mpiexec, out = "results/experiment.h5", report, python, analysis;
+  long long calibrate_ranks = 2;
+  std::string calibrate_max_bytes = "16M";
+  // Passed to `mdtp bench` as typed (and checked here first, so a typo fails before the calibration).
+  std::string modes = "1d,1d-sp,2d,2.5d,3d", layer = "mlp", dtype = "f32";
+  long long batch = 4, seq = 128, warmup = 3, reps = 10;
+  std::string hidden = "512";
+  std::optional<std::string> ffn;
+};
+
+// What the run was resolved to before anything is launched.
+struct Plan {
+  std::string out, report, self, mpiexec, python, script;
+  int cores = 1;
+  long long calibrate_ranks = 0;  // 0: skipped, with `calibration_note` saying why
+  std::string calibration_note;
+};
 
 // Runs argv[0] (searched on PATH) with the parent's stdout/stderr; returns its exit status.
 int run_process(const std::vector<std::string>& argv, bool quiet = false) {
@@ -94,8 +102,8 @@ bool on_path(const std::string& name) {
   return false;
 }
 
-std::string find_mpiexec(const Args& args) {
-  std::string given = args.get("--mpiexec", "");
+std::string find_mpiexec(const std::string& option) {
+  std::string given = option;
   if (given.empty() && std::getenv("MDTP_MPIEXEC")) given = std::getenv("MDTP_MPIEXEC");
   if (!given.empty()) {
     require(on_path(given), "--mpiexec '", given, "' is not an executable program");
@@ -107,9 +115,9 @@ std::string find_mpiexec(const Args& args) {
   throw_error("no MPI launcher found (tried mpiexec.mpich and mpiexec on PATH); pass --mpiexec PATH");
 }
 
-std::string find_python(const Args& args) {
+std::string find_python(const std::string& option) {
   std::vector<std::string> candidates;
-  if (args.has("--python")) candidates.push_back(args.get("--python", ""));
+  if (!option.empty()) candidates.push_back(option);
   else {
     if (const char* env = std::getenv("MDTP_PYTHON"); env && *env) candidates.push_back(env);
     // Debian's interpreter first: a pyenv/venv python3 earlier on PATH usually lacks h5py.
@@ -124,11 +132,12 @@ std::string find_python(const Args& args) {
 
 // report.py: --analysis, $MDTP_SOURCE_DIR, the source directory recorded in the build's
 // CMakeCache.txt beside the executable, or a parent of the executable's directory.
-std::string find_report_script(const Args& args, const std::string& self) {
+std::string find_report_script(const std::string& option, const std::string& self) {
   std::vector<fs::path> dirs;
-  if (args.has("--analysis")) dirs.emplace_back(args.get("--analysis", ""));
+  if (!option.empty()) dirs.emplace_back(option);
   else {
-    if (const char* env = std::getenv("MDTP_SOURCE_DIR"); env && *env) dirs.push_back(fs::path(env) / "experiments/analysis");
+    if (const char* env = std::getenv("MDTP_SOURCE_DIR"); env && *env)
+      dirs.push_back(fs::path(env) / "experiments/analysis");
     const fs::path build = fs::path(self).parent_path();
     std::ifstream cache(build / "CMakeCache.txt");
     for (std::string line; std::getline(cache, line);)
@@ -149,84 +158,160 @@ int usable_cores() {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-}  // namespace
 
-int run_experiment(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--ranks", "--mpiexec", "--out", "--report", "--calibrate-ranks", "--calibrate-max-bytes", "--modes",
-             "--layer", "--batch", "--seq", "--hidden", "--ffn", "--dtype", "--warmup", "--reps", "--python",
-             "--analysis"},
-            {"--help"});
-  if (args.flag("--help")) {
-    std::cout << kUsage;
-    return 0;
-  }
+Plan plan_experiment(const ExperimentOptions& o) {
   for (const char* launched : {"PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK"})
     require(std::getenv(launched) == nullptr, "mdtp experiment launches mpiexec itself: run it directly, not under "
             "mpiexec (found ", launched, " in the environment)");
+  Plan p;
+  p.out = o.out;
+  require(fs::path(p.out).extension() == ".h5", "--out should name an .h5 file; got '", p.out, "'");
+  p.report = o.report.empty() ? (fs::path(p.out).parent_path() / fs::path(p.out).stem()).string() + "-report"
+                              : o.report;
+  p.self = self_executable();
+  p.mpiexec = find_mpiexec(o.mpiexec);
+  p.python = find_python(o.python);
+  p.script = find_report_script(o.analysis, p.self);
+  p.cores = usable_cores();
+  p.calibrate_ranks = o.calibrate_ranks;
+  if (p.calibrate_ranks > p.cores) {
+    p.calibration_note = fmt::format("calibration skipped: {} ranks would oversubscribe {} core(s); the model uses "
+                                     "default link parameters", p.calibrate_ranks, p.cores);
+    p.calibrate_ranks = 0;
+  } else if (p.calibrate_ranks == 1) {
+    p.calibration_note = "calibration skipped: one rank has no links to measure";
+    p.calibrate_ranks = 0;
+  } else if (p.calibrate_ranks == 0) {
+    p.calibration_note = "calibration skipped (--calibrate-ranks 0)";
+  }
+  return p;
+}
+
+// Prints the step's title and command, runs it, and returns its exit status.
+int run_step(const std::string& title, const std::vector<std::string>& cmd) {
+  fmt::print("\n== {}: {}\n", title, quoted(cmd));
+  std::fflush(stdout);
+  return run_process(cmd);
+}
+
+void calibrate_step(const ExperimentOptions& o, const Plan& p) {
+  if (p.calibrate_ranks == 0) {
+    fmt::print("\n== 1/3 {}\n", p.calibration_note);
+    return;
+  }
+  const std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(p.calibrate_ranks), p.self, "calibrate", "--out",
+                                    p.out, "--max-bytes", o.calibrate_max_bytes, "--iters", "10", "--warmup", "3"};
+  const int rc = run_step("1/3 calibration", cmd);
+  require(rc == 0, "the calibration failed (exit status ", rc, "): ", quoted(cmd));
+}
+
+// Exit status 1 of `mdtp bench` (a check failed) is reported, not an error of the experiment.
+int bench_step(const ExperimentOptions& o, const Plan& p) {
+  std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(o.ranks), p.self, "bench", "--out", p.out,
+                               "--modes", o.modes, "--layer", o.layer, "--batch", std::to_string(o.batch),
+                               "--seq", std::to_string(o.seq), "--hidden", o.hidden, "--dtype", o.dtype,
+                               "--warmup", std::to_string(o.warmup), "--reps", std::to_string(o.reps)};
+  if (o.ffn) cmd.insert(cmd.end(), {"--ffn", *o.ffn});
+  if (p.calibrate_ranks > 0) cmd.insert(cmd.end(), {"--calibration", p.out});
+  const int rc = run_step("2/3 mode comparison", cmd);
+  require(rc == 0 || rc == 1, "the benchmark failed (exit status ", rc, "): ", quoted(cmd));
+  return rc;
+}
+
+void analysis_step(const Plan& p) {
+  const std::vector<std::string> cmd{p.python, p.script, p.out, "--out", p.report};
+  const int rc = run_step("3/3 analysis", cmd);
+  require(rc == 0, "the analysis failed (exit status ", rc, "): ", quoted(cmd));
+}
+
+int run_experiment(const ExperimentOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  const long long ranks = args.get_int("--ranks", 8);
-  require(ranks >= 1 && ranks <= 4096, "--ranks must be between 1 and 4096; got ", ranks);
-  const std::string out = args.get("--out", "results/experiment.h5");
-  require(fs::path(out).extension() == ".h5", "--out should name an .h5 file; got '", out, "'");
-  const std::string report = args.get("--report", (fs::path(out).parent_path() / fs::path(out).stem()).string() + "-report");
-  const std::string self = self_executable(), mpiexec = find_mpiexec(args), python = find_python(args);
-  const std::string script = find_report_script(args, self);
-  const int cores = usable_cores();
-  long long calibrate_ranks = args.get_int("--calibrate-ranks", 2);
-  require(calibrate_ranks >= 0, "--calibrate-ranks must not be negative; got ", calibrate_ranks);
-  std::string calibration_note;
-  if (calibrate_ranks > cores) {
-    calibration_note = "calibration skipped: " + std::to_string(calibrate_ranks) + " ranks would oversubscribe " +
-                       std::to_string(cores) + " core(s); the model uses default link parameters";
-    calibrate_ranks = 0;
-  } else if (calibrate_ranks == 1) {
-    calibration_note = "calibration skipped: one rank has no links to measure";
-    calibrate_ranks = 0;
-  }
-
-  std::printf("== mdtp experiment: %lld ranks on a machine with %d usable cores%s\n", ranks, cores,
-              ranks > cores ? " — OVERSUBSCRIBED: times measure the OS scheduler as much as the algorithms" : "");
-  std::printf("   results: %s (appended)   report: %s\n   launcher: %s   python: %s\n", out.c_str(), report.c_str(),
-              mpiexec.c_str(), python.c_str());
+  const Plan p = plan_experiment(o);
+  fmt::print("== mdtp experiment: {} ranks on a machine with {} usable cores{}\n", o.ranks, p.cores,
+             o.ranks > p.cores ? " — OVERSUBSCRIBED: times measure the OS scheduler as much as the algorithms" : "");
+  fmt::print("   results: {} (appended)   report: {}\n   launcher: {}   python: {}\n", p.out, p.report, p.mpiexec,
+             p.python);
   std::fflush(stdout);
-
-  if (calibrate_ranks > 0) {
-    std::vector<std::string> cmd{mpiexec, "-n", std::to_string(calibrate_ranks), self, "calibrate", "--out", out,
-                                 "--max-bytes", args.get("--calibrate-max-bytes", "16M"), "--iters", "10",
-                                 "--warmup", "3"};
-    std::printf("\n== 1/3 calibration: %s\n", quoted(cmd).c_str());
-    std::fflush(stdout);
-    const int rc = run_process(cmd);
-    require(rc == 0, "the calibration failed (exit status ", rc, "): ", quoted(cmd));
-  } else {
-    std::printf("\n== 1/3 %s\n", calibration_note.empty() ? "calibration skipped (--calibrate-ranks 0)"
-                                                           : calibration_note.c_str());
-  }
-
-  std::vector<std::string> bench{mpiexec, "-n", std::to_string(ranks), self, "bench", "--out", out,
-                                 "--modes", args.get("--modes", "1d,1d-sp,2d,2.5d,3d"),
-                                 "--layer", args.get("--layer", "mlp"), "--batch", args.get("--batch", "4"),
-                                 "--seq", args.get("--seq", "128"), "--hidden", args.get("--hidden", "512"),
-                                 "--dtype", args.get("--dtype", "f32"), "--warmup", args.get("--warmup", "3"),
-                                 "--reps", args.get("--reps", "10")};
-  if (args.has("--ffn")) bench.insert(bench.end(), {"--ffn", args.get("--ffn", "")});
-  if (calibrate_ranks > 0) bench.insert(bench.end(), {"--calibration", out});
-  std::printf("\n== 2/3 mode comparison: %s\n", quoted(bench).c_str());
-  std::fflush(stdout);
-  const int bench_rc = run_process(bench);
-  require(bench_rc == 0 || bench_rc == 1, "the benchmark failed (exit status ", bench_rc, "): ", quoted(bench));
-
-  std::vector<std::string> analysis{python, script, out, "--out", report};
-  std::printf("\n== 3/3 analysis: %s\n", quoted(analysis).c_str());
-  std::fflush(stdout);
-  const int report_rc = run_process(analysis);
-  require(report_rc == 0, "the analysis failed (exit status ", report_rc, "): ", quoted(analysis));
-
+  calibrate_step(o, p);
+  const int bench_rc = bench_step(o, p);
+  analysis_step(p);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("\n== mdtp experiment done in %.0f s: %s, report in %s%s\n", seconds, out.c_str(), report.c_str(),
-              bench_rc == 0 ? "" : " — a CHECK FAILED (see above)");
+  fmt::print("\n== mdtp experiment done in {:.0f} s: {}, report in {}{}\n", seconds, p.out, p.report,
+             bench_rc == 0 ? "" : " — a CHECK FAILED (see above)");
   return bench_rc;
+}
+
+// Each item of a comma-separated list checked by `check_item` (which throws an mdtp::Error).
+template <class Check>
+CLI::Validator each_item(Check check_item) {
+  return CLI::Validator(
+      [check_item](std::string& text) {
+        std::string_view rest = text;
+        while (true) {
+          const std::size_t comma = rest.find(',');
+          std::string item(rest.substr(0, comma));
+          try {
+            check_item(item);
+          } catch (const Error& e) {
+            return std::string(e.what());
+          }
+          if (comma == std::string_view::npos) return std::string();
+          rest.remove_prefix(comma + 1);
+        }
+      },
+      "");
+}
+
+void positive_whole_number(const std::string& item) {
+  std::string text = item;
+  const std::string problem = detail::parse_number<long long>(text);
+  require(problem.empty() && std::stoll(text) > 0, "needs positive whole numbers; got '", item, "'");
+}
+
+}  // namespace
+
+Command add_experiment(CLI::App& root) {
+  auto o = std::make_shared<ExperimentOptions>();
+  CLI::App* app = add_command(root, "experiment",
+                              "the main job: calibrate, compare the TP modes on 8 ranks, report (runs mpiexec itself)");
+  app->footer(
+      "The main job: a short alpha-beta calibration, the TP modes compared by `mdtp bench` on --ranks ranks, and\n"
+      "experiments/analysis/report.py; all appended to one results file.  It launches mpiexec itself: do not run it\n"
+      "under mpiexec.");
+  add(*app, "--ranks", o->ranks, "ranks of the mode comparison")->check(between(1, 4096));
+  add(*app, "--mpiexec", o->mpiexec, "MPI launcher (default $MDTP_MPIEXEC, else mpiexec.mpich, else mpiexec)")
+      ->type_name("PATH");
+  add(*app, "--out", o->out, "results file, appended to")->type_name("FILE.h5");
+  add(*app, "--report", o->report, "plots and summary.md (default <out without .h5>-report)")->type_name("DIR");
+  add(*app, "--calibrate-ranks", o->calibrate_ranks,
+      "ranks of the alpha-beta calibration (0: skip; never more than the cores)")
+      ->check(at_least(0));
+  add(*app, "--calibrate-max-bytes", o->calibrate_max_bytes, "largest calibration message (suffixes K, M, G)")
+      ->check(byte_count())
+      ->type_name("BYTES");
+  add(*app, "--modes", o->modes, "bench: modes, or all")
+      ->type_name("LIST")
+      ->check(each_item([](const std::string& mode) {
+        if (mode != "all") parse_tp_mode(mode);
+      }));
+  add(*app, "--layer", o->layer, "bench: linear, layernorm or mlp")->check(one_of({"linear", "layernorm", "mlp"}));
+  add(*app, "--batch", o->batch, "bench: global batch B")->check(at_least(1));
+  add(*app, "--seq", o->seq, "bench: sequence length S")->check(at_least(1));
+  add(*app, "--hidden", o->hidden, "bench: hidden size(s)")
+      ->type_name("H[,H2,...]")
+      ->check(each_item(positive_whole_number));
+  add(*app, "--ffn", o->ffn, "bench: MLP inner size(s) (default 4*H)")
+      ->type_name("F[,F2,...]")
+      ->check(each_item(positive_whole_number));
+  add(*app, "--dtype", o->dtype, "bench: f32 or f64")->check(one_of({"f32", "f64"}));
+  add(*app, "--warmup", o->warmup, "bench: untimed steps")->check(between(0, 100000));
+  add(*app, "--reps", o->reps, "bench: timed steps")->check(between(1, 100000));
+  add(*app, "--python", o->python,
+      "a python3 with h5py, numpy, matplotlib (default $MDTP_PYTHON, /usr/bin/python3, python3)")
+      ->type_name("PATH");
+  add(*app, "--analysis", o->analysis, "where report.py lives (default: found from the build's source directory)")
+      ->type_name("DIR");
+  return {app, false, [o](const std::string&) { return run_experiment(*o); }};
 }
 
 }  // namespace mdtp::cli

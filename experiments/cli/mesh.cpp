@@ -1,48 +1,36 @@
 // `mdtp mesh`: prints the rank groups of a mesh, computed without MPI, so a layout can be checked
 // (and compared with Megatron's) before any job is launched.
 #include <iostream>
+#include <memory>
 
-#include "cli/args.hpp"
 #include "cli/commands.hpp"
-#include "core/error.hpp"
 #include "mesh/topology.hpp"
 
 namespace mdtp::cli {
 
-namespace {
-
-// Narrows an option to int with a message naming it, instead of silently wrapping.
-int int_option(const Args& args, const std::string& option, long long fallback) {
-  long long v = args.get_int(option, fallback);
-  require(v >= -(1LL << 30) && v <= (1LL << 30), "option ", option, " is out of range; got ", v);
-  return static_cast<int>(v);
-}
-
-}  // namespace
-
-int run_mesh(const std::vector<std::string>& argv) {
-  Args args(argv, {"--world", "--tp", "--pp", "--cp", "--order", "--tp-mode", "--tp-depth", "--ranks-per-node"},
-            {"--json", "--help"});
-  if (args.flag("--help")) {
-    std::cout << "usage: mdtp mesh --world W [--tp T] [--pp P] [--cp C] [--order tp-cp-dp-pp]\n"
-                 "                 [--tp-mode 1d|1d-sp|2d|2.5d|3d] [--tp-depth D] [--ranks-per-node N] [--json]\n"
-                 "Prints the rank groups (Megatron RankGenerator order) and the TP mode's sub-groups.\n";
-    return 0;
-  }
-  require(args.has("--world"), "mdtp mesh needs --world W (the number of ranks)");
-  MeshConfig config;
-  config.world = int_option(args, "--world", 1);
-  config.tp = int_option(args, "--tp", 1);
-  config.pp = int_option(args, "--pp", 1);
-  config.cp = int_option(args, "--cp", 1);
-  config.order = args.get("--order", config.order);
-  config.tp_mode = parse_tp_mode(args.get("--tp-mode", tp_mode_name(config.tp_mode)));
-  config.tp_depth = int_option(args, "--tp-depth", 1);
-  config.ranks_per_node = int_option(args, "--ranks-per-node", 0);
-
-  Topology topology(config);
-  std::cout << (args.flag("--json") ? topology.to_json() : topology.to_table());
-  return 0;
+Command add_mesh(CLI::App& root) {
+  struct Options {
+    MeshConfig config;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* app = add_command(root, "mesh", "print the rank groups of a mesh (no MPI needed)");
+  app->footer(
+      "Prints the rank groups of a mesh (Megatron RankGenerator order) and the TP mode's sub-groups, without MPI.");
+  add(*app, "--world", o->config.world, "number of ranks W")->required()->default_str("");
+  add(*app, "--tp", o->config.tp, "tensor-parallel size T");
+  add(*app, "--pp", o->config.pp, "pipeline-parallel size P");
+  add(*app, "--cp", o->config.cp, "context-parallel size C (dp = W / (T P C))");
+  add(*app, "--order", o->config.order, "axes, fastest-varying first; missing size-1 axes are appended");
+  add_tp_mode(*app, "--tp-mode", o->config.tp_mode, "the TP sub-grid");
+  add(*app, "--tp-depth", o->config.tp_depth, "2.5d depth d");
+  add(*app, "--ranks-per-node", o->config.ranks_per_node, "ranks per node, in rank order (0: one node)");
+  app->add_flag("--json", o->json, "print JSON for tools instead of the table");
+  return {app, false, [o](const std::string&) {
+            const Topology topology(o->config);
+            std::cout << (o->json ? topology.to_json() : topology.to_table());
+            return 0;
+          }};
 }
 
 }  // namespace mdtp::cli

@@ -5,8 +5,8 @@
 //   mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 50 --out results/train.h5
 //   mpiexec -n 4 mdtp train --tp-mode 1d --tp 4 --init-from ckpt.h5 --save ckpt2.h5
 #include <iostream>
+#include <memory>
 
-#include "cli/args.hpp"
 #include "cli/commands.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
@@ -17,6 +17,11 @@
 
 namespace mdtp::cli {
 namespace {
+
+struct TrainOptions {
+  TrainConfig config;
+  std::string device = "host";
+};
 
 // --device cuda: one GPU per local rank, the CUDA backend, NCCL communicators (MDTP_COMM=mpi for
 // the staged MPI communicator, which lets ranks share a GPU).
@@ -43,45 +48,11 @@ TrainDevice train_device(const std::string& name) {
 #endif
 }
 
-}  // namespace
-
-int run_train(const std::vector<std::string>& argv) {
-  Args args(argv,
-            {"--tp-mode", "--tp", "--tp-depth", "--layers", "--embd", "--heads", "--vocab", "--seq", "--batch", "--steps",
-             "--lr", "--optimizer", "--grad-clip", "--dtype", "--seed", "--data", "--init-from", "--save", "--dump-grads",
-             "--out", "--device"},
-            {});
+int run_train(TrainConfig c, const std::string& device, const std::string& command_line) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  TrainConfig c;
-  c.tp_mode = parse_tp_mode(args.get("--tp-mode", "none"));
-  c.tp = static_cast<int>(args.get_int("--tp", 1));
-  c.tp_depth = static_cast<int>(args.get_int("--tp-depth", 1));
-  c.model.n_layer = args.get_int("--layers", 0);
-  c.model.n_embd = args.get_int("--embd", 0);
-  c.model.n_head = args.get_int("--heads", 0);
-  c.model.vocab_size = args.get_int("--vocab", 0);
-  c.model.block_size = args.get_int("--seq", 0);
-  for (const char* option : {"--layers", "--embd", "--heads", "--vocab", "--seq"})
-    require(!args.has(option) || args.get_int(option, 0) > 0, "option ", option, " needs a positive number; got ",
-            args.get(option, ""));
-  c.batch = args.get_int("--batch", c.batch);
-  c.steps = args.get_int("--steps", c.steps);
-  c.optimizer.kind = args.get("--optimizer", c.optimizer.kind);
-  c.optimizer.lr = args.get_double("--lr", c.optimizer.lr);
-  c.optimizer.grad_clip = args.get_double("--grad-clip", c.optimizer.grad_clip);
-  c.dtype = parse_dtype(args.get("--dtype", "f32"));
-  const long long seed = args.get_int("--seed", static_cast<long long>(c.seed));
-  require(seed >= 0, "--seed must be >= 0; got ", seed);
-  c.seed = static_cast<std::uint64_t>(seed);
-  c.data = args.get("--data", "");
-  c.init_from = args.get("--init-from", "");
-  c.save = args.get("--save", "");
-  c.dump_grads = args.get("--dump-grads", "");
-  c.out = args.get("--out", "");
-  c.device = train_device(args.get("--device", "host"));
-  c.command_line = "mdtp train " + args.command_line();
-
+  c.device = train_device(device);
+  c.command_line = command_line;
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
   if (rank == 0) {
     std::cout << "trained " << describe(r.model) << " in mode " << c.tp_mode << " (tp " << c.tp << ", dp " << r.dp
@@ -92,6 +63,52 @@ int run_train(const std::vector<std::string>& argv) {
     if (!c.out.empty()) std::cout << "results: " << c.out << "\n";
   }
   return 0;
+}
+
+// The model's shape; 0 (not given) takes it from the checkpoint, the data or kDefaultModel.
+void add_model_options(CLI::App& app, GptConfig& model) {
+  auto size = [&app](const char* name, std::int64_t& target, const std::string& what, std::int64_t fallback) {
+    const std::string otherwise = fallback > 0 ? ", else " + std::to_string(fallback) : "";
+    add(app, name, target, what + " (default: the checkpoint's, else the data's" + otherwise + ")")
+        ->check(at_least(1))
+        ->default_str("");
+  };
+  size("--layers", model.n_layer, "transformer layers", kDefaultModel.n_layer);
+  size("--embd", model.n_embd, "embedding width", kDefaultModel.n_embd);
+  size("--heads", model.n_head, "attention heads", kDefaultModel.n_head);
+  size("--vocab", model.vocab_size, "vocabulary size", kDefaultModel.vocab_size);
+  size("--seq", model.block_size, "sequence length T", kDefaultModel.block_size);
+}
+
+}  // namespace
+
+Command add_train(CLI::App& root) {
+  auto o = std::make_shared<TrainOptions>();
+  TrainConfig& c = o->config;
+  CLI::App* app = add_command(root, "train", "(MPI) train the GPT model in any tensor-parallel mode");
+  app->footer("Run under mpiexec: trains GPT-2 on the launched ranks, dp = world / tp.  Example:\n"
+                   "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1");
+  add_tp_mode(*app, "--tp-mode", c.tp_mode, "tensor-parallel mode");
+  add(*app, "--tp", c.tp, "tensor-parallel size (dp = world / tp)");
+  add(*app, "--tp-depth", c.tp_depth, "2.5d depth d");
+  add_model_options(*app, c.model);
+  add(*app, "--batch", c.batch, "global batch, in sequences");
+  add(*app, "--steps", c.steps, "optimizer steps");
+  add(*app, "--lr", c.optimizer.lr, "learning rate");
+  add(*app, "--optimizer", c.optimizer.kind, "sgd or adamw (AdamW: beta 0.9, 0.95, eps 1e-8, weight decay 0.1)")
+      ->check(one_of({"sgd", "adamw"}));
+  add(*app, "--grad-clip", c.optimizer.grad_clip, "clip the global gradient norm to this (0: no clipping)");
+  add_dtype(*app, "--dtype", c.dtype, "f32 or f64");
+  add(*app, "--seed", c.seed, "seed of the initial parameters and the data order");
+  add(*app, "--data", c.data, "token data (.h5) or a text corpus (.txt) (default: the shipped corpus)")
+      ->type_name("FILE");
+  add(*app, "--init-from", c.init_from, "checkpoint to start from")->type_name("CKPT.h5");
+  add(*app, "--save", c.save, "checkpoint to write after the last step")->type_name("CKPT.h5");
+  add(*app, "--dump-grads", c.dump_grads, "write the first step's reduced gradients")->type_name("FILE.h5");
+  add(*app, "--out", c.out, "results file to append a /runs/NNNN-train group to")->type_name("FILE.h5");
+  add(*app, "--device", o->device, "host, or cuda (a build with -DMDTP_CUDA=ON; one GPU per local rank)")
+      ->check(one_of({"host", "cuda"}));
+  return {app, true, [o](const std::string& command_line) { return run_train(o->config, o->device, command_line); }};
 }
 
 }  // namespace mdtp::cli

@@ -1,6 +1,7 @@
 #include "bench/bench_tables.hpp"
 
-#include <cstdio>
+#include <fmt/format.h>
+
 #include <set>
 
 #include "bench/mode_mesh.hpp"
@@ -199,28 +200,27 @@ void add_bench_attributes(Attributes& a, const LayerMeasurement& m, const BenchS
 }
 
 std::string summary_header() {
-  char a[400], b[400];
-  std::snprintf(a, sizeof a, "%-24s %6s %6s | %9s %9s | %8s %8s %7s | %8s %8s | %8s %8s %7s | %8s %8s | %s",
-                "mode / mesh", "rows", "hidden", "comm MiB", "bytes", "comm ms", "comm ms", "comm", "compute", "compute",
-                "step ms", "step ms", "step", "peak MiB", "peak MiB", "check");
-  std::snprintf(b, sizeof b, "%-24s %6s %6s | %9s %9s | %8s %8s %7s | %8s %8s | %8s %8s %7s | %8s %8s |", "",
-                "global", "", "per step", "meas/mod", "measured", "model", "m/mod", "ms meas", "ms model", "measured",
-                "model", "m/mod", "measured", "model");
-  return std::string(a) + "\n" + b;
+  constexpr const char* kHeader =
+      "{:<24} {:>6} {:>6} | {:>9} {:>9} | {:>8} {:>8} {:>7} | {:>8} {:>8} | {:>8} {:>8} {:>7} | {:>8} {:>8} |";
+  return fmt::format(fmt::runtime(std::string(kHeader) + " {}"), "mode / mesh", "rows", "hidden", "comm MiB", "bytes",
+                     "comm ms", "comm ms", "comm", "compute", "compute", "step ms", "step ms", "step", "peak MiB",
+                     "peak MiB", "check") +
+         "\n" +
+         fmt::format(fmt::runtime(kHeader), "", "global", "", "per step", "meas/mod", "measured", "model", "m/mod",
+                     "ms meas", "ms model", "measured", "model", "m/mod", "measured", "model");
 }
 
 std::string summary_row(const LayerMeasurement& m, const BenchSummary& s) {
   const cost::Workload& w = m.workload;
-  char line[400];
   const double ratio = s.bytes_model > 0 ? s.bytes_measured / s.bytes_model : (s.bytes_measured == 0 ? 1.0 : 0.0);
-  std::snprintf(line, sizeof line,
-                "%-24s %6lld %6lld | %9.3f %8.3f%s | %8.3f %8.3f %7.1f | %8.3f %8.3f | %8.3f %8.3f %7.1f | %8.2f %8.2f | %s",
-                describe_mesh(w.mode, w.mesh).c_str(), static_cast<long long>(w.rows * Topology(w.mesh).dp()),
-                static_cast<long long>(w.hidden), s.bytes_measured / kMiB, ratio, s.bytes_match ? " " : "!",
-                s.comm_measured * 1e3, s.comm_model * 1e3, s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0,
-                s.compute_measured * 1e3, s.compute_model * 1e3, s.step_measured * 1e3, s.step_model * 1e3,
-                s.step_model > 0 ? s.step_measured / s.step_model : 0.0, s.peak_bytes / kMiB, s.peak_model_bytes / kMiB, check_verdict(m).c_str());
-  return line;
+  return fmt::format(
+      "{:<24} {:>6} {:>6} | {:>9.3f} {:>8.3f}{} | {:>8.3f} {:>8.3f} {:>7.1f} | {:>8.3f} {:>8.3f} | {:>8.3f} {:>8.3f} "
+      "{:>7.1f} | {:>8.2f} {:>8.2f} | {}",
+      describe_mesh(w.mode, w.mesh), w.rows * Topology(w.mesh).dp(), w.hidden, s.bytes_measured / kMiB, ratio,
+      s.bytes_match ? " " : "!", s.comm_measured * 1e3, s.comm_model * 1e3,
+      s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0, s.compute_measured * 1e3, s.compute_model * 1e3,
+      s.step_measured * 1e3, s.step_model * 1e3, s.step_model > 0 ? s.step_measured / s.step_model : 0.0,
+      s.peak_bytes / kMiB, s.peak_model_bytes / kMiB, check_verdict(m));
 }
 
 }  // namespace mdtp::bench

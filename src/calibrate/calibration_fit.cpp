@@ -1,7 +1,8 @@
 #include "calibrate/calibration_fit.hpp"
 
+#include <fmt/format.h>
+
 #include <chrono>
-#include <cstdio>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -125,30 +126,25 @@ std::map<std::string, Table> calibrate_run_tables(const std::vector<SweepPoint>&
 
 std::string describe_fit(const CalibrationResult& r) {
   std::ostringstream os;
-  char line[256];
   os << "link parameters (through the algorithm formulas):\n";
   for (const auto& [link, p] : r.calibration.links) {
     const FitQuality q = r.link_quality.count(link) ? r.link_quality.at(link) : FitQuality{};
-    std::snprintf(line, sizeof line, "  %-10s alpha %8.2f us   beta %9.4f ns/B (%7.2f GB/s)   %3d points, rms rel. error %.2f\n",
-                  link_class_name(link), p.alpha * 1e6, p.beta * 1e9, p.beta > 0 ? 1e-9 / p.beta : 0.0, q.points,
-                  q.rms_relative_error);
-    os << line;
+    os << fmt::format("  {:<10} alpha {:>8.2f} us   beta {:>9.4f} ns/B ({:>7.2f} GB/s)   {:>3} points, rms rel. error {:.2f}\n",
+                      link_class_name(link), p.alpha * 1e6, p.beta * 1e9, p.beta > 0 ? 1e-9 / p.beta : 0.0, q.points,
+                      q.rms_relative_error);
   }
   os << "per-op fits t = alpha + beta*S:\n";
   for (std::size_t i = 0; i < r.calibration.fits.size(); ++i) {
     const auto& f = r.calibration.fits[i];
     const FitQuality q = r.fit_quality[i];
     const std::string hi = f.max_bytes == std::numeric_limits<std::int64_t>::max() ? "inf" : std::to_string(f.max_bytes);
-    std::snprintf(line, sizeof line, "  %-15s n=%-3d %-28s [%lld, %s) B  alpha %8.2f us  beta %9.4f ns/B  rms %.2f (%d pts)\n",
-                  collective_name(f.op), f.group_size, r.fit_regimes[i].c_str(), static_cast<long long>(f.min_bytes),
-                  hi.c_str(), f.alpha * 1e6, f.beta * 1e9, q.rms_relative_error, q.points);
-    os << line;
+    os << fmt::format("  {:<15} n={:<3} {:<28} [{}, {}) B  alpha {:>8.2f} us  beta {:>9.4f} ns/B  rms {:.2f} ({} pts)\n",
+                      collective_name(f.op), f.group_size, r.fit_regimes[i], f.min_bytes, hi, f.alpha * 1e6, f.beta * 1e9,
+                      q.rms_relative_error, q.points);
   }
-  for (const auto& g : r.gemm) {
-    std::snprintf(line, sizeof line, "GEMM %s %lld^3: %.1f GFLOP/s per rank (mean over ranks, all at once; slowest %.1f)\n",
-                  dtype_name(g.dtype), static_cast<long long>(g.m), g.flops_mean / 1e9, g.flops_min / 1e9);
-    os << line;
-  }
+  for (const auto& g : r.gemm)
+    os << fmt::format("GEMM {} {}^3: {:.1f} GFLOP/s per rank (mean over ranks, all at once; slowest {:.1f})\n",
+                      dtype_name(g.dtype), g.m, g.flops_mean / 1e9, g.flops_min / 1e9);
   return os.str();
 }
 

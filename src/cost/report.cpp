@@ -1,8 +1,10 @@
 #include "cost/report.hpp"
 
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <sstream>
 
 #include "cost/geometry.hpp"
@@ -40,23 +42,6 @@ ExactRatios exact_ratios(const Workload& w, const std::vector<PlannedCall>& one_
   r.latency = calls;
   return r;
 }
-
-std::string fmt(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value);
-  return buffer;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
 }  // namespace
 
@@ -114,36 +99,30 @@ std::string report_text(const CostReport& r) {
      << "\nlinks (" << r.link_source << "):";
   for (LinkClass link : {LinkClass::intra_node, LinkClass::inter_node}) {
     const LinkParams p = r.model.link(link);
-    os << "  " << link_class_name(link) << " alpha=" << fmt("%.3g", p.alpha) << " s beta=" << fmt("%.3g", p.beta)
-       << " s/B (" << fmt("%.3g", p.beta > 0 ? 1e-9 / p.beta : 0.0) << " GB/s)";
+    os << fmt::format("  {} alpha={:.3g} s beta={:.3g} s/B ({:.3g} GB/s)", link_class_name(link), p.alpha, p.beta,
+                      p.beta > 0 ? 1e-9 / p.beta : 0.0);
   }
   if (!r.model.calibration.fits.empty()) os << "  + " << r.model.calibration.fits.size() << " calibrated op fits";
 
   os << "\n\ncommunication per rank (every rank issues the same calls; times are sums, no overlap)\n";
-  char line[256];
-  std::snprintf(line, sizeof line, "%-10s %-17s %-15s %3s %-10s %6s %14s %16s %11s  %s\n", "phase", "group", "op", "n",
-                "link", "calls", "bytes", "bus bytes", "seconds", "algorithm");
-  os << line;
-  for (const auto& row : r.comm) {
-    std::snprintf(line, sizeof line, "%-10s %-17s %-15s %3d %-10s %6lld %14lld %16.1f %11.4e  %s\n",
-                  row.key.phase.c_str(), row.key.group.c_str(), collective_name(row.key.op), row.group_size,
-                  link_class_name(row.link), static_cast<long long>(row.calls), static_cast<long long>(row.logical_bytes),
-                  row.bus_bytes, row.seconds, row.algorithms.c_str());
-    os << line;
-  }
+  os << fmt::format("{:<10} {:<17} {:<15} {:>3} {:<10} {:>6} {:>14} {:>16} {:>11}  {}\n", "phase", "group", "op", "n",
+                    "link", "calls", "bytes", "bus bytes", "seconds", "algorithm");
+  for (const auto& row : r.comm)
+    os << fmt::format("{:<10} {:<17} {:<15} {:>3} {:<10} {:>6} {:>14} {:>16.1f} {:>11.4e}  {}\n", row.key.phase,
+                      row.key.group, collective_name(row.key.op), row.group_size, link_class_name(row.link), row.calls,
+                      row.logical_bytes, row.bus_bytes, row.seconds, row.algorithms);
   if (r.comm.empty()) os << "  (no collectives)\n";
-  os << "total: forward " << fmt("%.4e", r.comm_seconds("forward")) << " s, backward "
-     << fmt("%.4e", r.comm_seconds("backward")) << " s, grad-sync " << fmt("%.4e", r.comm_seconds("grad-sync"))
-     << " s, all " << fmt("%.4e", r.comm_seconds()) << " s\n";
+  os << fmt::format("total: forward {:.4e} s, backward {:.4e} s, grad-sync {:.4e} s, all {:.4e} s\n",
+                    r.comm_seconds("forward"), r.comm_seconds("backward"), r.comm_seconds("grad-sync"), r.comm_seconds());
 
   os << "\ncompute per rank (GEMMs only; one layer listed, m x n x k):\n";
   for (const auto& g : r.gemms)
     os << "  " << g.phase << " " << g.layer << " " << g.what << " " << g.m << "x" << g.n << "x" << g.k
        << (g.count > 1 ? " (x" + std::to_string(g.count) + ")" : "") << "\n";
   if (r.gemms.empty()) os << "  (no GEMMs)\n";
-  os << "total: " << fmt("%.4e", r.flops) << " flop";
+  os << fmt::format("total: {:.4e} flop", r.flops);
   if (!r.gemms.empty())
-    os << " at " << fmt("%.4g", r.model.gemm_rate(w.dtype) / 1e9) << " GFLOP/s = " << fmt("%.4e", r.compute_seconds) << " s";
+    os << fmt::format(" at {:.4g} GFLOP/s = {:.4e} s", r.model.gemm_rate(w.dtype) / 1e9, r.compute_seconds);
   os << "\n";
 
   const MemoryEstimate& m = r.memory;
@@ -155,83 +134,164 @@ std::string report_text(const CostReport& r) {
 
   const PublishedCosts& p = r.published;
   const ExactRatios& e = r.exact;
+  constexpr const char* kRow = "{:<46} {:<14} {:<14} {:<14} {:<22} {}\n";
   os << "\nper-layer costs, forward+backward (one layer)\n";
-  std::snprintf(line, sizeof line, "%-46s %-14s %-14s %-14s %-22s %s\n", "", "compute", "param mem", "activation mem",
-                "bandwidth", "latency");
-  os << line;
-  auto cell = [](const std::string& formula, double v) { return formula + "=" + fmt("%.4g", v); };
-  std::snprintf(line, sizeof line, "%-46s %-14s %-14s %-14s %-22s %s\n", kPublishedLabel,
-                cell(p.compute_formula, p.compute).c_str(), cell(p.parameter_formula, p.parameter_memory).c_str(),
-                cell(p.activation_formula, p.activation_memory).c_str(), cell(p.bandwidth_formula, p.bandwidth).c_str(),
-                cell(p.latency_formula, p.latency).c_str());
-  os << line;
-  std::snprintf(line, sizeof line, "%-46s %-14s %-14s %-14s %-22s %s\n", "exact (fraction of serial; bus/[B,H]; calls)",
-                fmt("%.4g", e.compute).c_str(), fmt("%.4g", e.parameter_memory).c_str(),
-                fmt("%.4g", e.activation_memory).c_str(), fmt("%.4g", e.bandwidth).c_str(), fmt("%.0f", e.latency).c_str());
-  os << line;
+  os << fmt::format(kRow, "", "compute", "param mem", "activation mem", "bandwidth", "latency");
+  auto cell = [](const std::string& formula, double v) { return fmt::format("{}={:.4g}", formula, v); };
+  os << fmt::format(kRow, kPublishedLabel, cell(p.compute_formula, p.compute), cell(p.parameter_formula, p.parameter_memory),
+                    cell(p.activation_formula, p.activation_memory), cell(p.bandwidth_formula, p.bandwidth),
+                    cell(p.latency_formula, p.latency));
+  os << fmt::format(kRow, "exact (fraction of serial; bus/[B,H]; calls)", fmt::format("{:.4g}", e.compute),
+                    fmt::format("{:.4g}", e.parameter_memory), fmt::format("{:.4g}", e.activation_memory),
+                    fmt::format("{:.4g}", e.bandwidth), fmt::format("{:.0f}", e.latency));
   os << "  published row: " << p.row << (p.note.empty() ? "" : " (" + p.note + ")") << "\n";
   return os.str();
 }
 
+// Keys and nesting are what `mdtp cost --json` has always written (tools read them); numbers that
+// are not finite are written as null.
 std::string report_json(const CostReport& r) {
+  using Json = nlohmann::ordered_json;
   const Workload& w = r.workload;
   const Topology topology(w.mesh);
-  std::ostringstream os;
-  os << "{\n  \"workload\": {\"mode\": " << json_string(tp_mode_name(w.mode)) << ", \"layer\": " << json_string(w.layer)
-     << ", \"layers\": " << r.layers << ", \"rows\": " << w.rows << ", \"hidden\": " << w.hidden
-     << ", \"ffn_hidden\": " << w.ffn_hidden << ", \"dtype\": " << json_string(dtype_name(w.dtype))
-     << ", \"keep_gathered_3d\": " << (w.options.keep_gathered_3d ? "true" : "false")
-     << ", \"data_parallel_group\": " << json_string(w.data_parallel_group) << "},\n";
-  os << "  \"mesh\": {\"world\": " << topology.world() << ", \"tp\": " << topology.tp() << ", \"pp\": " << topology.pp()
-     << ", \"dp\": " << topology.dp() << ", \"cp\": " << topology.cp() << ", \"tp_mode\": " << json_string(tp_mode_name(w.mesh.tp_mode))
-     << ", \"tp_depth\": " << w.mesh.tp_depth << ", \"ranks_per_node\": " << topology.ranks_per_node() << "},\n";
-  os << "  \"links\": {\"source\": " << json_string(r.link_source);
+  Json doc;
+  doc["workload"] = {{"mode", tp_mode_name(w.mode)},
+                     {"layer", w.layer},
+                     {"layers", r.layers},
+                     {"rows", w.rows},
+                     {"hidden", w.hidden},
+                     {"ffn_hidden", w.ffn_hidden},
+                     {"dtype", dtype_name(w.dtype)},
+                     {"keep_gathered_3d", w.options.keep_gathered_3d},
+                     {"data_parallel_group", w.data_parallel_group}};
+  doc["mesh"] = {{"world", topology.world()},
+                 {"tp", topology.tp()},
+                 {"pp", topology.pp()},
+                 {"dp", topology.dp()},
+                 {"cp", topology.cp()},
+                 {"tp_mode", tp_mode_name(w.mesh.tp_mode)},
+                 {"tp_depth", w.mesh.tp_depth},
+                 {"ranks_per_node", topology.ranks_per_node()}};
+  Json& links = doc["links"] = {{"source", r.link_source}};
   for (LinkClass link : {LinkClass::intra_node, LinkClass::inter_node}) {
     const LinkParams p = r.model.link(link);
-    os << ", " << json_string(link_class_name(link)) << ": {\"alpha\": " << json_number(p.alpha)
-       << ", \"beta\": " << json_number(p.beta) << "}";
+    links[link_class_name(link)] = {{"alpha", p.alpha}, {"beta", p.beta}};
   }
-  os << ", \"calibrated_fits\": " << r.model.calibration.fits.size() << "},\n  \"communication\": [";
-  for (std::size_t i = 0; i < r.comm.size(); ++i) {
-    const auto& c = r.comm[i];
-    os << (i ? ",\n    " : "\n    ") << "{\"phase\": " << json_string(c.key.phase) << ", \"group\": "
-       << json_string(c.key.group) << ", \"op\": " << json_string(collective_name(c.key.op))
-       << ", \"group_size\": " << c.group_size << ", \"link\": " << json_string(link_class_name(c.link))
-       << ", \"calls\": " << c.calls << ", \"logical_bytes\": " << c.logical_bytes
-       << ", \"bus_bytes\": " << json_number(c.bus_bytes) << ", \"seconds\": " << json_number(c.seconds)
-       << ", \"algorithms\": " << json_string(c.algorithms) << "}";
-  }
-  os << "\n  ],\n  \"communication_seconds\": {\"forward\": " << json_number(r.comm_seconds("forward"))
-     << ", \"backward\": " << json_number(r.comm_seconds("backward")) << ", \"grad-sync\": "
-     << json_number(r.comm_seconds("grad-sync")) << ", \"total\": " << json_number(r.comm_seconds()) << "},\n";
-  os << "  \"compute\": {\"flops\": " << json_number(r.flops) << ", \"seconds\": " << json_number(r.compute_seconds)
-     << ", \"gemms_per_layer\": [";
-  for (std::size_t i = 0; i < r.gemms.size(); ++i) {
-    const auto& g = r.gemms[i];
-    os << (i ? ", " : "") << "{\"phase\": " << json_string(g.phase) << ", \"layer\": " << json_string(g.layer)
-       << ", \"what\": " << json_string(g.what) << ", \"m\": " << g.m << ", \"n\": " << g.n << ", \"k\": " << g.k
-       << ", \"count\": " << g.count << "}";
-  }
+  links["calibrated_fits"] = r.model.calibration.fits.size();
+  Json& comm = doc["communication"] = Json::array();
+  for (const auto& c : r.comm)
+    comm.push_back({{"phase", c.key.phase},
+                    {"group", c.key.group},
+                    {"op", collective_name(c.key.op)},
+                    {"group_size", c.group_size},
+                    {"link", link_class_name(c.link)},
+                    {"calls", c.calls},
+                    {"logical_bytes", c.logical_bytes},
+                    {"bus_bytes", c.bus_bytes},
+                    {"seconds", c.seconds},
+                    {"algorithms", c.algorithms}});
+  doc["communication_seconds"] = {{"forward", r.comm_seconds("forward")},
+                                  {"backward", r.comm_seconds("backward")},
+                                  {"grad-sync", r.comm_seconds("grad-sync")},
+                                  {"total", r.comm_seconds()}};
+  Json gemms = Json::array();
+  for (const auto& g : r.gemms)
+    gemms.push_back({{"phase", g.phase}, {"layer", g.layer}, {"what", g.what}, {"m", g.m}, {"n", g.n}, {"k", g.k},
+                     {"count", g.count}});
+  doc["compute"] = {{"flops", r.flops}, {"seconds", r.compute_seconds}, {"gemms_per_layer", std::move(gemms)}};
   const MemoryEstimate& m = r.memory;
-  os << "]},\n  \"memory_bytes\": {\"parameters\": " << m.parameter_bytes << ", \"gradients\": " << m.gradient_bytes
-     << ", \"optimizer\": " << m.optimizer_bytes << ", \"activations_kept\": " << m.activation_bytes
-     << ", \"output\": " << m.output_bytes << ", \"total\": " << m.total() << ", \"kept_per_layer\": {";
-  for (std::size_t i = 0; i < m.kept.size(); ++i)
-    os << (i ? ", " : "") << json_string(m.kept[i].name) << ": " << m.kept[i].bytes;
+  Json kept = Json::object();
+  for (const auto& item : m.kept) kept[item.name] = item.bytes;
+  doc["memory_bytes"] = {{"parameters", m.parameter_bytes},
+                         {"gradients", m.gradient_bytes},
+                         {"optimizer", m.optimizer_bytes},
+                         {"activations_kept", m.activation_bytes},
+                         {"output", m.output_bytes},
+                         {"total", m.total()},
+                         {"kept_per_layer", std::move(kept)}};
   const PublishedCosts& p = r.published;
+  doc["published"] = {{"label", kPublishedLabel},
+                      {"row", p.row},
+                      {"note", p.note},
+                      {"compute", p.compute},
+                      {"parameter_memory", p.parameter_memory},
+                      {"activation_memory", p.activation_memory},
+                      {"bandwidth", p.bandwidth},
+                      {"latency", p.latency},
+                      {"formulas", {p.compute_formula, p.parameter_formula, p.activation_formula, p.bandwidth_formula,
+                                    p.latency_formula}}};
   const ExactRatios& e = r.exact;
-  os << "}},\n  \"published\": {\"label\": " << json_string(kPublishedLabel) << ", \"row\": " << json_string(p.row)
-     << ", \"note\": " << json_string(p.note) << ", \"compute\": " << json_number(p.compute)
-     << ", \"parameter_memory\": " << json_number(p.parameter_memory) << ", \"activation_memory\": "
-     << json_number(p.activation_memory) << ", \"bandwidth\": " << json_number(p.bandwidth)
-     << ", \"latency\": " << json_number(p.latency) << ", \"formulas\": [" << json_string(p.compute_formula) << ", "
-     << json_string(p.parameter_formula) << ", " << json_string(p.activation_formula) << ", "
-     << json_string(p.bandwidth_formula) << ", " << json_string(p.latency_formula) << "]},\n";
-  os << "  \"exact\": {\"compute\": " << json_number(e.compute) << ", \"parameter_memory\": "
-     << json_number(e.parameter_memory) << ", \"activation_memory\": " << json_number(e.activation_memory)
-     << ", \"bandwidth_bus_bytes_per_full_activation\": " << json_number(e.bandwidth)
-     << ", \"latency_calls\": " << json_number(e.latency) << "}\n}\n";
-  return os.str();
+  doc["exact"] = {{"compute", e.compute},
+                  {"parameter_memory", e.parameter_memory},
+                  {"activation_memory", e.activation_memory},
+                  {"bandwidth_bus_bytes_per_full_activation", e.bandwidth},
+                  {"latency_calls", e.latency}};
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+std::string zero_text(const ZeroConfig& c, const std::vector<ZeroStageCost>& stages) {
+  auto gb = [](double bytes) { return fmt::format("{:.1f}", bytes / 1e9); };
+  std::string out = fmt::format(
+      "ZeRO over N_d={} ranks, Psi={} parameters, bytes per parameter {} / gradient {} / optimizer K={} (1 GB = 1e9 B)\n",
+      c.data_parallel, c.parameters, c.param_bytes, c.grad_bytes, c.optimizer_bytes);
+  constexpr const char* kRow = "{:<6} {:<18} {:>14} {:<26} {:>12} {:>12}  {}\n";
+  out += fmt::format(kRow, "stage", "partitions", "memory/rank GB", "memory formula", "comm (Psi)", "comm GB",
+                     "communication per step");
+  for (const auto& s : stages)
+    out += fmt::format(kRow, s.stage, s.name, gb(s.memory_bytes), s.memory_formula,
+                       fmt::format("{:.0f}", s.comm_elements / c.parameters), gb(s.comm_bytes), s.comm_formula);
+  return out;
+}
+
+std::string zero_json(const ZeroConfig& c, const std::vector<ZeroStageCost>& stages) {
+  using Json = nlohmann::ordered_json;
+  Json rows = Json::array();
+  for (const auto& s : stages)
+    rows.push_back({{"stage", s.stage},
+                    {"name", s.name},
+                    {"memory_bytes", s.memory_bytes},
+                    {"comm_elements", s.comm_elements},
+                    {"comm_bytes", s.comm_bytes}});
+  const Json doc = {{"parameters", c.parameters},   {"dp", c.data_parallel},
+                    {"param_bytes", c.param_bytes}, {"grad_bytes", c.grad_bytes},
+                    {"optimizer_bytes", c.optimizer_bytes}, {"stages", std::move(rows)}};
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+namespace {
+
+const char* bubble_formula(const PipelineConfig& c) {
+  return c.schedule == PipelineSchedule::interleaved ? "(p-1)/(v*m)" : "(p-1)/m";
+}
+
+}  // namespace
+
+std::string pipeline_text(const std::vector<PipelineConfig>& schedules) {
+  require(!schedules.empty(), "pipeline_text needs at least one schedule");
+  std::string out = fmt::format("pipeline: p={} stages, m={} micro-batches\n", schedules.front().stages,
+                                schedules.front().microbatches);
+  for (const auto& c : schedules)
+    out += fmt::format("  {:<12} v={}  bubble {} = {:.4f} of ideal compute, {:.4f} of the step; peak in flight per "
+                       "stage: {}\n",
+                       pipeline_schedule_name(c.schedule), c.chunks, bubble_formula(c), bubble_over_ideal(c),
+                       bubble_fraction_of_total(c), fmt::join(peak_in_flight(c), ", "));
+  return out;
+}
+
+std::string pipeline_json(const std::vector<PipelineConfig>& schedules) {
+  using Json = nlohmann::ordered_json;
+  require(!schedules.empty(), "pipeline_json needs at least one schedule");
+  Json rows = Json::array();
+  for (const auto& c : schedules)
+    rows.push_back({{"schedule", pipeline_schedule_name(c.schedule)},
+                    {"chunks", c.chunks},
+                    {"bubble_over_ideal", bubble_over_ideal(c)},
+                    {"bubble_fraction_of_total", bubble_fraction_of_total(c)},
+                    {"peak_in_flight_per_stage", peak_in_flight(c)}});
+  const Json doc = {{"pp", schedules.front().stages},
+                    {"microbatches", schedules.front().microbatches},
+                    {"schedules", std::move(rows)}};
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace mdtp::cost

@@ -2,15 +2,18 @@
 // CostReport: everything the model says about one configuration — the collective totals with
 // predicted times, the GEMMs and their time, memory per rank, and the published asymptotic row
 // beside the same ratios computed exactly — as data (for `mdtp bench` to print beside its
-// measurements) and as text or JSON (for `mdtp cost`).
+// measurements) and as text or JSON (for `mdtp cost`); and the text and JSON of `mdtp cost --zero`
+// and `mdtp cost --pipeline`.
 #include <string>
 #include <vector>
 
 #include "cost/compute_model.hpp"
 #include "cost/cost_model.hpp"
 #include "cost/memory_model.hpp"
+#include "cost/pipeline_bubble.hpp"
 #include "cost/published.hpp"
 #include "cost/time_model.hpp"
+#include "cost/zero.hpp"
 
 namespace mdtp::cost {
 
@@ -47,5 +50,13 @@ CostReport build_cost_report(const Workload& workload, const TimeModel& model, i
 
 std::string report_text(const CostReport& report);
 std::string report_json(const CostReport& report);
+
+// ZeRO stages 0–3 of one configuration (zero_costs): a table (1 GB = 1e9 B) or JSON.
+std::string zero_text(const ZeroConfig& config, const std::vector<ZeroStageCost>& stages);
+std::string zero_json(const ZeroConfig& config, const std::vector<ZeroStageCost>& stages);
+
+// The bubble and the peak micro-batches in flight per stage of each schedule (same p and m).
+std::string pipeline_text(const std::vector<PipelineConfig>& schedules);
+std::string pipeline_json(const std::vector<PipelineConfig>& schedules);
 
 }  // namespace mdtp::cost

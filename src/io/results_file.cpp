@@ -1,9 +1,10 @@
 #include "io/results_file.hpp"
 
+#include <fmt/format.h>
 #include <hdf5.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -158,9 +159,7 @@ std::string ResultsFile::append_run(const std::string& kind, const Attributes& a
   }
   int next = 1;
   for (const auto& name : existing) next = std::max(next, std::atoi(name.c_str()) + 1);
-  char prefix[16];
-  std::snprintf(prefix, sizeof prefix, "%04d", next);
-  std::string group_path = "/runs/" + std::string(prefix) + "-" + kind;
+  const std::string group_path = fmt::format("/runs/{:04}-{}", next, kind);
   Handle group(H5Gcreate2(file, group_path.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose,
                "creating " + group_path);
   for (const auto& [name, value] : attributes) write_attribute(group.get(), name, value);

@@ -4,6 +4,8 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.hpp"
 
 namespace mdtp {
@@ -27,14 +29,27 @@ MeshConfig validated(const MeshConfig& c) {
   return c;
 }
 
-void write_groups(std::ostream& os, const std::vector<std::vector<int>>& groups) {
-  os << '[';
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    os << (g ? ", [" : "[");
-    for (std::size_t m = 0; m < groups[g].size(); ++m) os << (m ? ", " : "") << groups[g][m];
-    os << ']';
+// Writes `value` with each object that holds arrays or objects one member per line, and
+// everything else (sizes, group lists) on one line: a mesh of many ranks stays one line per group
+// kind.
+void write_json(std::ostream& os, const nlohmann::ordered_json& value, int indent = 0) {
+  constexpr auto kReplace = nlohmann::ordered_json::error_handler_t::replace;
+  const bool nested = value.is_object() && std::any_of(value.begin(), value.end(), [](const auto& member) {
+                        return member.is_structured();
+                      });
+  if (!nested) {
+    os << value.dump(-1, ' ', false, kReplace);
+    return;
   }
-  os << ']';
+  const std::string pad(static_cast<std::size_t>(indent + 2), ' ');
+  os << "{";
+  bool first = true;
+  for (const auto& [key, member] : value.items()) {
+    os << (first ? "\n" : ",\n") << pad << nlohmann::ordered_json(key).dump(-1, ' ', false, kReplace) << ": ";
+    write_json(os, member, indent + 2);
+    first = false;
+  }
+  os << "\n" << std::string(static_cast<std::size_t>(indent), ' ') << "}";
 }
 
 }  // namespace
@@ -178,23 +193,19 @@ LinkClass Topology::link_class(const std::string& name) const {
 }
 
 std::string Topology::to_json() const {
-  std::ostringstream os;
-  os << "{\n  \"world\": " << world() << ",\n  \"order\": \"" << order() << "\",\n"
-     << "  \"sizes\": {\"tp\": " << tp() << ", \"pp\": " << pp() << ", \"dp\": " << dp() << ", \"cp\": " << cp()
-     << "},\n  \"groups\": {";
+  nlohmann::ordered_json doc;
+  doc["world"] = world();
+  doc["order"] = order();
+  doc["sizes"] = {{"tp", tp()}, {"pp", pp()}, {"dp", dp()}, {"cp", cp()}};
+  auto& all = doc["groups"] = nlohmann::ordered_json::object();
   std::vector<std::string> names = mesh_tokens();
   names.push_back("embedding");
-  for (std::size_t n = 0; n < names.size(); ++n) {
-    os << (n ? ",\n" : "\n") << "    \"" << names[n] << "\": ";
-    write_groups(os, groups(names[n]));
-  }
-  os << "\n  },\n  \"tp_groups\": {";
-  names = tp_group_names();
-  for (std::size_t n = 0; n < names.size(); ++n) {
-    os << (n ? ",\n" : "\n") << "    \"" << names[n] << "\": ";
-    write_groups(os, tp_groups(names[n]));
-  }
-  os << "\n  }\n}\n";
+  for (const auto& name : names) all[name] = groups(name);
+  auto& sub = doc["tp_groups"] = nlohmann::ordered_json::object();
+  for (const auto& name : tp_group_names()) sub[name] = tp_groups(name);
+  std::ostringstream os;
+  write_json(os, doc);
+  os << "\n";
   return os.str();
 }
 

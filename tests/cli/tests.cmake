@@ -1,0 +1,94 @@
+# The `mdtp` command line (experiments/cli), end to end through tests/cli/test_cli.py:
+#  - `mdtp <command> --help` for every command: exit 0, its usage and its options (without mpiexec,
+#    MPI commands included), and every command `mdtp --help` lists;
+#  - `mdtp --version`: the version and the git commit;
+#  - bad options (unknown option, bad integer, bad mode name, ...): exit 2 and one line
+#    `mdtp <command>: error: ...` naming the option and the value; under mpiexec, that line on
+#    every rank, exit 2, no hang;
+#  - `mdtp mesh --json` and `mdtp cost --json` (and --zero, --pipeline) parse, with their keys.
+find_program(MDTP_CLI_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+find_program(MDTP_CLI_PYTHON NAMES python3)
+if(NOT MDTP_CLI_PYTHON)
+  message(STATUS "mdtp: no python3: the cli tests are not registered")
+  return()
+endif()
+
+set(_cli ${MDTP_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_cli.py --mdtp $<TARGET_FILE:mdtp>)
+set(_cli_tests "")
+
+# mdtp_cli_help(COMMAND OPTION...): `mdtp COMMAND --help` lists these options.
+function(mdtp_cli_help command)
+  add_test(NAME cli_help_${command} COMMAND ${_cli} help ${command} ${ARGN})
+  set(_cli_tests ${_cli_tests} cli_help_${command} PARENT_SCOPE)
+endfunction()
+
+mdtp_cli_help(mesh --world --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node --json)
+mdtp_cli_help(smoke --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node)
+mdtp_cli_help(train --tp-mode --tp --tp-depth --layers --embd --heads --vocab --seq --batch --steps --lr --optimizer
+              --grad-clip --dtype --seed --data --init-from --save --dump-grads --out --device)
+mdtp_cli_help(cost --mode --world --tp --tp-depth --pp --layer --batch --seq --hidden --ffn --layers --dtype
+              --keep-gathered-3d --ranks-per-node --dp-grad-sync --alpha-intra --beta-intra --alpha-inter --beta-inter
+              --calibration --calibration-run --gemm-flops --mpich-allreduce --optimizer-bytes --zero --params --dp
+              --param-bytes --grad-bytes --pipeline --microbatches --chunks --json)
+mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
+              --warmup --iters --dtype --gemm-size --out --allow-oversubscribed)
+mdtp_cli_help(bench --modes --layer --batch --seq --hidden --ffn --depth --dtype --warmup --reps --calibration --out
+              --ranks-per-node --keep-gathered-3d --no-check)
+mdtp_cli_help(experiment --ranks --mpiexec --out --report --calibrate-ranks --calibrate-max-bytes --modes --layer
+              --batch --seq --hidden --ffn --dtype --warmup --reps --python --analysis)
+add_test(NAME cli_help_all COMMAND ${_cli} help-all)
+add_test(NAME cli_version COMMAND ${_cli} version ${PROJECT_VERSION})
+list(APPEND _cli_tests cli_help_all cli_version)
+
+# mdtp_cli_bad(NAME COMMAND TEXT ARGS...): `mdtp ARGS` is refused with one line holding TEXT.
+function(mdtp_cli_bad name command text)
+  add_test(NAME cli_bad_${name} COMMAND ${_cli} bad ${command} "${text}" -- ${ARGN})
+  set(_cli_tests ${_cli_tests} cli_bad_${name} PARENT_SCOPE)
+endfunction()
+
+mdtp_cli_bad(unknown_command mdtp "unknown command 'meshy'" meshy --world 4)
+mdtp_cli_bad(unknown_option mesh "unknown option '--wrld'" mesh --wrld 4)
+mdtp_cli_bad(bad_integer mesh "--tp: needs a whole number; got 'two'" mesh --world 4 --tp two)
+mdtp_cli_bad(fraction cost "--hidden: needs a whole number; got '1.5'" cost --mode 1d --tp 2 --batch 2 --seq 4 --hidden 1.5)
+mdtp_cli_bad(out_of_range mesh "--world: needs a whole number up to 2147483647; got '4294967296'" mesh --world 4294967296)
+mdtp_cli_bad(bad_mode mesh "--tp-mode: unknown tensor-parallel mode '4d'" mesh --world 4 --tp-mode 4d)
+mdtp_cli_bad(bad_mode_in_list bench "--modes: unknown tensor-parallel mode '2.5D'" bench --modes 1d,2.5D)
+mdtp_cli_bad(bad_number cost "--alpha-intra: needs a finite number; got '1us'" cost --mode 1d --tp 2 --batch 2 --seq 4
+             --hidden 8 --alpha-intra 1us)
+mdtp_cli_bad(bad_bytes calibrate "--max-bytes: needs a positive byte count like 4096, 64K or 16M; got '64Q'"
+             calibrate --max-bytes 64Q)
+mdtp_cli_bad(bad_choice train "--optimizer: expected one of sgd, adamw; got 'adam'" train --optimizer adam)
+mdtp_cli_bad(negative_seed train "--seed: needs a whole number >= 0; got '-3'" train --seed -3)
+mdtp_cli_bad(missing_value mesh "--tp: needs a value" mesh --world 4 --tp)
+mdtp_cli_bad(missing_required mesh "--world is required" mesh --tp 2)
+mdtp_cli_bad(positional smoke "unexpected argument 'now'" smoke now)
+mdtp_cli_bad(bad_mesh mesh "2D tensor parallelism needs a square TP size; got tp=6" mesh --world 12 --tp 6 --tp-mode 2d)
+
+# Refused on every rank, before MPI starts (a bad value) and after (a mesh the world cannot hold).
+add_test(NAME cli_mpi_bad_option_np2
+         COMMAND ${_cli} --mpiexec ${MPIEXEC_EXECUTABLE} mpi-bad 2 bench "--reps: must be between 1 and 100000; got 0"
+                 -- bench --reps 0)
+add_test(NAME cli_mpi_bad_mesh_np2
+         COMMAND ${_cli} --mpiexec ${MPIEXEC_EXECUTABLE} mpi-bad 2 train "world=2 is not divisible by tp*pp*cp=3"
+                 -- train --tp-mode 1d --tp 3 --steps 1)
+list(APPEND _cli_tests cli_mpi_bad_option_np2 cli_mpi_bad_mesh_np2)
+# --help of an MPI command under mpiexec: printed once (rank 0), exit 0.
+add_test(NAME cli_mpi_help_np2 COMMAND ${_cli} --mpiexec ${MPIEXEC_EXECUTABLE} mpi-help 2 smoke)
+list(APPEND _cli_tests cli_mpi_help_np2)
+
+# mdtp_cli_json(NAME KIND ARGS...): `mdtp ARGS` prints JSON with the keys of KIND.
+function(mdtp_cli_json name kind)
+  add_test(NAME cli_json_${name} COMMAND ${_cli} json ${kind} -- ${ARGN})
+  set(_cli_tests ${_cli_tests} cli_json_${name} PARENT_SCOPE)
+endfunction()
+
+mdtp_cli_json(mesh mesh mesh --world 16 --tp 8 --pp 2 --tp-mode 2.5d --tp-depth 2 --json)
+mdtp_cli_json(mesh_placed mesh mesh --world 16 --tp 2 --pp 4 --order tp-dp-pp --ranks-per-node 8 --json)
+mdtp_cli_json(cost cost cost --mode 2d --world 8 --tp 4 --batch 8 --seq 512 --hidden 1024 --ranks-per-node 4 --json)
+mdtp_cli_json(cost_3d cost cost --mode 3d --tp 8 --batch 2 --seq 16 --hidden 64 --layers 3 --dp-grad-sync --world 16
+              --json)
+mdtp_cli_json(cost_zero cost-zero cost --zero --params 7.5e9 --dp 64 --json)
+mdtp_cli_json(cost_pipeline cost-pipeline cost --pipeline --pp 4 --microbatches 8 --chunks 2 --json)
+
+set_tests_properties(${_cli_tests} PROPERTIES LABELS cli TIMEOUT 180)
+set_tests_properties(cli_mpi_bad_option_np2 cli_mpi_bad_mesh_np2 cli_mpi_help_np2 PROPERTIES LABELS "cli;mpi")
