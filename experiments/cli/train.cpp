@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "plan/schedule.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -55,8 +56,8 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
   c.command_line = command_line;
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
   if (rank == 0) {
-    std::cout << "trained " << describe(r.model) << " in mode " << c.tp_mode << " (tp " << c.tp << ", dp " << r.dp
-              << "): " << r.steps.size() << " steps";
+    std::cout << "trained " << describe(r.model) << " in mode " << c.tp_mode << " (tp " << c.tp << ", pp " << c.pp
+              << ", dp " << r.dp << "; stages " << r.partition << "): " << r.steps.size() << " steps";
     if (!r.steps.empty()) std::cout << ", final loss " << r.steps.back().loss;
     std::cout << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
@@ -86,11 +87,21 @@ Command add_train(CLI::App& root) {
   auto o = std::make_shared<TrainOptions>();
   TrainConfig& c = o->config;
   CLI::App* app = add_command(root, "train", "(MPI) train the GPT model in any tensor-parallel mode");
-  app->footer("Run under mpiexec: trains GPT-2 on the launched ranks, dp = world / tp.  Example:\n"
-                   "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1");
+  app->footer("Run under mpiexec: trains GPT-2 on the launched ranks, dp = world / (tp · pp).  Examples:\n"
+              "  mpiexec -n 8 mdtp train --tp-mode 1d --tp 2 --pp 2 --schedule 1f1b --micro-batches 4\n"
+              "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1");
   add_tp_mode(*app, "--tp-mode", c.tp_mode, "tensor-parallel mode");
-  add(*app, "--tp", c.tp, "tensor-parallel size (dp = world / tp)");
+  add(*app, "--tp", c.tp, "tensor-parallel size");
   add(*app, "--tp-depth", c.tp_depth, "2.5d depth d");
+  add(*app, "--pp", c.pp, "pipeline stages (dp = world / (tp · pp))")->check(at_least(1));
+  add_parsed(*app, "--schedule", c.schedule, [](const std::string& s) { return parse_schedule(s); }, "1f1b",
+             "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1");
+  add(*app, "--micro-batches", c.micro_batches, "micro-batches per step (each replica's batch / m sequences each)")
+      ->check(at_least(1));
+  add(*app, "--chunks", c.chunks, "model chunks per stage (interleaved)")->check(at_least(1));
+  add(*app, "--pp-layers", c.pp_layers, "blocks per virtual stage, pp·chunks counts (default: an even split)")
+      ->type_name("N,N,...");
+  add(*app, "--group-size", c.group_size, "interleaved: micro-batch group size N (0: pp)")->check(at_least(0));
   add_model_options(*app, c.model);
   add(*app, "--batch", c.batch, "global batch, in sequences");
   add(*app, "--steps", c.steps, "optimizer steps");

@@ -27,6 +27,22 @@ void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& conf
   }
 }
 
+int unit_of_parameter(const std::string& name, const GptConfig& config) {
+  if (name == "transformer.wte.weight" || name == "transformer.wpe.weight") return 0;
+  if (name.rfind("transformer.ln_f.", 0) == 0) return unit_count(config) - 1;
+  const std::string prefix = "transformer.h.";
+  if (name.rfind(prefix, 0) != 0) return -1;
+  const std::size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return -1;
+  int block = 0;
+  for (std::size_t i = prefix.size(); i < dot; ++i) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    block = block * 10 + (name[i] - '0');
+    if (block >= config.n_layer) return -1;
+  }
+  return block + 1;
+}
+
 // ---- ModelChunk ----------------------------------------------------------------------------------
 
 bool ModelChunk::has_head() const { return units_.last == unit_count(model_->config_) - 1; }

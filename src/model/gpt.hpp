@@ -172,6 +172,11 @@ class GptModel {
   UnitHooks* hooks_ = nullptr;
 };
 
+// The unit a parameter of this model belongs to, from its nanoGPT name (transformer.wte.weight and
+// transformer.wpe.weight: 0; transformer.h.<i>.*: i + 1; transformer.ln_f.*: L + 1), or -1 for a name
+// that is not one.  Checkpoints use it to order and to recognise tensors held by other stages.
+int unit_of_parameter(const std::string& name, const GptConfig& config);
+
 // The chunks a validated list describes: sorted, non-overlapping, inside [0, L + 1]; an mdtp::Error
 // naming the offending range otherwise.
 void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& config);

@@ -6,6 +6,7 @@
 #include "mesh/mesh.hpp"
 #include "io/h5_file.hpp"
 #include "run/root_task.hpp"
+#include "train/stage_gather.hpp"
 
 namespace mdtp {
 namespace {
@@ -24,23 +25,21 @@ void write_config(H5File& file, const GptConfig& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
 }
 
-using Tensors = std::vector<std::pair<std::string, std::vector<double>>>;
-
-// Gathers `pick(p, i)` of every parameter (collective), in parameter order.
+// The full logical tensor `pick(p, i)` of every parameter this stage holds (collective over tp),
+// then every stage's on world rank 0 (train/stage_gather.hpp), in the model's canonical order.
 template <class Pick>
-Tensors gather_all(GptModel& model, Pick&& pick) {
+std::vector<NamedTensor> gather_everywhere(GptModel& model, MPI_Comm world, Pick&& pick) {
   const TpContext& ctx = model.mode().context();
-  Tensors out;
+  std::vector<NamedTensor> mine;
   auto& params = model.parameters();
   for (std::size_t i = 0; i < params.size(); ++i)
-    out.emplace_back(params[i].name(), gather_logical(params[i], pick(params[i], i), ctx.mesh, ctx.backend));
-  return out;
+    mine.push_back({params[i].name(), params[i].checkpoint_shape(),
+                    gather_logical(params[i], pick(params[i], i), ctx.mesh, ctx.backend)});
+  return gather_stage_tensors(mine, ctx.mesh, world, model.config());
 }
 
-void write_tensors(H5File& file, const std::string& prefix, GptModel& model, const Tensors& tensors, DType storage) {
-  auto& params = model.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    file.write_real(prefix + tensors[i].first, params[i].checkpoint_shape(), tensors[i].second, storage);
+void write_tensors(H5File& file, const std::string& prefix, const std::vector<NamedTensor>& tensors, DType storage) {
+  for (const NamedTensor& t : tensors) file.write_real(prefix + t.name, t.shape, t.values, storage);
 }
 
 bool is_buffer(const std::string& key) {
@@ -82,17 +81,17 @@ GptConfig read_checkpoint_config(const std::string& path) {
 void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer, const TrainingState& state,
                      MPI_Comm world) {
   const DType storage = model.mode().context().dtype;
-  const Tensors values = gather_all(model, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->value; });
-  Tensors m, v;
+  const auto values = gather_everywhere(model, world, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->value; });
+  std::vector<NamedTensor> m, v;
   const bool moments = optimizer != nullptr && optimizer->has_moments();
   if (moments) {
-    m = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg(i); });
-    v = gather_all(model, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg_sq(i); });
+    m = gather_everywhere(model, world, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg(i); });
+    v = gather_everywhere(model, world, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg_sq(i); });
   }
   run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
-      write_tensors(file, "", model, values, storage);
+      write_tensors(file, "", values, storage);
       if (optimizer == nullptr) return;
       file.create_group("optim");
       file.set_attribute("optim", "step", state.step);
@@ -102,8 +101,8 @@ void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimi
       if (!moments) return;
       file.create_group("optim/exp_avg");
       file.create_group("optim/exp_avg_sq");
-      write_tensors(file, "optim/exp_avg/", model, m, storage);
-      write_tensors(file, "optim/exp_avg_sq/", model, v, storage);
+      write_tensors(file, "optim/exp_avg/", m, storage);
+      write_tensors(file, "optim/exp_avg_sq/", v, storage);
     });
   });
 }
@@ -123,13 +122,16 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimize
     values.push_back(read_param(file, p.name(), p.checkpoint_shape()));
     known.insert(p.name());
   }
+  // Every dataset is a parameter of the model: held here, or (a pipeline stage holds a part of the
+  // model) by another stage.
   for (const std::string& key : file.children("/"))
-    require(known.count(key) || is_buffer(key), "checkpoint '", path, "' holds '", key,
-            "', which is not a parameter of this model (", describe(saved), ")");
-  if (file.has("lm_head.weight")) {
-    const std::vector<double> head = read_param(file, "lm_head.weight", params.front().checkpoint_shape());
-    require(head == values.front(), "checkpoint '", path, "': lm_head.weight differs from transformer.wte.weight; ",
-            "this GPT ties the LM head to the token embedding");
+    require(known.count(key) || is_buffer(key) || unit_of_parameter(key, saved) >= 0, "checkpoint '", path,
+            "' holds '", key, "', which is not a parameter of this model (", describe(saved), ")");
+  if (file.has("lm_head.weight") && file.has("transformer.wte.weight")) {
+    const Shape wte_shape = file.shape("transformer.wte.weight");
+    const std::vector<double> head = read_param(file, "lm_head.weight", wte_shape);
+    require(head == read_param(file, "transformer.wte.weight", wte_shape), "checkpoint '", path,
+            "': lm_head.weight differs from transformer.wte.weight; this GPT ties the LM head to the token embedding");
   }
   TrainingState state;
   std::vector<std::vector<double>> m, v;
@@ -164,11 +166,11 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimize
 }
 
 void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world) {
-  const Tensors grads = gather_all(model, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->grad; });
+  const auto grads = gather_everywhere(model, world, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->grad; });
   run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
-      write_tensors(file, "", model, grads, model.mode().context().dtype);
+      write_tensors(file, "", grads, model.mode().context().dtype);
       file.set_attribute("/", "step", step);
       file.set_attribute("/", "loss", loss);
     });

@@ -6,8 +6,10 @@
 //                    to transformer.wte.weight and not stored (an equal lm_head.weight is accepted)
 //   /optim           attributes step, data_position, rng_state, optimizer; for AdamW
 //                    /optim/exp_avg/<key> and /optim/exp_avg_sq/<key> in the same layout
-// Sharding never shows: save gathers every shard (collective over tp), load cuts each rank's
-// shard out of the full tensor, so a checkpoint written in one mode resumes in any other.
+// Sharding never shows: save gathers every shard (collective over tp) and every pipeline stage's
+// tensors onto world rank 0 (the tied wte once), load cuts each rank's shard out of the full
+// tensor, so a checkpoint written in one mode, pipeline split or data-parallel size resumes in any
+// other.
 // Saving writes a temporary file renamed into place (a failed run never truncates an existing
 // checkpoint); loading reads on every rank and validates everything before changing the model,
 // so a bad file fails on every rank with the same message.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "mesh/mesh.hpp"
+#include "plan/schedule.hpp"
 #include "train/checkpoint.hpp"
 
 namespace mdtp {
@@ -27,9 +28,19 @@ struct TrainDevice {
 };
 
 struct TrainConfig {
-  TpMode tp_mode = TpMode::none;  // dp = world / tp
+  TpMode tp_mode = TpMode::none;  // dp = world / (tp · pp)
   int tp = 1;
   int tp_depth = 1;
+  // Pipeline: pp stages running `schedule` over `micro_batches` micro-batches per step (each
+  // replica's batch/dp sequences split into m micro-batches of batch/(dp·m)), `chunks` per stage
+  // (interleaved only), the blocks per virtual stage (empty: an even split) and the interleaved
+  // micro-batch group size (0: pp).  pp = 1 runs the same engine with one stage.
+  int pp = 1;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int micro_batches = 1;
+  int chunks = 1;
+  std::vector<int> pp_layers;
+  int group_size = 0;
   // Model shape; 0 = from the checkpoint (--init-from), else the data (vocab, T of HDF5 data), else
   // the defaults of kDefaultModel.  A value given together with a checkpoint must match it.
   GptConfig model{};
@@ -61,6 +72,7 @@ struct StepRecord {
 struct TrainResult {
   GptConfig model;
   int dp = 1;
+  std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step
 };

@@ -1,0 +1,170 @@
+#include "pipeline/executor.hpp"
+
+#include <algorithm>
+
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+namespace {
+
+// Receives posted ahead of the action that needs them: enough to overlap a transfer with the
+// action before, few enough that their buffers do not pile up.
+constexpr std::size_t kReceiveLookahead = 2;
+// MPI guarantees tags up to 32767.  Two messages of one channel that share a tag are still
+// matched in order, which the schedule simulator has proved is the right order.
+constexpr int kTagSpace = 32768;
+
+}  // namespace
+
+PipelineExecutor::PipelineExecutor(GptModel& model, const Mesh& mesh, Schedule schedule, int stage)
+    : model_(model), mesh_(mesh), schedule_(std::move(schedule)), stage_(stage),
+      virtual_stages_(schedule_.stages * schedule_.chunks), link_(model, mesh) {
+  require(mesh.comm("pp").size() == schedule_.stages, "pipeline: the schedule has ", schedule_.stages,
+          " stages but the mesh's pp group has ", mesh.comm("pp").size(), " ranks");
+  require(stage >= 0 && stage < schedule_.stages, "pipeline: stage ", stage, " is outside [0, ", schedule_.stages, ")");
+  require(static_cast<int>(model.chunks().size()) == schedule_.chunks, "pipeline: the model holds ",
+          model.chunks().size(), " chunks; the schedule runs ", schedule_.chunks, " per stage");
+  const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
+  last_weight_pass_.assign(static_cast<std::size_t>(schedule_.chunks), -1);
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].op == PassKind::W || list[i].op == PassKind::BW)
+      last_weight_pass_[static_cast<std::size_t>(list[i].chunk)] = static_cast<int>(i);
+}
+
+bool PipelineExecutor::needs_input(const Action& a) const {
+  const int vs = virtual_stage(a);
+  if (a.op == PassKind::F) return vs > 0;
+  if (a.op == PassKind::B || a.op == PassKind::BW) return vs < virtual_stages_ - 1;
+  return false;
+}
+
+int PipelineExecutor::tag(char direction, int microbatch, int virtual_stage) const {
+  return ((microbatch * virtual_stages_ + virtual_stage) * 2 + (direction == 'F' ? 0 : 1)) % kTagSpace;
+}
+
+void PipelineExecutor::post_receives_ahead(std::size_t from) {
+  const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
+  next_receive_ = std::max(next_receive_, from);
+  PhaseScope phase(mesh_.ledger(), "pipeline");
+  while (receives_.size() < kReceiveLookahead && next_receive_ < list.size()) {
+    const Action& a = list[next_receive_];
+    if (needs_input(a)) {
+      const int vs = virtual_stage(a);
+      const int source_vs = a.op == PassKind::F ? vs - 1 : vs + 1;
+      receives_.emplace(next_receive_, link_.post_receive(source_vs % schedule_.stages,
+                                                          tag(a.op == PassKind::F ? 'F' : 'B', a.microbatch, source_vs)));
+    }
+    ++next_receive_;
+  }
+}
+
+void PipelineExecutor::poll() {
+  for (auto& r : receives_) r.second.handle.test();
+  while (!sends_.empty() && sends_.front().handle.test()) sends_.pop_front();
+  for (auto& s : sends_) s.handle.test();
+}
+
+void PipelineExecutor::count_contexts(StageStepResult& out) const {
+  int full = 0, weight_only = 0;
+  for (const auto& [key, slot] : slots_) (slot.input_done ? weight_only : full) += 1;
+  out.peak_full = std::max(out.peak_full, full);
+  out.peak_weight_only = std::max(out.peak_weight_only, weight_only);
+  out.peak_total = std::max(out.peak_total, full + weight_only);
+}
+
+void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>& mbs, double loss_scale,
+                                  StageStepResult& out) {
+  const std::size_t index = out.timeline.size();
+  const int vs = virtual_stage(a);
+  ModelChunk& chunk = model_.chunk(static_cast<std::size_t>(a.chunk));
+  const std::pair<int, int> key{a.microbatch, a.chunk};
+  const bool last_weight = last_weight_pass_[static_cast<std::size_t>(a.chunk)] == static_cast<int>(index);
+  ActionRecord rec{a, now(), 0.0, 0.0};
+
+  Tensor input;
+  if (needs_input(a)) {
+    PhaseScope phase(mesh_.ledger(), "pipeline");
+    input = link_.complete(receives_.at(index));
+    receives_.erase(index);
+  }
+  rec.start = now();
+  out.p2p_wait += rec.start - rec.wait_start;
+  // Sends the input gradient back upstream (virtual stage vs − 1), as soon as it exists.
+  auto send_back = [&](const Tensor& dx) {
+    if (vs == 0) return;
+    PhaseScope phase(mesh_.ledger(), "pipeline");
+    sends_.push_back(link_.send(dx, (vs - 1) % schedule_.stages, tag('B', a.microbatch, vs)));
+  };
+  switch (a.op) {
+    case PassKind::F: {
+      require(slots_.count(key) == 0, "pipeline: micro-batch ", a.microbatch, " of chunk ", a.chunk,
+              " is forwarded twice in one step");
+      Slot& slot = slots_[key];
+      double local = 0.0;
+      Tensor y;
+      {
+        PhaseScope phase(mesh_.ledger(), "forward");
+        y = chunk.forward(input, mbs.at(static_cast<std::size_t>(a.microbatch)), slot.saved, &local);
+      }
+      if (vs == virtual_stages_ - 1) {
+        out.loss_sum += local;
+      } else {
+        PhaseScope phase(mesh_.ledger(), "pipeline");
+        sends_.push_back(link_.send(y, (vs + 1) % schedule_.stages, tag('F', a.microbatch, vs)));
+      }
+      break;
+    }
+    case PassKind::B:
+    case PassKind::BW: {
+      Slot& slot = slots_.at(key);
+      Tensor dx;
+      {
+        PhaseScope phase(mesh_.ledger(), "backward");
+        dx = chunk.backward_input(input, loss_scale, slot.saved);
+      }
+      send_back(dx);
+      slot.input_done = true;
+      if (a.op == PassKind::B) break;
+      PhaseScope phase(mesh_.ledger(), "backward");
+      chunk.backward_weight(slot.saved, last_weight);
+      slots_.erase(key);
+      break;
+    }
+    case PassKind::W: {
+      PhaseScope phase(mesh_.ledger(), "backward");
+      chunk.backward_weight(slots_.at(key).saved, last_weight);
+      slots_.erase(key);
+      break;
+    }
+  }
+  rec.end = now();
+  count_contexts(out);
+  out.timeline.push_back(rec);
+}
+
+StageStepResult PipelineExecutor::run_step(const std::vector<MicroBatch>& micro_batches, double loss_scale) {
+  require(static_cast<int>(micro_batches.size()) == schedule_.micro_batches, "pipeline: a step of the ",
+          schedule_name(schedule_.kind), " schedule runs ", schedule_.micro_batches, " micro-batches; got ",
+          micro_batches.size());
+  step_start_ = Clock::now();
+  slots_.clear();
+  receives_.clear();
+  sends_.clear();
+  next_receive_ = 0;
+  StageStepResult out;
+  const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
+  post_receives_ahead(0);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    run_action(list[i], micro_batches, loss_scale, out);
+    poll();
+    post_receives_ahead(i + 1);
+  }
+  for (auto& s : sends_) s.handle.wait();
+  sends_.clear();
+  require(slots_.empty() && receives_.empty(), "pipeline: the ", schedule_name(schedule_.kind),
+          " schedule left micro-batches unfinished on stage ", stage_);
+  out.seconds = now();
+  return out;
+}
+
+}  // namespace mdtp

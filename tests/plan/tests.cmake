@@ -1,0 +1,5 @@
+# The pure plans (src/plan): stage partitions and pipeline schedules against the rules of
+# docs/theory.md §3, and the whole-pipeline simulator (completion, FIFO channel order, bubbles,
+# peak contexts).  One rank: nothing here communicates.
+mdtp_add_mpi_test(plan SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stage_partition.cpp ${CMAKE_CURRENT_LIST_DIR}/test_schedules.cpp
+                  RANKS 1 LABELS plan LIBS mdtp_plan)
