@@ -1,8 +1,13 @@
 #include "tp/parameter.hpp"
 
+#include <Eigen/Core>
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <numbers>
+#include <numeric>
 
+#include "core/vector_math.hpp"
 #include "mesh/mesh.hpp"
 
 namespace mdtp {
@@ -24,13 +29,69 @@ std::uint64_t name_hash(const std::string& name) {
 
 double unit_open(std::uint64_t bits) { return (static_cast<double>(bits >> 11) + 0.5) * 0x1.0p-53; }
 
+// The per-element state from which both uniforms are drawn.
+std::uint64_t element_base(std::uint64_t key, std::int64_t flat_index) {
+  return mix(key ^ mix(static_cast<std::uint64_t>(flat_index) * 2 + 1));
+}
+
+// Elements per vectorised block (a few KiB of scratch on the stack).
+constexpr std::int64_t kDrawBlock = 256;
+
+// Whether a value v' computed with SLEEF's log and cos (≤ 1 ulp each) rounds to the same float as
+// init_value's v (glibc's, < 1 ulp each).  |v - v'| stays within ~8 ulp of v (the two log and cos
+// results differ by ≤ 2 ulp each; sqrt halves the log's; the products add a few roundings), so
+// v' decides the float unless it lies within that bound of a float rounding midpoint.  The
+// margin taken is 2^-44 relative (~256 ulp, 32× the bound); values near float underflow are
+// never decided here.
+bool rounds_like_exact(double v) {
+  const double a = std::abs(v);
+  if (!(a > 0x1p-100 && a < 0x1p100)) return false;
+  const float f = static_cast<float>(a);
+  const auto bits = std::bit_cast<std::uint32_t>(f);
+  const double lo = (static_cast<double>(std::bit_cast<float>(bits - 1)) + f) / 2;  // exact midpoints
+  const double hi = (static_cast<double>(std::bit_cast<float>(bits + 1)) + f) / 2;
+  const double margin = a * 0x1p-44;
+  return std::abs(a - lo) > margin && std::abs(a - hi) > margin;
+}
+
 }  // namespace
 
 double init_value(std::uint64_t seed, const std::string& name, std::int64_t flat_index, const InitSpec& init) {
-  if (init.kind == InitSpec::Kind::constant) return init.value;
-  std::uint64_t base = mix(seed ^ mix(name_hash(name)) ^ mix(static_cast<std::uint64_t>(flat_index) * 2 + 1));
+  return InitDraw(seed, name, init).value(flat_index);
+}
+
+InitDraw::InitDraw(std::uint64_t seed, const std::string& name, const InitSpec& init)
+    : key_(seed ^ mix(name_hash(name))), init_(init) {}
+
+double InitDraw::value(std::int64_t flat_index) const {
+  if (init_.kind == InitSpec::Kind::constant) return init_.value;
+  const std::uint64_t base = element_base(key_, flat_index);
   double u1 = unit_open(mix(base)), u2 = unit_open(mix(base + 1));
-  return init.std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);  // Box-Muller
+  return init_.std * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);  // Box-Muller
+}
+
+void InitDraw::fill(std::int64_t offset, const std::int64_t* columns, std::int64_t n, DType stored,
+                    double* out) const {
+  if (init_.kind == InitSpec::Kind::constant || stored != DType::f32) {
+    for (std::int64_t j = 0; j < n; ++j) out[j] = value(offset + columns[j]);
+    return;
+  }
+  alignas(64) double log_u1[kDrawBlock], cos_2pi_u2[kDrawBlock];
+  for (std::int64_t j0 = 0; j0 < n; j0 += kDrawBlock) {
+    const std::int64_t len = std::min(kDrawBlock, n - j0);
+    for (std::int64_t j = 0; j < len; ++j) {
+      const std::uint64_t base = element_base(key_, offset + columns[j0 + j]);
+      log_u1[j] = unit_open(mix(base));
+      cos_2pi_u2[j] = 2.0 * std::numbers::pi * unit_open(mix(base + 1));
+    }
+    array_log(log_u1, log_u1, len);
+    array_cos(cos_2pi_u2, cos_2pi_u2, len);
+    double* o = out + j0;
+    Eigen::Map<Eigen::ArrayXd>(o, len) =
+        init_.std * (-2.0 * Eigen::Map<Eigen::ArrayXd>(log_u1, len)).sqrt() * Eigen::Map<Eigen::ArrayXd>(cos_2pi_u2, len);
+    for (std::int64_t j = 0; j < len; ++j)
+      if (!rounds_like_exact(o[j])) o[j] = value(offset + columns[j0 + j]);
+  }
 }
 
 void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,
@@ -38,13 +99,21 @@ void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType d
   const bool vector = p.full_shape.size() == 1;
   const std::int64_t rows = vector ? 1 : p.full_shape[0], cols = p.full_shape.back();
   ShardBlock b = shard_block(p.layout, mesh, rows, cols, p.name);
-  std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols));
-  for (std::int64_t i = 0; i < b.rows; ++i)
-    for (std::int64_t j = 0; j < b.cols; ++j)
-      values[static_cast<std::size_t>(i * b.cols + j)] = init_value(seed, p.name, (b.row0() + i) * cols + b.col0() + j, init);
   Shape shape = vector ? Shape{b.cols} : Shape{b.rows, b.cols};
-  p.value = backend.from_f64(values, shape, dtype, MemCategory::parameters);
+  p.value = backend.empty(shape, dtype, MemCategory::parameters);
+  if (init.kind == InitSpec::Kind::constant) {
+    backend.fill(p.value, init.value);
+  } else {
+    const InitDraw draw(seed, p.name, init);
+    std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
+    std::iota(columns.begin(), columns.end(), b.col0());
+    std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols));
+    for (std::int64_t i = 0; i < b.rows; ++i)
+      draw.fill((b.row0() + i) * cols, columns.data(), b.cols, dtype, values.data() + i * b.cols);
+    backend.assign_f64(p.value, values);
+  }
   p.grad = backend.zeros(shape, dtype, MemCategory::gradients);
+  p.drawn = InitRecord{seed, init};
 }
 
 void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,

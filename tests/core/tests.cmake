@@ -9,3 +9,5 @@ add_test(NAME core_blas_coretype_np1
 set_tests_properties(core_blas_coretype_np1 PROPERTIES LABELS "mpi" TIMEOUT 120 PROCESSORS 1
                      ENVIRONMENT "OPENBLAS_CORETYPE=SkylakeX")
 
+# Parameter initialisation: the vectorised draw against init_value's pinned numbers.
+mdtp_add_mpi_test(core_init SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_init_values.cpp RANKS 1 LIBS mdtp_tp)
