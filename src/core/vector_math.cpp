@@ -38,11 +38,11 @@ struct F32 {
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
   static V exp(V v) { return Sleef_expf16_u10(v); }
-  static V tanh(V v) { return Sleef_tanhf16_u10(v); }
+  static V tanh(V v) { return Sleef_tanhf16_u35(v); }
   static V log(V v) { return Sleef_logf16_u10(v); }
   static V cos(V v) { return Sleef_cosf16_u10(v); }
 };
-constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10, AVX-512 (8 f64 / 16 f32 per call)";
+constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10 (f32 tanh _u35), AVX-512 (8 f64 / 16 f32 per call)";
 #elif defined(__AVX__)
 struct F64 {
   using V = __m256d;
@@ -60,11 +60,11 @@ struct F32 {
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
   static V exp(V v) { return Sleef_expf8_u10(v); }
-  static V tanh(V v) { return Sleef_tanhf8_u10(v); }
+  static V tanh(V v) { return Sleef_tanhf8_u35(v); }
   static V log(V v) { return Sleef_logf8_u10(v); }
   static V cos(V v) { return Sleef_cosf8_u10(v); }
 };
-constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10, AVX (4 f64 / 8 f32 per call)";
+constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10 (f32 tanh _u35), AVX (4 f64 / 8 f32 per call)";
 #else
 struct F64 {
   using V = __m128d;
@@ -82,11 +82,11 @@ struct F32 {
   static V load(const float* p) { return _mm_loadu_ps(p); }
   static void store(float* p, V v) { _mm_storeu_ps(p, v); }
   static V exp(V v) { return Sleef_expf4_u10(v); }
-  static V tanh(V v) { return Sleef_tanhf4_u10(v); }
+  static V tanh(V v) { return Sleef_tanhf4_u35(v); }
   static V log(V v) { return Sleef_logf4_u10(v); }
   static V cos(V v) { return Sleef_cosf4_u10(v); }
 };
-constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10, SSE2 (2 f64 / 4 f32 per call)";
+constexpr const char* kName = "SLEEF " MDTP_SLEEF_VERSION " _u10 (f32 tanh _u35), SSE2 (2 f64 / 4 f32 per call)";
 #endif
 
 // Applies F to whole vectors, then to the tail padded with ones (a value every function takes

@@ -69,7 +69,10 @@ void host_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const
   const T* l = logits.data<T>();
   const double* mx = row_max.data<double>();
   double* out = sums.data<double>();
-  std::vector<T> e(static_cast<std::size_t>(valid_cols));
+  // Eigen's own (aligned) storage: its vectorised sum peels elements up to the first aligned
+  // address, so a buffer whose alignment varied from run to run (std::vector's) would vary the
+  // summation order and break bitwise reproducibility.
+  Eigen::Array<T, 1, Eigen::Dynamic> e(valid_cols);
   for (std::int64_t i = 0; i < logits.rows(); ++i) {
     Row<T> ei(e.data(), valid_cols);
     ei = ConstRow<T>(l + i * cols, valid_cols) - static_cast<T>(mx[i]);

@@ -291,12 +291,11 @@ TEST_CASE("initial parameters are init_value's numbers in every mode (bitwise in
     return n;
   }();
   const ModelSize size = model_size_for_world(world);
-  std::vector<ModeCase> cases = model_cases_for_world(world);
-  cases.push_back(serial_case());
-  for (const ModeCase& c : cases)
+  std::vector<std::pair<ModeCase, MPI_Comm>> cases{{serial_case(), MPI_COMM_SELF}};
+  for (const ModeCase& c : model_cases_for_world(world)) cases.emplace_back(c, MPI_COMM_WORLD);
+  for (const auto& [c, comm] : cases)
     for (DType dt : {DType::f64, DType::f32}) {
-      const bool serial = c.mode == "none";
-      GptRun run(c, size.config, size.batch, serial ? MPI_COMM_SELF : MPI_COMM_WORLD, dt, 4321);
+      GptRun run(c, size.config, size.batch, comm, dt, 4321);
       const ParamMap values = run.gather(false);
       for (const ModelParam& p : run.model->parameters()) {
         const std::vector<double>& v = values.at(p.name());
@@ -314,7 +313,7 @@ TEST_CASE("initial parameters are init_value's numbers in every mode (bitwise in
           if (dt == DType::f32) ref = static_cast<float>(ref);
           mismatches += std::memcmp(&v[k], &ref, sizeof ref) != 0;
         }
-        INFO("mode " << c.mode << " " << dtype_name(dt) << " " << p.name());
+        INFO(c.label() << " " << dtype_name(dt) << " " << p.name());
         CHECK(mismatches == 0);
       }
     }
