@@ -7,7 +7,7 @@
 // machine may be shared; the best sample is the least disturbed one).  Prints the host's
 // provenance first.  run_host_bench.py runs this and the training comparison.
 //
-//   mdtp_bench_host [--max-size 4096] [--min-size 256] [--dtypes f32,f64] [--samples 5]
+//   mdtp_bench_host [--max-size 4096] [--min-size 256] [--dtypes f32,f64] [--samples 7]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -34,7 +34,7 @@ namespace {
 
 struct Options {
   std::int64_t min_size = 256, max_size = 4096;
-  int samples = 5;
+  int samples = 7;
   std::vector<DType> dtypes{DType::f32, DType::f64};
 };
 
@@ -105,7 +105,7 @@ int main(int argc, char** argv) try {
       const Tensor b = backend->from_f64(values, {n, n}, dt, MemCategory::other);
       Tensor c = backend->zeros({n, n}, dt, MemCategory::other);
       const double flops = 2.0 * static_cast<double>(n) * n * n;
-      const int iters = static_cast<int>(std::max(1.0, 2e9 / flops));  // ~20 ms per sample
+      const int iters = static_cast<int>(std::max(1.0, 1e9 / flops));  // ~10 ms per sample
       const int samples = n >= 4096 ? std::min(opt.samples, 2) : n >= 2048 ? std::min(opt.samples, 3) : opt.samples;
       for (const Form& f : forms) {
         double best_mdtp = 1e30, best_direct = 1e30;

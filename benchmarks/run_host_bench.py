@@ -12,6 +12,7 @@ tokens/s is the median over the steps after the first (warm-up).  mdtp and PyTor
 on a shared machine hits both alike; the load average is printed before and after.
 
     benchmarks/run_host_bench.py [--build build] [--quick] [--rounds 1] [--skip-gemm] [--skip-train]
+                                 [--sizes small,large] [--ranks 1,2]
 """
 import argparse
 import os
@@ -37,6 +38,7 @@ def parse():
     p.add_argument("--skip-gemm", action="store_true")
     p.add_argument("--skip-train", action="store_true")
     p.add_argument("--sizes", default="small,large", help="model sizes: small, large")
+    p.add_argument("--ranks", default="1,2", help="training comparisons: 1 (one rank vs one thread), 2 (two ranks vs two threads)")
     return p.parse_args()
 
 
@@ -93,7 +95,7 @@ def torch_rate(size, threads, steps, banner):
         return None, res.stdout.strip()
     lines = res.stdout.splitlines()
     if banner is not None:
-        banner.extend(l for l in lines if l.startswith("torch"))
+        banner.extend(l for l in lines if l.startswith("torch ") or l.startswith("torch BLAS"))
     m = [l for l in lines if l.startswith("torch-tokens/s")]
     return (float(m[-1].split()[1]) if m else None), None
 
@@ -111,10 +113,11 @@ def main():
     if args.skip_train:
         return
     sizes = ["small"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]
+    ranks = {r.strip() for r in args.ranks.split(",")}
     runs = []  # label, size, mdtp ranks, mdtp args, torch threads, target
-    for size in sizes:
+    for size in sizes if "1" in ranks else []:
         runs.append(("1 rank vs 1 thread", size, 1, ["--tp-mode", "none"], 1, 1.5 if size == "small" else 1.0))
-    for size in sizes:
+    for size in sizes if "2" in ranks else []:
         runs.append(("2 ranks 1d tp=2 vs 2 threads", size, 2, ["--tp-mode", "1d", "--tp", "2"], 2, 1.0))
         runs.append(("2 ranks dp=2 vs 2 threads", size, 2, ["--tp-mode", "none"], 2, 1.0))
     banner = []

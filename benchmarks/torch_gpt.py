@@ -35,6 +35,11 @@ def parse():
 args = parse()
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(args.threads)
+# With several threads, torch's OpenMP workers spin after each parallel region while OpenBLAS'
+# own pthreads run the GEMMs on the same cores; passive waiting keeps them from starving each
+# other (on this 2-core machine, spinning made 2 threads several times slower than 1).
+if args.threads > 1:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 try:
     import torch
     import torch.nn as nn
@@ -142,7 +147,8 @@ def main():
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
                             lr=1e-3, betas=(0.9, 0.95), eps=1e-8)
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, vocab {V}, "
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()} "
+          f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}), vocab {V}, "
           f"{args.layers} layers, embd {args.embd}, {args.heads} heads, seq {T}, batch {B}, "
           f"attention {'sdpa' if hasattr(F, 'scaled_dot_product_attention') else 'explicit softmax'}")
     config = torch.__config__.show()

@@ -1,8 +1,8 @@
 // Host backend: GEMM through host_gemm (the BLAS, else Eigen), the element-wise and LayerNorm
 // kernels of host_elementwise / host_layernorm, and Eigen array expressions for the simple ops
-// (all vectorised; they are memory-bound).  Each op dispatches once on the element type; the
-// Backend front has validated the arguments and refused dtypes other than f32 and f64 (bf16/f16
-// are CUDA storage types).
+// (all vectorised; they are memory-bound); memory from a CachingHostAllocator.  Each op
+// dispatches once on the element type; the Backend front has validated the arguments and refused
+// dtypes other than f32 and f64 (bf16/f16 are CUDA storage types).
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "core/blas_library.hpp"
 #include "core/cpu_features.hpp"
 #include "core/host_elementwise.hpp"
+#include "core/host_caching_allocator.hpp"
 #include "core/host_gemm.hpp"
 #include "core/host_layernorm.hpp"
 
@@ -44,7 +45,7 @@ std::string backend_name() {
 
 class HostBackend final : public Backend {
  public:
-  HostBackend() : Backend(std::make_shared<HostAllocator>()), name_(backend_name()) {}
+  HostBackend() : Backend(std::make_shared<CachingHostAllocator>()), name_(backend_name()) {}
   DeviceKind device() const override { return DeviceKind::host; }
   const char* name() const override { return name_.c_str(); }
   bool computes_in(DType dtype) const override { return dtype == DType::f32 || dtype == DType::f64; }
