@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <numeric>
 
@@ -36,6 +37,49 @@ std::uint64_t element_base(std::uint64_t key, std::int64_t flat_index) {
 
 // Elements per vectorised block (a few KiB of scratch on the stack).
 constexpr std::int64_t kDrawBlock = 256;
+
+// mix() and unit_open() on four lanes at once, in GCC's generic vectors (lowered to whatever the
+// build targets: AVX-512, AVX2 or SSE2): the same integer operations, so the same bits.
+using U64x4 = std::uint64_t __attribute__((vector_size(32)));
+using F64x4 = double __attribute__((vector_size(32)));
+
+U64x4 mix4(U64x4 x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// unit_open of four lanes.  AVX2 has no 64-bit integer to double conversion, so the 53-bit
+// integer is converted exactly in two parts (each placed in the mantissa of 2^52, which is then
+// subtracted); the + 0.5 then rounds exactly as unit_open's does.
+F64x4 unit_open4(U64x4 bits) {
+  const U64x4 x = bits >> 11, exponent_2_52 = U64x4{} + 0x4330000000000000ULL;
+  const F64x4 two_52 = F64x4{} + 0x1p52;
+  const F64x4 hi = std::bit_cast<F64x4>((x >> 26) | exponent_2_52) - two_52;
+  const F64x4 lo = std::bit_cast<F64x4>((x & 0x3ffffffULL) | exponent_2_52) - two_52;
+  return (hi * 0x1p26 + lo + 0.5) * 0x1p-53;
+}
+
+// log_u1[j] = u1 and two_pi_u2[j] = 2π·u2 of elements offset + columns[j], j < n.
+void draw_uniforms(std::uint64_t key, std::int64_t offset, const std::int64_t* columns, std::int64_t n,
+                   double* log_u1, double* two_pi_u2) {
+  std::int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    U64x4 index;
+    std::memcpy(&index, columns + j, sizeof index);
+    index += static_cast<std::uint64_t>(offset);
+    const U64x4 base = mix4(key ^ mix4(index * 2 + 1));
+    const F64x4 u1 = unit_open4(mix4(base)), u2 = (2.0 * std::numbers::pi) * unit_open4(mix4(base + 1));
+    std::memcpy(log_u1 + j, &u1, sizeof u1);
+    std::memcpy(two_pi_u2 + j, &u2, sizeof u2);
+  }
+  for (; j < n; ++j) {
+    const std::uint64_t base = element_base(key, offset + columns[j]);
+    log_u1[j] = unit_open(mix(base));
+    two_pi_u2[j] = 2.0 * std::numbers::pi * unit_open(mix(base + 1));
+  }
+}
 
 // Whether a value v' computed with SLEEF's log and cos (≤ 1 ulp each) rounds to the same float as
 // init_value's v (glibc's, < 1 ulp each).  |v - v'| stays within ~8 ulp of v (the two log and cos
@@ -79,11 +123,7 @@ void InitDraw::fill(std::int64_t offset, const std::int64_t* columns, std::int64
   alignas(64) double log_u1[kDrawBlock], cos_2pi_u2[kDrawBlock];
   for (std::int64_t j0 = 0; j0 < n; j0 += kDrawBlock) {
     const std::int64_t len = std::min(kDrawBlock, n - j0);
-    for (std::int64_t j = 0; j < len; ++j) {
-      const std::uint64_t base = element_base(key_, offset + columns[j0 + j]);
-      log_u1[j] = unit_open(mix(base));
-      cos_2pi_u2[j] = 2.0 * std::numbers::pi * unit_open(mix(base + 1));
-    }
+    draw_uniforms(key_, offset, columns + j0, len, log_u1, cos_2pi_u2);
     array_log(log_u1, log_u1, len);
     array_cos(cos_2pi_u2, cos_2pi_u2, len);
     double* o = out + j0;
