@@ -2,8 +2,9 @@
 #
 #   -DMDTP_BLAS=OFF             Eigen's GEMM (no BLAS needed)
 #   (default)                   OpenBLAS (Debian: libopenblas-dev, pthread or serial flavour)
-#   -DBLA_VENDOR=Intel10_64lp_seq | FLAME | AOCL_mt | ...   any CBLAS CMake's FindBLAS knows (MKL,
-#                               BLIS, AOCL); MKLROOT / CMAKE_PREFIX_PATH point at a cluster's copy
+#   -DBLA_VENDOR=Intel10_64lp_seq | FLAME | ...   any CBLAS CMake's FindBLAS knows (MKL, BLIS and
+#                               AMD's AOCL-BLIS as FLAME); MKLROOT / CMAKE_PREFIX_PATH point at a
+#                               cluster's copy
 #
 # Only a named vendor is searched: FindBLAS' "All" would happily pick the netlib reference BLAS,
 # which is slower than Eigen.  Which library, version and kernel set ran is read at run time
