@@ -38,26 +38,32 @@ std::uint64_t element_base(std::uint64_t key, std::int64_t flat_index) {
 // Elements per vectorised block (a few KiB of scratch on the stack).
 constexpr std::int64_t kDrawBlock = 256;
 
-// mix() and unit_open() on four lanes at once, in GCC's generic vectors (lowered to whatever the
-// build targets: AVX-512, AVX2 or SSE2): the same integer operations, so the same bits.
-using U64x4 = std::uint64_t __attribute__((vector_size(32)));
-using F64x4 = double __attribute__((vector_size(32)));
+// mix() and unit_open() on several lanes at once, in GCC's generic vectors (lowered to whatever
+// the build targets): the same integer operations, so the same bits.  Four lanes where AVX2
+// holds them in one register, two (16 bytes, SSE2) otherwise.
+#ifdef __AVX2__
+constexpr int kLanes = 4;
+#else
+constexpr int kLanes = 2;
+#endif
+using U64xN = std::uint64_t __attribute__((vector_size(8 * kLanes)));
+using F64xN = double __attribute__((vector_size(8 * kLanes)));
 
-U64x4 mix4(U64x4 x) {
+U64xN mix_lanes(U64xN x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
 
-// unit_open of four lanes.  AVX2 has no 64-bit integer to double conversion, so the 53-bit
-// integer is converted exactly in two parts (each placed in the mantissa of 2^52, which is then
+// unit_open on lanes.  AVX2 has no 64-bit integer to double conversion, so the 53-bit integer is
+// converted exactly in two parts (each placed in the mantissa of 2^52, which is then
 // subtracted); the + 0.5 then rounds exactly as unit_open's does.
-F64x4 unit_open4(U64x4 bits) {
-  const U64x4 x = bits >> 11, exponent_2_52 = U64x4{} + 0x4330000000000000ULL;
-  const F64x4 two_52 = F64x4{} + 0x1p52;
-  const F64x4 hi = std::bit_cast<F64x4>((x >> 26) | exponent_2_52) - two_52;
-  const F64x4 lo = std::bit_cast<F64x4>((x & 0x3ffffffULL) | exponent_2_52) - two_52;
+F64xN unit_open_lanes(U64xN bits) {
+  const U64xN x = bits >> 11, exponent_2_52 = U64xN{} + 0x4330000000000000ULL;
+  const F64xN two_52 = F64xN{} + 0x1p52;
+  const F64xN hi = std::bit_cast<F64xN>((x >> 26) | exponent_2_52) - two_52;
+  const F64xN lo = std::bit_cast<F64xN>((x & 0x3ffffffULL) | exponent_2_52) - two_52;
   return (hi * 0x1p26 + lo + 0.5) * 0x1p-53;
 }
 
@@ -65,12 +71,13 @@ F64x4 unit_open4(U64x4 bits) {
 void draw_uniforms(std::uint64_t key, std::int64_t offset, const std::int64_t* columns, std::int64_t n,
                    double* log_u1, double* two_pi_u2) {
   std::int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    U64x4 index;
+  for (; j + kLanes <= n; j += kLanes) {
+    U64xN index;
     std::memcpy(&index, columns + j, sizeof index);
     index += static_cast<std::uint64_t>(offset);
-    const U64x4 base = mix4(key ^ mix4(index * 2 + 1));
-    const F64x4 u1 = unit_open4(mix4(base)), u2 = (2.0 * std::numbers::pi) * unit_open4(mix4(base + 1));
+    const U64xN base = mix_lanes(key ^ mix_lanes(index * 2 + 1));
+    const F64xN u1 = unit_open_lanes(mix_lanes(base));
+    const F64xN u2 = (2.0 * std::numbers::pi) * unit_open_lanes(mix_lanes(base + 1));
     std::memcpy(log_u1 + j, &u1, sizeof u1);
     std::memcpy(two_pi_u2 + j, &u2, sizeof u2);
   }
