@@ -61,7 +61,7 @@ class InitDraw {
   // f64 takes libm's log and cos per element: init_value bitwise.  f32 takes a vectorised
   // Box–Muller (core/vector_math.hpp), whose doubles may differ from init_value's in the last
   // bits but round to the same floats: an element within the two libraries' error bound of a
-  // float rounding boundary is recomputed by value() (about one in a million).
+  // float rounding boundary is recomputed by value() (an estimated two in a million).
   void fill(std::int64_t offset, const std::int64_t* columns, std::int64_t n, DType stored, double* out) const;
 
  private:
