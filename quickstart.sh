@@ -17,8 +17,10 @@ case "$mode" in main|test) ;; *) echo "usage: $0 [main|test]" >&2; exit 2 ;; esa
 BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-$(nproc)}"
 
+# libopenblas-dev: the host GEMM (cmake/MdtpBlas.cmake); libsleef-dev: vectorised exp/tanh/log in the
+# host kernels (cmake/MdtpSleef.cmake).  Without either, mdtp still builds (Eigen GEMM, scalar libm).
 packages=(build-essential cmake git pkg-config mpich libmpich-dev libeigen3-dev libhdf5-dev catch2
-          libcli11-dev nlohmann-json3-dev libfmt-dev
+          libcli11-dev nlohmann-json3-dev libfmt-dev libopenblas-dev libsleef-dev
           python3 python3-h5py python3-numpy python3-matplotlib hdf5-tools)
 
 install_packages() {

@@ -4,7 +4,7 @@
 # ledger (tests/consumer is such a project; CI builds it against an install).
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ${MDTP_LAYER_TARGETS} mdtp_lib EXPORT mdtpTargets
+install(TARGETS ${MDTP_LAYER_TARGETS} mdtp_lib mdtp_blas mdtp_sleef EXPORT mdtpTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mdtp)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/src/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/mdtp

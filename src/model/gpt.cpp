@@ -1,6 +1,7 @@
 #include "model/gpt.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "mesh/mesh.hpp"
 
@@ -8,7 +9,9 @@ namespace mdtp {
 namespace {
 
 std::string range_string(const UnitRange& r) {
-  return "[" + std::to_string(r.first) + ", " + std::to_string(r.last) + "]";
+  std::ostringstream os;  // not chained std::string +: GCC 12 misreports it (-Wrestrict, PR 105329)
+  os << '[' << r.first << ", " << r.last << ']';
+  return os.str();
 }
 
 }  // namespace

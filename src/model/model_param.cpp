@@ -1,5 +1,7 @@
 #include "model/model_param.hpp"
 
+#include <algorithm>
+
 #include "mesh/mesh.hpp"
 
 namespace mdtp {
@@ -38,16 +40,29 @@ void initialize(const ModelParam& p, const Mesh& mesh, const Backend& backend, s
   require(p.logical_columns.empty() || static_cast<std::int64_t>(p.logical_columns.size()) == e.cols, p.name(),
           ": ", p.logical_columns.size(), " logical column indices for ", e.cols, " columns");
   const ShardBlock b = shard_block(p.param->layout, mesh, e.rows, e.cols, p.name());
-  std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols), 0.0);
-  for (std::int64_t i = 0; i < b.rows; ++i) {
-    const std::int64_t r = b.row0() + i;
-    if (r >= e.logical_rows) continue;
-    for (std::int64_t j = 0; j < b.cols; ++j)
-      values[static_cast<std::size_t>(i * b.cols + j)] =
-          init_value(seed, p.name(), r * e.cols + logical_col(p, b.col0() + j), p.init);
+  Parameter& param = *p.param;
+  std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
+  for (std::int64_t j = 0; j < b.cols; ++j) columns[static_cast<std::size_t>(j)] = logical_col(p, b.col0() + j);
+  bool identity = true;
+  for (std::int64_t j = 0; j < b.cols; ++j) identity = identity && columns[static_cast<std::size_t>(j)] == b.col0() + j;
+  // Rows [drawn_rows, b.rows) of the shard are padding (zero).
+  const std::int64_t drawn_rows = std::clamp<std::int64_t>(e.logical_rows - b.row0(), 0, b.rows);
+  const bool already_drawn = param.drawn && param.drawn->seed == seed && param.drawn->init == p.init && identity;
+  param.drawn.reset();
+  if (p.init.kind == InitSpec::Kind::constant) {
+    backend.fill(param.value, p.init.value);
+  } else if (!already_drawn) {
+    const InitDraw draw(seed, p.name(), p.init);
+    std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols), 0.0);
+    for (std::int64_t i = 0; i < drawn_rows; ++i)
+      draw.fill((b.row0() + i) * e.cols, columns.data(), b.cols, param.value.dtype(), values.data() + i * b.cols);
+    backend.assign_f64(param.value, values);
   }
-  backend.assign_f64(p.param->value, values);
-  backend.fill(p.param->grad, 0.0);
+  if (drawn_rows < b.rows && (already_drawn || p.init.kind == InitSpec::Kind::constant)) {
+    Tensor padding = param.value.row_slice(drawn_rows, b.rows);
+    backend.fill(padding, 0.0);
+  }
+  backend.fill(param.grad, 0.0);
 }
 
 std::vector<double> gather_logical(const ModelParam& p, const Tensor& shard, const Mesh& mesh, const Backend& backend) {

@@ -9,12 +9,28 @@
 // Linear weights are stored in compute orientation [in, out] (Y = X·W); checkpoints transpose to
 // PyTorch's [out, in].
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tp/layout.hpp"
 
 namespace mdtp {
+
+// How initial values are drawn.  Values depend on (seed, name, global element index) only, so a
+// parameter starts identical in every mode and on every mesh.
+struct InitSpec {
+  enum class Kind { normal, constant } kind = Kind::normal;
+  double std = 0.02;
+  double value = 0.0;
+  bool operator==(const InitSpec&) const = default;
+};
+
+// What materialize() drew into a parameter's value.
+struct InitRecord {
+  std::uint64_t seed = 0;
+  InitSpec init{};
+};
 
 struct Parameter {
   std::string name;
@@ -25,18 +41,33 @@ struct Parameter {
   std::vector<std::string> replicated_over;
   std::vector<std::string> partial_grad_over;
   bool decays = false;  // weight decay applies (weights of 2+ dimensions)
+  // Set by materialize(): value holds init_value(seed, name, ·, init) of its shard.  The model's
+  // initialize() (model/model_param.hpp) then skips drawing the same values again, and clears it;
+  // code that writes value in between must clear it too.
+  std::optional<InitRecord> drawn;
 };
 
-// How initial values are drawn.  Values depend on (seed, name, global element index) only, so a
-// parameter starts identical in every mode and on every mesh.
-struct InitSpec {
-  enum class Kind { normal, constant } kind = Kind::normal;
-  double std = 0.02;
-  double value = 0.0;
-};
-
-// The value of the full tensor's element `flat_index` (row-major over full_shape).
+// The value of the full tensor's element `flat_index` (row-major over full_shape): seed, name and
+// index hashed (SplitMix64), then Box–Muller.
 double init_value(std::uint64_t seed, const std::string& name, std::int64_t flat_index, const InitSpec& init);
+
+// init_value for one tensor, with the name hashed once instead of per element.
+class InitDraw {
+ public:
+  InitDraw(std::uint64_t seed, const std::string& name, const InitSpec& init);
+  double value(std::int64_t flat_index) const;  // init_value(seed, name, flat_index, init), bitwise
+
+  // out[j] = value(offset + columns[j]) for j < n, as it will be stored in `stored` (f32 or f64).
+  // f64 takes libm's log and cos per element: init_value bitwise.  f32 takes a vectorised
+  // Box–Muller (core/vector_math.hpp), whose doubles may differ from init_value's in the last
+  // bits but round to the same floats: an element within the two libraries' error bound of a
+  // float rounding boundary is recomputed by value() (an estimated two in a million).
+  void fill(std::int64_t offset, const std::int64_t* columns, std::int64_t n, DType stored, double* out) const;
+
+ private:
+  std::uint64_t key_;  // seed ^ mix(hash(name))
+  InitSpec init_;
+};
 
 // Allocates value (initialised) and grad (zeros) of this rank's shard.
 void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "comm/ledger_stats.hpp"
 #include "io/results_file.hpp"
@@ -79,8 +80,7 @@ double world_max(double value, const Mesh& mesh, const Backend& backend) {
 
 Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
   const GptConfig& m = plan.model;
-  std::string layers;
-  for (int b : plan.partition.blocks()) layers += (layers.empty() ? "" : ",") + std::to_string(b);
+  const std::string layers = fmt::format("{}", fmt::join(plan.partition.blocks(), ","));
   return {{"tp", std::int64_t{tc.tp}},
           {"tp_depth", std::int64_t{tc.tp_depth}},
           {"dp", std::int64_t{plan.dp}},

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Host performance of mdtp, measured side by side with its peers (docs/host-performance.md):
+
+1. GEMM: build/mdtp_bench_host — mdtp's host backend against a direct cblas_?gemm call, f32 and
+   f64, sizes 256..4096, forms NN/NT/TN (target: >= 95 % of the direct call);
+2. training: `mdtp train --tp-mode none` on one rank against the same GPT-2 in PyTorch on one
+   thread (torch_gpt.py), at two model sizes (target: >= 1.0x at both, 1.5x at the small one), and
+   on two ranks (`--tp-mode 1d --tp 2` and dp = 2) against PyTorch on two threads (target >= 1.0x).
+
+tokens/s is the median over the steps after the first (warm-up).  mdtp and PyTorch runs alternate
+(--rounds N repeats the pair and keeps each side's best median) so that load from other processes
+on a shared machine hits both alike; the load average is printed before and after.
+
+    benchmarks/run_host_bench.py [--build build] [--quick] [--rounds 1] [--skip-gemm] [--skip-train]
+                                 [--sizes small,large] [--ranks 1,2]
+"""
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TORCH_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+# name, layers, embd, heads, seq, batch, steps (first one skipped)
+SIZES = {"small": ("L4/H256/T128 B8", 4, 256, 8, 128, 8, 6), "large": ("L12/H768/T256 B4", 12, 768, 12, 256, 4, 4)}
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--quick", action="store_true", help="GEMM up to 1024, small model only, fewer steps")
+    p.add_argument("--rounds", type=int, default=1, help="alternating mdtp/PyTorch repetitions (best median kept)")
+    p.add_argument("--skip-gemm", action="store_true")
+    p.add_argument("--skip-train", action="store_true")
+    p.add_argument("--sizes", default="small,large", help="model sizes: small, large")
+    p.add_argument("--ranks", default="1,2", help="training comparisons: 1 (one rank vs one thread), 2 (two ranks vs two threads)")
+    return p.parse_args()
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "?"
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        m = re.search(r"Model name:\s*(.+)", out)
+        return m.group(1).strip() if m else "?"
+    except OSError:
+        return "?"
+
+
+def mpiexec():
+    for name in ("mpiexec.mpich", "mpiexec"):
+        if shutil.which(name):
+            return name
+    sys.exit("run_host_bench: no mpiexec found")
+
+
+def median_rate(lines, pattern):
+    rates = [float(m.group(1)) for m in (re.search(pattern, l) for l in lines) if m]
+    return statistics.median(rates[1:]) if len(rates) > 1 else None
+
+
+def run(cmd, env=None):
+    res = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, env=env, cwd=ROOT)
+    if res.returncode not in (0, 3):
+        print(f"  command failed ({res.returncode}): {' '.join(cmd)}\n{res.stdout[-2000:]}{res.stderr[-2000:]}")
+    return res
+
+
+def mdtp_rate(args, size, ranks, mode_args, steps):
+    _, L, H, nh, T, B, _ = SIZES[size]
+    cmd = [mpiexec(), "-n", str(ranks), os.path.join(args.build, "mdtp"), "train", *mode_args, "--layers", str(L),
+           "--embd", str(H), "--heads", str(nh), "--seq", str(T), "--batch", str(B), "--steps", str(steps)]
+    res = run(cmd)
+    return median_rate(res.stdout.splitlines(), r"step\s+\d+.*?([\d.]+) tok/s")
+
+
+def torch_rate(size, threads, steps, banner):
+    _, L, H, nh, T, B, _ = SIZES[size]
+    cmd = [TORCH_PYTHON, os.path.join(HERE, "torch_gpt.py"), "--layers", str(L), "--embd", str(H), "--heads", str(nh),
+           "--seq", str(T), "--batch", str(B), "--steps", str(steps), "--threads", str(threads)]
+    res = run(cmd)
+    if res.returncode == 3:
+        return None, res.stdout.strip()
+    lines = res.stdout.splitlines()
+    if banner is not None:
+        banner.extend(l for l in lines if l.startswith("torch ") or l.startswith("torch BLAS"))
+    m = [l for l in lines if l.startswith("torch-tokens/s")]
+    return (float(m[-1].split()[1]) if m else None), None
+
+
+def main():
+    args = parse()
+    print(f"# machine: {cpu_model()}, {os.cpu_count()} cores; load average before: {loadavg()}")
+    if not args.skip_gemm:
+        exe = os.path.join(args.build, "mdtp_bench_host")
+        if not os.path.exists(exe):
+            sys.exit(f"run_host_bench: {exe} missing: cmake --build {args.build} --target mdtp_bench_host")
+        cmd = [exe] + (["--max-size", "1024", "--samples", "3"] if args.quick else [])
+        print("\n## GEMM: mdtp host backend vs direct CBLAS call (best of several samples)\n", flush=True)
+        subprocess.run(cmd, check=True)
+    if args.skip_train:
+        return
+    sizes = ["small"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]
+    ranks = {r.strip() for r in args.ranks.split(",")}
+    runs = []  # label, size, mdtp ranks, mdtp args, torch threads, target
+    for size in sizes if "1" in ranks else []:
+        runs.append(("1 rank vs 1 thread", size, 1, ["--tp-mode", "none"], 1, 1.5 if size == "small" else 1.0))
+    for size in sizes if "2" in ranks else []:
+        runs.append(("2 ranks 1d tp=2 vs 2 threads", size, 2, ["--tp-mode", "1d", "--tp", "2"], 2, 1.0))
+        runs.append(("2 ranks dp=2 vs 2 threads", size, 2, ["--tp-mode", "none"], 2, 1.0))
+    banner = []
+    rows = []
+    torch_cache = {}
+    for label, size, ranks, mode_args, threads, target in runs:
+        steps = SIZES[size][6] - (2 if args.quick else 0)
+        best_m, best_t, skipped = None, None, None
+        for _ in range(max(1, args.rounds)):
+            m = mdtp_rate(args, size, ranks, mode_args, steps)
+            best_m = m if best_m is None or (m and m > best_m) else best_m
+            key = (size, threads)
+            if key not in torch_cache or args.rounds > 1:
+                t, skipped = torch_rate(size, threads, steps, banner if not banner else None)
+                prev = torch_cache.get(key)
+                torch_cache[key] = t if prev is None or (t and t > prev) else prev
+            best_t = torch_cache[key]
+        rows.append((SIZES[size][0], label, best_m, best_t, target, skipped))
+        print(f"  {SIZES[size][0]:18s} {label:30s} mdtp {best_m or 0:8.0f} tok/s  torch {best_t or 0:8.0f} tok/s",
+              flush=True)
+    print()
+    for line in banner:
+        print(f"# {line}")
+    print(f"# load average after: {loadavg()}\n")
+    print("## Training throughput (tokens/s, median of steps 2..N)\n")
+    print("| model | comparison | mdtp tok/s | PyTorch tok/s | mdtp / PyTorch | target | met |")
+    print("|---|---|---|---|---|---|---|")
+    for model, label, m, t, target, skipped in rows:
+        if t is None:
+            print(f"| {model} | {label} | {m or 0:.0f} | skipped | - | {target:.1f}x | - |")
+            continue
+        ratio = m / t if m and t else 0.0
+        print(f"| {model} | {label} | {m or 0:.0f} | {t:.0f} | {ratio:.2f}x | {target:.1f}x | "
+              f"{'yes' if ratio >= target else 'no'} |")
+    skipped = [r[5] for r in rows if r[5]]
+    if skipped:
+        print(f"\nPyTorch comparison skipped: {skipped[0]}")
+
+
+if __name__ == "__main__":
+    main()
