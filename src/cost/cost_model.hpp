@@ -45,7 +45,7 @@ struct PlannedCall {
 struct Workload {
   TpMode mode = TpMode::d1;
   MeshConfig mesh;          // world, tp, tp_mode, tp_depth, pp, cp, ranks_per_node
-  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp"
+  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp" | "attention" (c_attn H→3H, c_proj H→H)
   std::int64_t rows = 0;      // B = batch·sequence rows of the activation (full, unsharded)
   std::int64_t hidden = 0;    // H (Linear: in_features)
   std::int64_t ffn_hidden = 0;  // MLP inner size (Linear: out_features)
