@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <tuple>
 
 #include "core/error.hpp"
 
@@ -65,6 +64,8 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
 
   PlanResult result;
   for (const TpShape& shape : tp_shapes(r)) {
+    // The layer costs depend on the shape and the micro-batch only: shared by every pp, dp, schedule.
+    std::map<std::int64_t, std::optional<LayerCosts>> by_micro_batch;
     for (int pp = 1; pp <= r.gpus / shape.tp; ++pp) {
       if ((r.gpus / shape.tp) % pp != 0 || r.model.layers % pp != 0) continue;
       const int dp = r.gpus / (shape.tp * pp);
@@ -72,13 +73,16 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
       std::optional<Placement> placement;
       for (std::int64_t b = 1; b <= std::min(r.max_micro_batch, r.global_batch / dp); b *= 2) {
         if ((r.global_batch / dp) % b != 0) continue;
-        std::optional<LayerCosts> costs;
-        try {
-          costs = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster);
-        } catch (const Error&) {
-          ++result.refused;  // a shape this mode's layouts cannot hold
-          continue;
+        auto [slot, fresh] = by_micro_batch.try_emplace(b);
+        if (fresh) {
+          try {
+            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster);
+          } catch (const Error&) {
+            ++result.refused;  // a shape this mode's layouts cannot hold
+          }
         }
+        const std::optional<LayerCosts>& costs = slot->second;
+        if (!costs) continue;
         StepConfig c = base;
         c.mode = shape.mode;
         c.tp = shape.tp;

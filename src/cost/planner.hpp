@@ -36,7 +36,7 @@ struct PlanRequest {
 struct PlanResult {
   std::vector<StepEstimate> ranked;  // feasible and fitting, quickest first
   std::int64_t considered = 0;       // configurations evaluated (valid shapes)
-  std::int64_t refused = 0;          // shapes the layouts or the schedules refuse
+  std::int64_t refused = 0;          // (mode, tp, micro-batch) shapes the layouts refuse
   std::int64_t too_big = 0;          // valid but over the GPU memory
 };
 

@@ -161,7 +161,9 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   const double gpus = c.gpus(), peak = cluster.peak(c.dtype);
   e.tflops_per_gpu = e.hardware_flops / e.step_seconds / gpus / 1e12;
   e.mfu = e.model_flops / e.step_seconds / gpus / peak;
-  e.hfu = e.hardware_flops / e.step_seconds / gpus / peak;
+  // HFU counts what MFU counts plus the recomputed FLOPs (PaLM's definition), so HFU ≥ MFU.
+  const double recomputed = e.hardware_flops - hardware_flops(c.model, c.global_batch, Recompute::none);
+  e.hfu = (e.model_flops + recomputed) / e.step_seconds / gpus / peak;
   e.memory = step_memory(c, costs, cluster);
   e.memory_capacity = cluster.hbm_bytes;
   e.fits = e.memory.total() <= cluster.hbm_bytes;

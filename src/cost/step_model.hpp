@@ -55,8 +55,9 @@ struct StepEstimate {
   double step_seconds = 0.0;
   double tokens_per_second = 0.0;
   double model_flops = 0.0, hardware_flops = 0.0;  // per step (model_flops.hpp)
-  double tflops_per_gpu = 0.0;                     // hardware FLOP/s per GPU / 1e12
-  double mfu = 0.0, hfu = 0.0;
+  double tflops_per_gpu = 0.0;                     // hardware FLOP/s per GPU / 1e12 (Narayanan's count)
+  double mfu = 0.0;  // model FLOPs / (step · GPUs · peak)
+  double hfu = 0.0;  // (model FLOPs + the recomputed FLOPs) / (step · GPUs · peak)
   double bubble_fraction = 0.0;  // of the step
   TimeSplit time;
   MemorySplit memory;
