@@ -53,7 +53,6 @@ struct Cluster {
   double peak(DType dtype) const;  // mdtp::Error naming the dtype when the file gives none
   double gemm_rate(DType dtype) const { return peak(dtype) * gemm_efficiency; }
   double stream_bandwidth() const { return hbm_bandwidth * memory_efficiency; }
-  double usable_memory() const { return hbm_bytes - reserved_bytes; }
 };
 
 // Reads and validates a cluster file; mdtp::Error "cluster file F: field X ..." on any problem.

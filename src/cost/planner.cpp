@@ -95,7 +95,8 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.schedule = schedule;
           c.chunks = chunks;
           for (int zero : zeros) {
-            if ((zero > 0 && dp == 1) || (zero == 3 && pp > 1)) continue;
+            // ZeRO-2 under a pipeline keeps full gradients: the memory and traffic of stage 1.
+            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
             c.zero = zero;
             for (Recompute recompute : recomputes) {
               c.recompute = recompute;
