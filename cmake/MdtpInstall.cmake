@@ -14,6 +14,9 @@ install(TARGETS mdtp RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/experiments/analysis/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mdtp/analysis
         FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 install(FILES ${CMAKE_SOURCE_DIR}/data/corpus.txt DESTINATION ${CMAKE_INSTALL_DATADIR}/mdtp)
+# The cluster presets `mdtp plan --cluster NAME` finds (src/cost/cluster.hpp).
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/clusters/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mdtp/clusters
+        FILES_MATCHING PATTERN "*.json")
 
 install(EXPORT mdtpTargets NAMESPACE mdtp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mdtp)
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/mdtpConfig.cmake.in ${CMAKE_BINARY_DIR}/mdtpConfig.cmake

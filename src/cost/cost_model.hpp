@@ -20,6 +20,15 @@
 //   zero.hpp, pipeline_bubble.hpp   ZeRO stages 0–3 and the pipeline bubble
 //   report.hpp          all of it for one configuration, as data, text or JSON (`mdtp cost`)
 //   geometry.hpp        (internal) the shard shapes the others are read off
+//
+// The whole training step of a GPT on a cluster (docs/performance-model.md), built on the above:
+//   cluster.hpp         a machine as data (data/clusters/*.json): peaks, efficiencies, links
+//   kernel_time.hpp     roofline GEMMs, streaming kernels
+//   step_config.hpp     StepConfig: model, batch, parallelism, schedule, ZeRO, recomputation
+//   model_flops.hpp     parameters, model FLOPs (MFU), hardware FLOPs (HFU), Narayanan's count
+//   layer_costs.hpp     per micro-batch and rank: F, B, W of a block, the embedding and the head
+//   step_memory.hpp     memory per GPU;  step_model.hpp  the step;  planner.hpp  `mdtp plan`
+//   narayanan.hpp       the published table it is validated against;  step_report.hpp  text, JSON
 #include <cstdint>
 #include <map>
 #include <string>
@@ -45,7 +54,7 @@ struct PlannedCall {
 struct Workload {
   TpMode mode = TpMode::d1;
   MeshConfig mesh;          // world, tp, tp_mode, tp_depth, pp, cp, ranks_per_node
-  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp"
+  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp" | "attention" (c_attn H→3H, c_proj H→H)
   std::int64_t rows = 0;      // B = batch·sequence rows of the activation (full, unsharded)
   std::int64_t hidden = 0;    // H (Linear: in_features)
   std::int64_t ffn_hidden = 0;  // MLP inner size (Linear: out_features)

@@ -45,11 +45,11 @@ Geometry::Geometry(const Workload& workload) : workload_(workload), topology_(ch
   tp_ = topology_.tp();
   q_ = w.mode == TpMode::none ? 1 : grid.q();
   depth_ = grid.depth();
-  require(w.layer == "linear" || w.layer == "layernorm" || w.layer == "mlp", "unknown layer '", w.layer,
-          "'; expected linear, layernorm or mlp");
+  require(w.layer == "linear" || w.layer == "layernorm" || w.layer == "mlp" || w.layer == "attention",
+          "unknown layer '", w.layer, "'; expected linear, layernorm, mlp or attention");
   require(w.rows > 0, "the workload needs rows = batch·sequence > 0; got rows=", w.rows);
   require(w.hidden > 0, "the workload needs hidden > 0; got hidden=", w.hidden);
-  require(w.layer == "layernorm" || w.ffn_hidden > 0, "layer '", w.layer, "' needs ffn_hidden > 0; got ffn_hidden=",
+  require(w.layer == "layernorm" || w.layer == "attention" || w.ffn_hidden > 0, "layer '", w.layer, "' needs ffn_hidden > 0; got ffn_hidden=",
           w.ffn_hidden);
   require(w.dtype == DType::f32 || w.dtype == DType::f64 || w.dtype == DType::bf16 || w.dtype == DType::f16,
           "unknown dtype code ", static_cast<int>(w.dtype));
@@ -60,6 +60,12 @@ Geometry::Geometry(const Workload& workload) : workload_(workload), topology_(ch
   } else if (w.layer == "mlp") {
     linears_.push_back(make_linear("fc1", w.hidden, w.ffn_hidden, 0));
     linears_.push_back(make_linear("fc2", w.ffn_hidden, w.hidden, 1));
+  } else if (w.layer == "attention") {
+    // Attention's two Linears (model/attention.hpp): c_attn H → 3H as the first of a pair (1D
+    // column), c_proj H → H as the second (1D row; 3D parity back to 0).  The attention core
+    // between them communicates nothing.
+    linears_.push_back(make_linear("c_attn", w.hidden, 3 * w.hidden, 0));
+    linears_.push_back(make_linear("c_proj", w.hidden, w.hidden, 1));
   } else {
     layernorms_.push_back(make_layernorm(w.hidden));
   }

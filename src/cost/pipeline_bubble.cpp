@@ -30,18 +30,39 @@ const char* pipeline_schedule_name(PipelineSchedule schedule) {
     case PipelineSchedule::gpipe: return "gpipe";
     case PipelineSchedule::one_f_one_b: return "1f1b";
     case PipelineSchedule::interleaved: return "interleaved";
+    case PipelineSchedule::zb_h1: return "zb-h1";
   }
   return "?";
 }
 
+PipelineSchedule parse_pipeline_schedule(const std::string& name) {
+  for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved,
+                 PipelineSchedule::zb_h1})
+    if (name == pipeline_schedule_name(s)) return s;
+  throw_error("unknown pipeline schedule '", name, "'; expected gpipe, 1f1b, interleaved or zb-h1");
+}
+
+double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
+  const int v = chunks_of(c);
+  require(t.forward >= 0 && t.backward_input >= 0 && t.backward_weight >= 0,
+          "stage times must be non-negative; got F=", t.forward, " B=", t.backward_input, " W=", t.backward_weight);
+  const double idle_stages = c.stages - 1.0;
+  if (c.schedule == PipelineSchedule::zb_h1)
+    return idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight);
+  return idle_stages * (t.forward + t.backward_input + t.backward_weight) / v;
+}
+
+// ZB-H1 with T_F = T_B = T_W: (p−1)(T_F+T_B−T_W) = (p−1)·T over m·3T of work, a third of 1F1B's.
+static double zb_h1_share(const PipelineConfig& c) { return c.schedule == PipelineSchedule::zb_h1 ? 1.0 / 3.0 : 1.0; }
+
 double bubble_over_ideal(const PipelineConfig& c) {
   const int v = chunks_of(c);
-  return (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
+  return zb_h1_share(c) * (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
 }
 
 double bubble_fraction_of_total(const PipelineConfig& c) {
-  const int v = chunks_of(c);
-  return (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches + c.stages - 1.0);
+  const double idle = bubble_over_ideal(c);
+  return idle / (1.0 + idle);
 }
 
 std::vector<int> peak_in_flight(const PipelineConfig& c) {
@@ -50,7 +71,8 @@ std::vector<int> peak_in_flight(const PipelineConfig& c) {
   for (int r = 0; r < p; ++r) {
     switch (c.schedule) {
       case PipelineSchedule::gpipe: out.push_back(m); break;
-      case PipelineSchedule::one_f_one_b: out.push_back(std::min(p - r - 1, m) + 1); break;
+      case PipelineSchedule::one_f_one_b:
+      case PipelineSchedule::zb_h1: out.push_back(std::min(p - r, m)); break;
       case PipelineSchedule::interleaved: {
         const int warmup = m == p ? m * v : std::min(2 * (p - r - 1) + (v - 1) * p, m * v);
         out.push_back(std::min(warmup + 1, m * v));

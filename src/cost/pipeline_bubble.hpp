@@ -1,17 +1,23 @@
 #pragma once
 // Pipeline bubble (docs/theory.md §3), p stages, m micro-batches, v model chunks per stage:
 //   GPipe and 1F1B     idle = (p−1)/m of the ideal compute time, (p−1)/(m+p−1) of the total;
-//   interleaved 1F1B   idle = (p−1)/(v·m) of ideal, (p−1)/(v·m+p−1) of the total.
-// And the micro-batch activations a stage holds at most (GPipe: all m; 1F1B: W+1 with
-// W = min(p−r−1, m) warm-up forwards on stage r; interleaved: W+1 (micro-batch, chunk) passes with
-// W = m·v when m = p, else min(2(p−r−1) + (v−1)·p, m·v)).
+//   interleaved 1F1B   idle = (p−1)/(v·m) of ideal, (p−1)/(v·m+p−1) of the total;
+//   ZB-H1              idle = (p−1)(T_F + T_B − T_W) (Qi et al. 2024): it depends on the times of
+//                      the forward F, the input gradient B and the weight gradient W, so only
+//                      bubble_seconds gives it; bubble_over_ideal assumes T_F = T_B = T_W there.
+// And the micro-batch activations a stage holds at most (GPipe: all m; 1F1B and ZB-H1:
+// min(p−r, m) on stage r — W = min(p−r−1, m) warm-up forwards plus the one in steady state, never
+// more than m; interleaved: W+1 (micro-batch, chunk) passes with W = m·v when m = p, else
+// min(2(p−r−1) + (v−1)·p, m·v)).
 #include <string>
 #include <vector>
 
 namespace mdtp::cost {
 
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved };
-const char* pipeline_schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b", "interleaved"
+enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1 };
+const char* pipeline_schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b", "interleaved", "zb-h1"
+// The name back to the schedule; an mdtp::Error naming the value otherwise.
+PipelineSchedule parse_pipeline_schedule(const std::string& name);
 
 struct PipelineConfig {
   int stages = 1;        // p
@@ -22,6 +28,14 @@ struct PipelineConfig {
 
 // Idle time over the ideal (bubble-free) compute time.
 double bubble_over_ideal(const PipelineConfig& config);
+
+// Per-micro-batch times of ONE stage (all its chunks): forward, backward-input, backward-weight.
+struct StageTimes {
+  double forward = 0.0, backward_input = 0.0, backward_weight = 0.0;
+};
+// The bubble in seconds: (p−1)(T_F+T_B+T_W) for GPipe and 1F1B, divided by v for interleaved
+// (each chunk is 1/v of the stage), (p−1)(T_F+T_B−T_W) for ZB-H1 (never below 0).
+double bubble_seconds(const PipelineConfig& config, const StageTimes& times);
 // Idle time as a fraction of the whole step.
 double bubble_fraction_of_total(const PipelineConfig& config);
 // Per stage r = 0 … p−1: micro-batch forwards (interleaved: chunk passes) whose activations are

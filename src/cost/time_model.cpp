@@ -40,8 +40,41 @@ const char* algorithm_name(CollectiveAlgorithm algorithm) {
     case CollectiveAlgorithm::point_to_point: return "point_to_point";
     case CollectiveAlgorithm::dissemination: return "dissemination";
     case CollectiveAlgorithm::calibrated: return "calibrated";
+    case CollectiveAlgorithm::nccl_tree: return "nccl_tree";
+    case CollectiveAlgorithm::ring_reduce_scatter: return "ring_reduce_scatter";
+    case CollectiveAlgorithm::pipelined_chain: return "pipelined_chain";
   }
   return "?";
+}
+
+const char* collective_library_name(CollectiveLibrary library) {
+  return library == CollectiveLibrary::nccl ? "nccl" : "mpich";
+}
+
+CollectiveLibrary parse_collective_library(const std::string& name) {
+  if (name == "mpich") return CollectiveLibrary::mpich;
+  if (name == "nccl") return CollectiveLibrary::nccl;
+  throw_error("unknown collective library '", name, "'; expected mpich or nccl");
+}
+
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link) {
+  require(n >= 1, "a collective needs a group of at least one rank; got n=", n);
+  if (op == CollectiveOp::send || op == CollectiveOp::recv) return CollectiveAlgorithm::point_to_point;
+  if (n == 1) return CollectiveAlgorithm::none;
+  switch (op) {
+    case CollectiveOp::all_reduce: {
+      const double ring = algorithm_seconds(CollectiveAlgorithm::ring, n, bytes, link);
+      const double tree = algorithm_seconds(CollectiveAlgorithm::nccl_tree, n, bytes, link);
+      return tree < ring ? CollectiveAlgorithm::nccl_tree : CollectiveAlgorithm::ring;
+    }
+    case CollectiveOp::all_gather: return CollectiveAlgorithm::ring_allgather;
+    case CollectiveOp::reduce_scatter: return CollectiveAlgorithm::ring_reduce_scatter;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::reduce: return CollectiveAlgorithm::pipelined_chain;
+    case CollectiveOp::barrier: return CollectiveAlgorithm::nccl_tree;  // an all-reduce of nothing
+    default: break;
+  }
+  throw_error("no NCCL algorithm model for collective op ", collective_name(op));
 }
 
 CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
@@ -93,7 +126,10 @@ double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t byte
     case CollectiveAlgorithm::bruck:
     case CollectiveAlgorithm::recursive_halving: return L * a + frac * S * b;
     case CollectiveAlgorithm::ring_allgather:
+    case CollectiveAlgorithm::ring_reduce_scatter:
     case CollectiveAlgorithm::pairwise: return (n - 1.0) * a + frac * S * b;
+    case CollectiveAlgorithm::nccl_tree: return 2.0 * L * a + 2.0 * S * b;
+    case CollectiveAlgorithm::pipelined_chain: return (n - 1.0) * a + S * b;
     case CollectiveAlgorithm::point_to_point: return a + S * b;
     case CollectiveAlgorithm::dissemination: return L * a;
     case CollectiveAlgorithm::calibrated: break;
@@ -115,21 +151,29 @@ double TimeModel::gemm_rate(DType dtype) const {
   return it->second;
 }
 
-CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model) {
+CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link_class,
+                             const TimeModel& model) {
   CallEstimate e;
-  e.link = topology.link_class(call.group);
-  const std::int64_t bytes = call.elements * static_cast<std::int64_t>(dtype_size(call.dtype));
-  if (call.group_size > 1 || call.op == CollectiveOp::send || call.op == CollectiveOp::recv) {
-    if (const CalibrationFit* fit = model.calibration.find(call.op, e.link, call.group_size, bytes)) {
+  e.link = link_class;
+  const std::int64_t bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
+  if (group_size > 1 || op == CollectiveOp::send || op == CollectiveOp::recv) {
+    if (const CalibrationFit* fit = model.calibration.find(op, e.link, group_size, bytes)) {
       e.algorithm = CollectiveAlgorithm::calibrated;
       e.seconds = fit->seconds(bytes);
       return e;
     }
   }
+  const LinkParams link = model.link(e.link);
   // The all-gather/reduce-scatter algorithms are chosen, as in MPICH, on the whole buffer.
-  e.algorithm = select_algorithm(call.op, call.group_size, call.elements, dtype_size(call.dtype), model.algorithms);
-  e.seconds = algorithm_seconds(e.algorithm, call.group_size, bytes, model.link(e.link));
+  e.algorithm = model.algorithms.library == CollectiveLibrary::nccl
+                    ? select_nccl_algorithm(op, group_size, bytes, link)
+                    : select_algorithm(op, group_size, elements, dtype_size(dtype), model.algorithms);
+  e.seconds = algorithm_seconds(e.algorithm, group_size, bytes, link);
   return e;
+}
+
+CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model) {
+  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, topology.link_class(call.group), model);
 }
 
 std::vector<PredictedTotals> predict_plan(const std::vector<PlannedCall>& plan, const Topology& topology,

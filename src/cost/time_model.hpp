@@ -22,6 +22,12 @@
 // not modelled either: a step's predicted time is the sum of its calls, an upper bound for the
 // overlapped SUMMA and 3D schedules.
 //
+// With library = nccl (GPU clusters) the algorithms are NCCL's instead: rings everywhere —
+//   all-reduce  ring 2(n−1)·α + 2(n−1)/n·S·β, or the double binary tree 2L·α + 2·S·β when that is
+//               quicker (small S: NCCL's tuner picks by the same kind of α-β estimate);
+//   all-gather, reduce-scatter  ring (n−1)·α + (n−1)/n·S·β;
+//   broadcast, reduce  pipelined chain (n−1)·α + S·β;   send, recv  α + S·β.
+//
 // α and β come per link class (Topology::link_class of the call's group); a Calibration's fit
 // for the op replaces the formula, its link parameters replace the defaults.
 #include <map>
@@ -49,7 +55,16 @@ enum class CollectiveAlgorithm {
   point_to_point,
   dissemination,
   calibrated,  // a Calibration fit, whatever the library ran
+  nccl_tree,            // NCCL all-reduce, double binary tree
+  ring_reduce_scatter,  // NCCL reduce-scatter
+  pipelined_chain,      // NCCL broadcast and reduce
 };
+
+// Whose algorithms run the collectives: MPICH's size rules (mdtp's MPI communicator) or NCCL's
+// rings and trees (GPU clusters).
+enum class CollectiveLibrary { mpich, nccl };
+const char* collective_library_name(CollectiveLibrary library);  // "mpich" | "nccl"
+CollectiveLibrary parse_collective_library(const std::string& name);
 const char* algorithm_name(CollectiveAlgorithm algorithm);
 
 // Size thresholds in bytes (MPICH CVAR defaults, MPICH 3.x–4.x).
@@ -65,11 +80,15 @@ struct AlgorithmSelection {
   // Large all-reduce: the ring of docs/theory.md §5 (NCCL's, and the published tables') or, false,
   // MPICH's Rabenseifner; both move 2(n−1)/n·S, they differ in the α term.
   bool ring_all_reduce = true;
+  CollectiveLibrary library = CollectiveLibrary::mpich;
 };
 
 // The algorithm an op uses for `elements` of `element_bytes` each on n ranks.
 CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
                                      const AlgorithmSelection& selection);
+// NCCL's algorithm for an op: the ring, or for all-reduce the tree when its α-β time on `link` is
+// lower.
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link);
 // Its α-β time for S bytes (logical, see comm/ledger.hpp).
 double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const LinkParams& link);
 
@@ -95,6 +114,9 @@ struct CallEstimate {
 
 // One call on the topology's link class for its group.
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model);
+// The same for a call whose group's link class is known (the whole-step model's dp and pp groups).
+CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link,
+                             const TimeModel& model);
 
 // The plan's time per (phase, group, op), with the ledger's byte totals beside it.
 struct PredictedTotals {

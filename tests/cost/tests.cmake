@@ -7,3 +7,20 @@ mdtp_add_mpi_test(cost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_vs_ledger.cpp
                                ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
                   RANKS 1 2 4 8 9 18 27 LABELS cost LIBS mdtp_lib TIMEOUT 900)
 target_include_directories(test_cost PRIVATE ${CMAKE_SOURCE_DIR}/tests/tp)
+
+# The whole-step model (src/cost/step_model.hpp): clusters, FLOP counts, bubbles, Korthikanti's
+# activations, the planner and the Narayanan et al. 2021 validation.  Pure arithmetic: one rank.
+mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
+                                    ${CMAKE_CURRENT_LIST_DIR}/test_step_model.cpp
+                                    ${CMAKE_CURRENT_LIST_DIR}/test_planner.cpp
+                  RANKS 1 LABELS cost LIBS mdtp_lib TIMEOUT 600)
+
+# `mdtp plan --json`: one configuration, a ranked search, the validation table.
+find_program(MDTP_PLAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
+if(MDTP_PLAN_PYTHON)
+  foreach(form one search validate)
+    add_test(NAME cost_plan_json_${form}
+             COMMAND ${MDTP_PLAN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_plan_json.py $<TARGET_FILE:mdtp> ${form})
+    set_tests_properties(cost_plan_json_${form} PROPERTIES LABELS "cost;cli" TIMEOUT 600)
+  endforeach()
+endif()

@@ -1,0 +1,243 @@
+#include "cost/cluster.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mdtp/build_info.hpp"
+#include "core/error.hpp"
+
+namespace mdtp::cost {
+
+namespace {
+
+using nlohmann::json;
+
+// Reads fields of one JSON object, naming "file: field a.b.c" in every error.
+class Reader {
+ public:
+  Reader(const json& node, std::string where, std::string prefix)
+      : node_(node), where_(std::move(where)), prefix_(std::move(prefix)) {}
+
+  const json& field(const std::string& key) const {
+    require(node_.contains(key), "cluster file ", where_, ": field '", prefix_ + key, "' is missing");
+    return node_.at(key);
+  }
+  bool has(const std::string& key) const { return node_.contains(key); }
+  std::string name(const std::string& key) const { return prefix_ + key; }
+
+  std::string text(const std::string& key) const {
+    const json& v = field(key);
+    require(v.is_string(), "cluster file ", where_, ": field '", name(key), "' must be a string; got ", v.dump());
+    return v.get<std::string>();
+  }
+  // A number in (lo, hi]: the bounds every figure of a machine must respect.
+  double number(const std::string& key, double lo, double hi) const { return number_of(field(key), name(key), lo, hi); }
+  double number_of(const json& v, const std::string& full, double lo, double hi) const {
+    require(v.is_number(), "cluster file ", where_, ": field '", full, "' must be a number; got ", v.dump());
+    const double x = v.get<double>();
+    require(std::isfinite(x) && x > lo && x <= hi, "cluster file ", where_, ": field '", full, "' must be in (", lo,
+            ", ", hi, "]; got ", v.dump());
+    return x;
+  }
+  int integer(const std::string& key, int lo, int hi) const {
+    const json& v = field(key);
+    require(v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi, "cluster file ", where_,
+            ": field '", name(key), "' must be a whole number in [", lo, ", ", hi, "]; got ", v.dump());
+    return v.get<int>();
+  }
+  Reader object(const std::string& key) const {
+    const json& v = field(key);
+    require(v.is_object(), "cluster file ", where_, ": field '", name(key), "' must be an object; got ", v.dump());
+    return Reader(v, where_, name(key) + ".");
+  }
+  const json& node() const { return node_; }
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& node_;
+  std::string where_, prefix_;
+};
+
+ClusterLink read_link(const Reader& links, const std::string& key) {
+  const Reader r = links.object(key);
+  ClusterLink l;
+  l.kind = r.text("kind");
+  l.alpha = r.number("alpha", 0.0, 1.0);
+  l.bandwidth = r.number("bandwidth", 0.0, 1e15);
+  l.efficiency = r.number("efficiency", 0.0, 1.0);
+  l.source = r.text("source");
+  return l;
+}
+
+json link_json(const ClusterLink& l) {
+  return {{"kind", l.kind}, {"alpha", l.alpha}, {"bandwidth", l.bandwidth}, {"efficiency", l.efficiency},
+          {"source", l.source}};
+}
+
+}  // namespace
+
+double Cluster::peak(DType dtype) const {
+  auto it = peak_flops.find(dtype);
+  require(it != peak_flops.end(), "cluster '", name, "' declares no peak FLOP/s for dtype ", dtype_name(dtype),
+          " (gpu.peak_flops)");
+  return it->second;
+}
+
+Cluster parse_cluster(const std::string& json_text, const std::string& where) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::parse_error& e) {
+    throw_error("cluster file ", where, ": not valid JSON (", e.what(), ")");
+  }
+  require(doc.is_object(), "cluster file ", where, ": the top level must be an object");
+  const Reader top(doc, where, "");
+  Cluster c;
+  c.name = top.text("name");
+  c.description = top.has("description") ? top.text("description") : "";
+  c.source = top.text("source");
+  c.gpus_per_node = top.integer("gpus_per_node", 1, 1024);
+  c.library = parse_collective_library(top.text("library"));
+
+  const Reader gpu = top.object("gpu");
+  c.gpu_name = gpu.text("name");
+  const Reader peaks = gpu.object("peak_flops");
+  require(!peaks.node().empty(), "cluster file ", where, ": field 'gpu.peak_flops' must name at least one dtype");
+  for (const auto& [dtype, value] : peaks.node().items()) {
+    DType d;
+    try {
+      d = parse_dtype(dtype);
+    } catch (const Error&) {
+      throw_error("cluster file ", where, ": field 'gpu.peak_flops.", dtype, "' is not a dtype (f32, f64, bf16, f16)");
+    }
+    c.peak_flops[d] = peaks.number_of(value, "gpu.peak_flops." + dtype, 0.0, 1e18);
+  }
+  c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
+  c.hbm_bytes = gpu.number("hbm_bytes", 0.0, 1e15);
+  c.hbm_bandwidth = gpu.number("hbm_bandwidth", 0.0, 1e15);
+  c.memory_efficiency = gpu.number("memory_efficiency", 0.0, 1.0);
+  c.reserved_bytes = gpu.has("reserved_bytes") ? gpu.number_of(gpu.field("reserved_bytes"), "gpu.reserved_bytes", -1.0,
+                                                                c.hbm_bytes)
+                                               : 0.0;
+  require(c.reserved_bytes >= 0 && c.reserved_bytes < c.hbm_bytes, "cluster file ", where,
+          ": field 'gpu.reserved_bytes' must be in [0, hbm_bytes); got ", c.reserved_bytes);
+
+  const Reader links = top.object("links");
+  c.intra_node = read_link(links, "intra_node");
+  c.inter_node = read_link(links, "inter_node");
+  if (links.has("pcie")) c.pcie = read_link(links, "pcie");
+  return c;
+}
+
+Cluster load_cluster(const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), "cluster file ", path, ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  Cluster c = parse_cluster(text.str(), path);
+  c.path = path;
+  return c;
+}
+
+std::string find_cluster(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  require(!name_or_path.empty(), "no cluster given: name one in data/clusters/ (dgx-a100, dgx-h100) or give a path");
+  const bool is_path = name_or_path.find('/') != std::string::npos ||
+                       (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
+  if (is_path) {
+    require(fs::exists(name_or_path), "cluster file ", name_or_path, " does not exist");
+    return name_or_path;
+  }
+  const std::string file = name_or_path + ".json";
+  std::vector<fs::path> tried;
+  if (const char* dir = std::getenv("MDTP_DATA_DIR"); dir != nullptr && *dir != '\0')
+    tried.push_back(fs::path(dir) / "clusters" / file);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      tried.push_back(dir / "data" / "clusters" / file);
+      tried.push_back(dir / "share" / "mdtp" / "clusters" / file);
+    }
+  tried.push_back(fs::path(build_info::source_data_dir) / "clusters" / file);
+  tried.push_back(fs::path(build_info::installed_data_dir) / "clusters" / file);
+  tried.push_back(fs::current_path() / "data" / "clusters" / file);
+  for (const auto& p : tried)
+    if (fs::exists(p)) return p.string();
+  std::string where;
+  for (const auto& p : tried) {
+    where += ' ';
+    where += p.string();
+  }
+  throw_error("no cluster named '", name_or_path, "' (", file, "); looked in:", where);
+}
+
+TimeModel cluster_time_model(const Cluster& c) {
+  TimeModel m;
+  m.links = {{LinkClass::intra_node, c.intra_node.params()}, {LinkClass::inter_node, c.inter_node.params()}};
+  m.gemm_flops.clear();
+  for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency;
+  m.algorithms.library = c.library;
+  return m;
+}
+
+Cluster cluster_from_calibration(const Calibration& calibration, const DeclaredDevice& d, DType gemm_dtype) {
+  Cluster c;
+  c.name = d.name;
+  c.source = "mdtp calibrate (links, GEMM rate) and declared figures (peaks, memory)";
+  c.gpus_per_node = d.gpus_per_node;
+  c.gpu_name = d.name;
+  c.peak_flops = d.peak_flops;
+  c.hbm_bytes = d.hbm_bytes;
+  c.hbm_bandwidth = d.hbm_bandwidth;
+  c.memory_efficiency = d.memory_efficiency;
+  c.reserved_bytes = d.reserved_bytes;
+  c.library = d.library;
+  const auto measured = calibration.gemm_flops.find(gemm_dtype);
+  require(measured != calibration.gemm_flops.end(), "the calibration has no GEMM rate for dtype ",
+          dtype_name(gemm_dtype));
+  c.gemm_efficiency = measured->second / c.peak(gemm_dtype);
+  require(c.gemm_efficiency > 0 && c.gemm_efficiency <= 1.0, "the measured GEMM rate ", measured->second,
+          " flop/s is not within the declared peak ", c.peak(gemm_dtype), " for ", dtype_name(gemm_dtype));
+  // Calibrated α-β are effective already: the link's efficiency is 1 and its bandwidth 1/β.
+  auto link_of = [&](LinkClass lc, const char* kind) {
+    auto it = calibration.links.find(lc);
+    require(it != calibration.links.end() && it->second.beta > 0, "the calibration has no α-β for ",
+            link_class_name(lc), " links");
+    return ClusterLink{kind, it->second.alpha, 1.0 / it->second.beta, 1.0, "mdtp calibrate"};
+  };
+  c.intra_node = link_of(LinkClass::intra_node, "calibrated");
+  c.inter_node = calibration.links.count(LinkClass::inter_node) ? link_of(LinkClass::inter_node, "calibrated")
+                                                                 : c.intra_node;
+  return c;
+}
+
+std::string cluster_json(const Cluster& c) {
+  json peaks = json::object();
+  for (const auto& [dtype, peak] : c.peak_flops) peaks[dtype_name(dtype)] = peak;
+  json links = {{"intra_node", link_json(c.intra_node)}, {"inter_node", link_json(c.inter_node)}};
+  if (c.pcie) links["pcie"] = link_json(*c.pcie);
+  const json doc = {{"name", c.name},
+                    {"description", c.description},
+                    {"source", c.source},
+                    {"gpus_per_node", c.gpus_per_node},
+                    {"library", collective_library_name(c.library)},
+                    {"gpu",
+                     {{"name", c.gpu_name},
+                      {"peak_flops", peaks},
+                      {"gemm_efficiency", c.gemm_efficiency},
+                      {"hbm_bytes", c.hbm_bytes},
+                      {"hbm_bandwidth", c.hbm_bandwidth},
+                      {"memory_efficiency", c.memory_efficiency},
+                      {"reserved_bytes", c.reserved_bytes}}},
+                    {"links", links}};
+  return doc.dump(2) + "\n";
+}
+
+}  // namespace mdtp::cost

@@ -1,0 +1,88 @@
+#pragma once
+// Cluster: a machine described as data (data/clusters/NAME.json), for the whole-step model
+// (step_model.hpp) and `mdtp plan`.  What the model needs of it, and nothing else:
+//
+//   gpus_per_node                    placement: TP inside a node when it fits, PP/DP across
+//   gpu.peak_flops {dtype: flop/s}   dense tensor-core peak per data type
+//   gpu.gemm_efficiency              the fraction of that peak a large GEMM sustains in training
+//   gpu.hbm_bytes, hbm_bandwidth     capacity and the data-sheet bandwidth (B, B/s)
+//   gpu.memory_efficiency            the fraction of hbm_bandwidth streaming kernels reach
+//   gpu.reserved_bytes               what the framework holds besides the model (CUDA context,
+//                                    communicator buffers, allocator slack)
+//   links.intra_node, links.inter_node (links.pcie optional)
+//                                    α (s), unidirectional bandwidth per GPU (B/s) and the
+//                                    fraction of it a large collective reaches: β = 1/(bw·eff)
+//   library                          "nccl" | "mpich": whose algorithms run the collectives
+//   source                           where the figures come from (every file must say)
+//
+// The JSON format is in docs/performance-model.md ("Adding a cluster").  Loading refuses, in one
+// line naming the file and the field, a missing field, a wrong type or a value out of range.
+#include <map>
+#include <optional>
+#include <string>
+
+#include "cost/calibration.hpp"
+#include "cost/time_model.hpp"
+
+namespace mdtp::cost {
+
+struct ClusterLink {
+  std::string kind;         // "nvswitch", "infiniband", "pcie", ... (reported only)
+  double alpha = 0.0;       // s per message
+  double bandwidth = 0.0;   // B/s, unidirectional, per GPU
+  double efficiency = 1.0;  // fraction of `bandwidth` a large collective reaches
+  std::string source;
+  LinkParams params() const { return {alpha, 1.0 / (bandwidth * efficiency)}; }
+};
+
+struct Cluster {
+  std::string name, description, source;
+  std::string path;  // the file it was read from ("" when built in memory)
+  int gpus_per_node = 1;
+  std::string gpu_name;
+  std::map<DType, double> peak_flops;  // flop/s
+  double gemm_efficiency = 1.0;
+  double hbm_bytes = 0.0;
+  double hbm_bandwidth = 0.0;  // B/s
+  double memory_efficiency = 1.0;
+  double reserved_bytes = 0.0;
+  ClusterLink intra_node, inter_node;
+  std::optional<ClusterLink> pcie;
+  CollectiveLibrary library = CollectiveLibrary::nccl;
+
+  double peak(DType dtype) const;  // mdtp::Error naming the dtype when the file gives none
+  double gemm_rate(DType dtype) const { return peak(dtype) * gemm_efficiency; }
+  double stream_bandwidth() const { return hbm_bandwidth * memory_efficiency; }
+};
+
+// Reads and validates a cluster file; mdtp::Error "cluster file F: field X ..." on any problem.
+Cluster load_cluster(const std::string& path);
+// Parses cluster JSON text; `where` names it in errors.
+Cluster parse_cluster(const std::string& json_text, const std::string& where);
+
+// A path (anything with a '/' or ending in .json) is read as given; a NAME is looked up as
+// NAME.json in data/clusters/ the way the corpus is found (io/token_data.cpp): $MDTP_DATA_DIR,
+// beside the program (data/ or share/mdtp/), the source tree, the install prefix, the working
+// directory.  mdtp::Error listing where it looked when nothing is found.
+std::string find_cluster(const std::string& name_or_path);
+
+// The α-β time model of the cluster: its links per class, its library's algorithms, and its
+// sustained GEMM rate per dtype.
+TimeModel cluster_time_model(const Cluster& cluster);
+
+// A cluster from what `mdtp calibrate` measured (its link α-β, already effective, so efficiency
+// 1; its GEMM rates, so gemm_efficiency = measured / declared peak) plus what no measurement on
+// one node gives: the declared peaks, the memory figures and the node size.
+struct DeclaredDevice {
+  std::string name = "calibrated";
+  int gpus_per_node = 1;
+  std::map<DType, double> peak_flops;
+  double hbm_bytes = 0.0, hbm_bandwidth = 0.0, memory_efficiency = 1.0, reserved_bytes = 0.0;
+  CollectiveLibrary library = CollectiveLibrary::mpich;
+};
+Cluster cluster_from_calibration(const Calibration& calibration, const DeclaredDevice& declared, DType gemm_dtype);
+
+// The JSON of a cluster (the format load_cluster reads).
+std::string cluster_json(const Cluster& cluster);
+
+}  // namespace mdtp::cost

@@ -1,0 +1,195 @@
+#include "cost/layer_costs.hpp"
+
+#include "core/error.hpp"
+#include "cost/compute_model.hpp"
+#include "cost/geometry.hpp"
+#include "cost/kernel_time.hpp"
+
+namespace mdtp::cost {
+
+PassCost& PassCost::operator+=(const PassCost& o) {
+  gemm_flops += o.gemm_flops;
+  gemm_seconds += o.gemm_seconds;
+  stream_bytes += o.stream_bytes;
+  stream_seconds += o.stream_seconds;
+  comm_bytes += o.comm_bytes;
+  comm_seconds += o.comm_seconds;
+  return *this;
+}
+
+PassCost PassCost::scaled(double f) const {
+  PassCost p = *this;
+  p.gemm_flops *= f;
+  p.gemm_seconds *= f;
+  p.stream_bytes *= f;
+  p.stream_seconds *= f;
+  p.comm_bytes *= f;
+  p.comm_seconds *= f;
+  return p;
+}
+
+PassCost UnitCosts::recompute(Recompute r) const {
+  switch (r) {
+    case Recompute::none: return {};
+    case Recompute::selective: return attention_core;
+    case Recompute::full: return forward;
+  }
+  return {};
+}
+
+double ActivationBytes::kept(Recompute r) const {
+  switch (r) {
+    case Recompute::none: return core + rest;
+    case Recompute::selective: return rest;
+    case Recompute::full: return input;
+  }
+  return 0.0;
+}
+
+void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model) {
+  for (const auto& call : calls) {
+    pass.comm_seconds += predict_call(call, topology, model).seconds;
+    pass.comm_bytes += static_cast<double>(call.elements) * static_cast<double>(dtype_size(call.dtype));
+  }
+}
+
+namespace {
+
+Workload unit_workload(const std::string& layer, const GptShape& model, TpMode mode, int tp, int depth,
+                       std::int64_t micro_batch, DType dtype, int gpus_per_node) {
+  Workload w;
+  w.mode = mode;
+  w.mesh.world = tp;
+  w.mesh.tp = tp;
+  w.mesh.tp_mode = mode;
+  w.mesh.tp_depth = depth;
+  w.mesh.ranks_per_node = gpus_per_node;
+  w.layer = layer;
+  w.rows = micro_batch * model.seq;
+  w.hidden = model.hidden;
+  w.ffn_hidden = model.ffn();
+  w.dtype = dtype;
+  return w;
+}
+
+// The GEMMs of a Linear layer list, timed one by one and sorted into F, B, W.
+void add_gemms(UnitCosts& unit, const std::vector<PlannedGemm>& gemms, DType dtype, const Cluster& cluster) {
+  for (const auto& g : gemms) {
+    PassCost& pass = g.what == "Y=XW" ? unit.forward : g.what == "dW=XtdY" ? unit.backward_weight : unit.backward_input;
+    pass.gemm_flops += g.flops();
+    pass.gemm_seconds += g.count * gemm_roofline_seconds(g.m, g.n, g.k, dtype, cluster);
+  }
+}
+
+// The collectives of plan_step sorted into F and B (the weight pass's few calls — 1d-sp's
+// re-gather, SUMMA's dW product, 3D's dW reduce-scatter — are charged to B: conservative for
+// ZB-H1, whose bubble grows with T_B) and the once-per-step gradient sums.
+void add_plan(UnitCosts& unit, std::vector<PlannedCall>& grad_sync, const Workload& w, const Topology& topology,
+              const TimeModel& model) {
+  std::vector<PlannedCall> forward, backward;
+  for (const auto& call : plan_step(w)) {
+    if (call.phase == "forward") forward.push_back(call);
+    else if (call.phase == "backward") backward.push_back(call);
+    else grad_sync.push_back(call);
+  }
+  add_calls(unit.forward, forward, topology, model);
+  add_calls(unit.backward_input, backward, topology, model);
+}
+
+double sum_params(const Geometry& g) {
+  double n = 0.0;
+  for (const auto& p : g.params()) n += static_cast<double>(p.elements);
+  return n;
+}
+
+}  // namespace
+
+LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
+                       bool dropout, const Cluster& cluster) {
+  const TimeModel time_model = cluster_time_model(cluster);
+  auto workload = [&](const char* layer) {
+    return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, cluster.gpus_per_node);
+  };
+  const Workload attention_w = workload("attention"), mlp_w = workload("mlp"), ln_w = workload("layernorm");
+  const Geometry attention(attention_w), mlp(mlp_w), ln(ln_w);
+  const Topology& topology = ln.topology();
+
+  LayerCosts out;
+  UnitCosts& block = out.block;
+  add_gemms(block, plan_gemms(attention_w), dtype, cluster);
+  add_gemms(block, plan_gemms(mlp_w), dtype, cluster);
+  add_plan(block, out.block_grad_sync, attention_w, topology, time_model);
+  add_plan(block, out.block_grad_sync, mlp_w, topology, time_model);
+  for (int i = 0; i < 2; ++i) add_plan(block, out.block_grad_sync, ln_w, topology, time_model);
+  PassCost sync;
+  add_calls(sync, out.block_grad_sync, topology, time_model);
+  out.block_grad_sync_seconds = sync.comm_seconds;
+
+  // The attention core runs per local head on whole local sequences (model/attention.hpp).
+  const LinearShape& c_attn = attention.linears()[0];
+  const LinearShape& c_proj = attention.linears()[1];
+  const std::int64_t h = model.hidden, s = model.seq, d_head = model.hidden / model.heads;
+  require(c_attn.y.cols > 0 && (3 * h) % c_attn.y.cols == 0, "c_attn's output shard of ", c_attn.y.cols,
+          " columns does not split 3*hidden=", 3 * h, " evenly");
+  const std::int64_t qkv_split = 3 * h / c_attn.y.cols;
+  require(model.heads % qkv_split == 0, "heads=", model.heads, " must be divisible by the QKV column split ", qkv_split,
+          " of mode ", mode, " on tp=", tp, " (every rank holds whole heads)");
+  require(c_attn.y.rows % s == 0, "a rank holds ", c_attn.y.rows, " rows of attention's input under mode ", mode,
+          " on tp=", tp, "; they must be whole sequences of seq=", s, " (raise the micro-batch ", micro_batch, ")");
+  const std::int64_t heads_local = model.heads / qkv_split, seqs_local = c_attn.y.rows / s;
+  const std::int64_t products = heads_local * seqs_local;
+  const double t_scores = products * gemm_roofline_seconds(s, s, d_head, dtype, cluster);   // Q·Kᵀ, dP = dO·Vᵀ
+  const double t_context = products * gemm_roofline_seconds(s, d_head, s, dtype, cluster);  // P·V, dV, dQ, dK
+  const double flops_one = 2.0 * static_cast<double>(products) * static_cast<double>(s * s * d_head);
+
+  // Streaming traffic (header comment), in bytes.
+  const double delta = static_cast<double>(dtype_size(dtype)), mu = dropout ? 1.0 : 0.0;
+  const double E_r = static_cast<double>(ln.layernorms()[0].x.numel());
+  const double E_c = static_cast<double>(c_proj.x.numel());
+  const double E_f = static_cast<double>(mlp.linears()[0].y.numel());
+  const double E_A = static_cast<double>(products) * static_cast<double>(s) * static_cast<double>(s);
+  const double attention_dropout = dropout ? (2 * delta + mu) * E_A : 0.0;
+  const double core_forward_bytes = 2 * E_A * delta + attention_dropout;
+  const double forward_bytes =
+      2 * 2 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta + 2 * E_f * delta + core_forward_bytes;
+  const double backward_bytes = 2 * 3 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta +
+                                3 * E_f * delta + 3 * E_A * delta + attention_dropout;
+
+  block.attention_core.gemm_flops = 2 * flops_one;
+  block.attention_core.gemm_seconds = t_scores + t_context;
+  block.attention_core.stream_bytes = core_forward_bytes;
+  block.attention_core.stream_seconds = stream_seconds(core_forward_bytes, cluster);
+  block.forward.gemm_flops += 2 * flops_one;
+  block.forward.gemm_seconds += t_scores + t_context;
+  block.forward.stream_bytes += forward_bytes;
+  block.forward.stream_seconds += stream_seconds(forward_bytes, cluster);
+  block.backward_input.gemm_flops += 4 * flops_one;
+  block.backward_input.gemm_seconds += t_scores + 3 * t_context;
+  block.backward_input.stream_bytes += backward_bytes;
+  block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster);
+
+  // Kept activations (Korthikanti et al. 2022, itemised; header comment).
+  const LinearShape& fc1 = mlp.linears()[0];
+  const LinearShape& fc2 = mlp.linears()[1];
+  ActivationBytes& a = out.block_activations;
+  a.rest = delta * (2 * E_r + static_cast<double>(c_attn.x.numel() + c_attn.y.numel() + c_proj.x.numel() +
+                                                  fc1.x.numel() + fc1.y.numel() + fc2.x.numel())) +
+           2 * mu * E_r;
+  a.core = E_A * delta + (dropout ? E_A * (mu + delta) : 0.0);
+  a.input = E_r * delta;
+
+  out.block_params = sum_params(attention) + sum_params(mlp) + 2 * sum_params(ln);
+  out.boundary_elements = E_r;
+  out.tp_link = topology.link_class("tp");
+
+  const VocabCosts v = vocab_costs(model, ln_w, cluster);
+  out.embedding = v.embedding;
+  out.head = v.head;
+  out.embedding_params = v.embedding_params;
+  out.head_params = v.head_params;
+  out.wte_params = v.wte_params;
+  out.head_activation_bytes = v.head_activation_bytes;
+  return out;
+}
+
+}  // namespace mdtp::cost

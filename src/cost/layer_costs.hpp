@@ -1,0 +1,94 @@
+#pragma once
+// LayerCosts: the work of one micro-batch on one rank, per unit of the GPT (a transformer block,
+// the embedding, the final LayerNorm + tied head + cross-entropy), split into the passes the
+// pipeline schedules: forward F, backward-input B, backward-weight W, plus what recomputation
+// adds before B.  Everything is read off the same Geometry as the exact collective plan
+// (geometry.hpp), so shapes cannot disagree:
+//
+//   GEMMs        plan_gemms of attention's Linears (c_attn H→3H, c_proj H→H) and the MLP, plus
+//                the attention core per local head and local sequence: Q·Kᵀ [s,d]·[d,s] and P·V
+//                forward; dP, dV, dQ, dK backward (all B: no weight);  timed by the roofline
+//                (kernel_time.hpp)
+//   streaming    bytes read + written per kernel (Megatron's fused kernels; E_r the residual shard,
+//                E_c c_proj's input shard, E_f fc1's output shard, E_A = local heads·local
+//                sequences·s² the scores; δ the dtype's bytes, μ = 1 byte of dropout mask or 0):
+//                  forward   2 LayerNorms 2·2E_r·δ, 2 bias+dropout+add 2·(3δ+μ)E_r, context
+//                            transpose 2E_c·δ, bias+GeLU 2E_f·δ, scale+mask+softmax 2E_A·δ,
+//                            attention dropout (2δ+μ)E_A
+//                  backward  LayerNorms 2·3E_r·δ, bias+dropout+add 2·(3δ+μ)E_r, transpose 2E_c·δ,
+//                            GeLU 3E_f·δ, softmax 3E_A·δ, dropout (2δ+μ)E_A
+//   collectives  plan_step of the attention, MLP and both LayerNorms (forward, backward; the
+//                grad-sync calls once per step), and the embedding/head calls of
+//                model/embedding.hpp and model/lm_head.hpp; timed by the cluster's α-β model on
+//                the link class of each group (the TP groups of one tp-sized mesh placed on nodes
+//                of gpus_per_node)
+//   activations  what a micro-batch leaves for backward (Korthikanti et al. 2022, itemised from the
+//                shards: 1D gives sbh(10 + 24/t + 5as/(ht)), 1d-sp sbh(34/t + 5as/(ht))): `core`
+//                is the 5as/h part (softmax output, its dropout mask and output) that selective
+//                recomputation drops; `input` the block input full recomputation keeps
+#include <cstdint>
+#include <vector>
+
+#include "cost/cluster.hpp"
+#include "cost/cost_model.hpp"
+#include "cost/step_config.hpp"
+
+namespace mdtp::cost {
+
+// One pass of one unit for one micro-batch on one rank.
+struct PassCost {
+  double gemm_flops = 0.0, gemm_seconds = 0.0;
+  double stream_bytes = 0.0, stream_seconds = 0.0;
+  double comm_bytes = 0.0, comm_seconds = 0.0;  // tensor-parallel collectives (logical bytes)
+  double compute_seconds() const { return gemm_seconds + stream_seconds; }
+  double seconds() const { return compute_seconds() + comm_seconds; }
+  PassCost& operator+=(const PassCost& o);
+  PassCost scaled(double factor) const;
+};
+
+struct UnitCosts {
+  PassCost forward, backward_input, backward_weight;
+  PassCost attention_core;  // the forward of Q·Kᵀ, softmax, dropout, P·V: selective recomputation
+  // What recomputation adds before backward-input: nothing, the attention core, or the forward.
+  PassCost recompute(Recompute recompute) const;
+};
+
+struct ActivationBytes {
+  double core = 0.0;   // dropped by selective recomputation
+  double rest = 0.0;   // everything else kept without recomputation
+  double input = 0.0;  // the block input, all that full recomputation keeps
+  double kept(Recompute recompute) const;
+  double full() const { return core + rest; }
+};
+
+struct LayerCosts {
+  UnitCosts block, embedding, head;
+  double block_params = 0.0;      // elements on one rank, one block
+  double embedding_params = 0.0;  // wte shard + wpe shard (first stage)
+  double head_params = 0.0;       // final LayerNorm (+ the wte copy when pp > 1: counted by the caller)
+  double wte_params = 0.0;        // the wte shard alone
+  ActivationBytes block_activations;
+  double head_activation_bytes = 0.0;       // final LayerNorm input, gathered G, fp32 softmax of the logits
+  double boundary_elements = 0.0;           // the residual shard that crosses a stage boundary
+  std::vector<PlannedCall> block_grad_sync;  // per block, once per step (partial-gradient sums)
+  double block_grad_sync_seconds = 0.0;
+  LinkClass tp_link = LinkClass::intra_node;  // of the "tp" group
+};
+
+// Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
+// heads not divisible by the QKV column split, rows that are not whole sequences.
+LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
+                       bool dropout, const Cluster& cluster);
+
+// The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
+struct VocabCosts {
+  UnitCosts embedding, head;
+  double embedding_params = 0.0, head_params = 0.0, wte_params = 0.0;
+  double head_activation_bytes = 0.0;
+};
+VocabCosts vocab_costs(const GptShape& model, const Workload& layernorm_workload, const Cluster& cluster);
+
+// Time and logical bytes of a list of collectives on a topology (added to a PassCost's comm).
+void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model);
+
+}  // namespace mdtp::cost

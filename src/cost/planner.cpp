@@ -1,0 +1,121 @@
+#include "cost/planner.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "core/error.hpp"
+
+namespace mdtp::cost {
+
+namespace {
+
+struct TpShape {
+  TpMode mode;
+  int tp, depth;
+};
+
+std::vector<TpShape> tp_shapes(const PlanRequest& r) {
+  const std::vector<TpMode> all = {TpMode::d1, TpMode::d1_sp, TpMode::d2, TpMode::d2p5, TpMode::d3};
+  const std::vector<TpMode>& modes = r.modes.empty() ? all : r.modes;
+  auto wanted = [&](TpMode m) { return std::find(modes.begin(), modes.end(), m) != modes.end(); };
+  std::vector<TpShape> out;
+  for (int tp = 1; tp <= std::min(r.max_tp, r.gpus); ++tp) {
+    if (r.gpus % tp != 0) continue;
+    // tp = 1 is the same for every mode: listed once, as 1d.
+    if (wanted(TpMode::d1) || (tp == 1 && !modes.empty())) out.push_back({TpMode::d1, tp, 1});
+    if (tp == 1) continue;
+    if (wanted(TpMode::d1_sp)) out.push_back({TpMode::d1_sp, tp, 1});
+    for (int q = 2; q * q <= tp; ++q) {
+      if (wanted(TpMode::d2) && q * q == tp) out.push_back({TpMode::d2, tp, 1});
+      if (wanted(TpMode::d3) && q * q * q == tp) out.push_back({TpMode::d3, tp, 1});
+      if (wanted(TpMode::d2p5) && tp % (q * q) == 0 && tp / (q * q) >= 2) out.push_back({TpMode::d2p5, tp, tp / (q * q)});
+    }
+  }
+  return out;
+}
+
+std::vector<std::pair<PipelineSchedule, int>> schedules(const StepConfig& c) {
+  if (c.pp == 1) return {{PipelineSchedule::one_f_one_b, 1}};
+  std::vector<std::pair<PipelineSchedule, int>> out = {
+      {PipelineSchedule::gpipe, 1}, {PipelineSchedule::one_f_one_b, 1}, {PipelineSchedule::zb_h1, 1}};
+  const std::int64_t per_stage = c.layers_per_stage();
+  if (c.microbatches() % c.pp == 0)
+    for (int v = 2; v <= per_stage; ++v)
+      if (per_stage % v == 0) out.push_back({PipelineSchedule::interleaved, v});
+  return out;
+}
+
+}  // namespace
+
+PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
+  require(r.gpus >= 1, "the planner needs gpus >= 1; got ", r.gpus);
+  require(r.global_batch >= 1, "the planner needs a global batch >= 1; got ", r.global_batch);
+  StepConfig base;
+  base.model = r.model;
+  base.global_batch = r.global_batch;
+  base.dtype = r.dtype;
+  base.dropout = r.dropout;
+  base.overlap = r.overlap;
+  validate(base);  // the model itself
+  const std::vector<Recompute> recomputes =
+      r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;
+  const std::vector<int> zeros = r.zero_stages.empty() ? std::vector<int>{0, 1, 2, 3} : r.zero_stages;
+
+  PlanResult result;
+  for (const TpShape& shape : tp_shapes(r)) {
+    // The layer costs depend on the shape and the micro-batch only: shared by every pp, dp, schedule.
+    std::map<std::int64_t, std::optional<LayerCosts>> by_micro_batch;
+    for (int pp = 1; pp <= r.gpus / shape.tp; ++pp) {
+      if ((r.gpus / shape.tp) % pp != 0 || r.model.layers % pp != 0) continue;
+      const int dp = r.gpus / (shape.tp * pp);
+      if (r.global_batch % dp != 0) continue;
+      std::optional<Placement> placement;
+      for (std::int64_t b = 1; b <= std::min(r.max_micro_batch, r.global_batch / dp); b *= 2) {
+        if ((r.global_batch / dp) % b != 0) continue;
+        auto [slot, fresh] = by_micro_batch.try_emplace(b);
+        if (fresh) {
+          try {
+            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster);
+          } catch (const Error&) {
+            ++result.refused;  // a shape this mode's layouts cannot hold
+          }
+        }
+        const std::optional<LayerCosts>& costs = slot->second;
+        if (!costs) continue;
+        StepConfig c = base;
+        c.mode = shape.mode;
+        c.tp = shape.tp;
+        c.depth = shape.depth;
+        c.pp = pp;
+        c.dp = dp;
+        c.micro_batch = b;
+        if (!placement) placement = place(c, cluster);
+        for (const auto& [schedule, chunks] : schedules(c)) {
+          c.schedule = schedule;
+          c.chunks = chunks;
+          for (int zero : zeros) {
+            // ZeRO-2 under a pipeline keeps full gradients: the memory and traffic of stage 1.
+            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
+            c.zero = zero;
+            for (Recompute recompute : recomputes) {
+              c.recompute = recompute;
+              StepEstimate e = estimate_step(c, *costs, *placement, cluster);
+              ++result.considered;
+              if (!e.fits) {
+                ++result.too_big;
+                continue;
+              }
+              result.ranked.push_back(std::move(e));
+            }
+          }
+        }
+      }
+    }
+  }
+  std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                   [](const StepEstimate& a, const StepEstimate& b) { return a.step_seconds < b.step_seconds; });
+  return result;
+}
+
+}  // namespace mdtp::cost

@@ -1,0 +1,46 @@
+#pragma once
+// The planner behind `mdtp plan`: every configuration of a GPT on `gpus` GPUs of a cluster that
+// an engine could run and that fits in memory, ranked by the whole-step model's step time.
+//
+// Enumerated: mode and tp (1d and 1d-sp: tp a divisor of the GPUs up to max_tp; 2d: q²;
+// 2.5d: d·q² with d ≥ 2; 3d: q³), pp (divides the layers and the GPUs), dp = gpus/(tp·pp),
+// micro-batch (powers of two dividing the batch per replica), schedule (without a pipeline:
+// plain accumulation, named 1f1b; with one: gpipe, 1f1b, zb-h1, interleaved with every v ≥ 2
+// dividing the layers per stage), ZeRO stage (0 without dp; under a pipeline 0 and 1 only: stage 2
+// there keeps full gradients, which is stage 1, and stage 3 is not combined with one) and
+// recomputation.  Shapes the layouts refuse (geometry, heads, whole sequences) are skipped, and
+// so is every configuration whose memory exceeds the GPU's.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cost/cluster.hpp"
+#include "cost/step_model.hpp"
+
+namespace mdtp::cost {
+
+struct PlanRequest {
+  GptShape model;
+  std::int64_t global_batch = 0;
+  int gpus = 0;
+  DType dtype = DType::bf16;
+  bool dropout = true;
+  OverlapAssumptions overlap;
+  // Limits of the search (each list empty = all).
+  int max_tp = 64;
+  std::int64_t max_micro_batch = 16;
+  std::vector<TpMode> modes;
+  std::vector<Recompute> recomputes;
+  std::vector<int> zero_stages;
+};
+
+struct PlanResult {
+  std::vector<StepEstimate> ranked;  // feasible and fitting, quickest first
+  std::int64_t considered = 0;       // configurations evaluated (valid shapes)
+  std::int64_t refused = 0;          // (mode, tp, micro-batch) shapes the layouts refuse
+  std::int64_t too_big = 0;          // valid but over the GPU memory
+};
+
+PlanResult plan(const PlanRequest& request, const Cluster& cluster);
+
+}  // namespace mdtp::cost

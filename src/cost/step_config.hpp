@@ -1,0 +1,81 @@
+#pragma once
+// StepConfig: one training step of a GPT (docs/theory.md §7's architecture, Megatron's layer
+// order) on a parallel configuration — what the whole-step model (step_model.hpp) evaluates and
+// the planner (planner.hpp) enumerates.
+//
+//   model        layers l, hidden h, heads a, sequence s, vocabulary V; the MLP is 4h wide
+//   batch        global batch B (sequences), micro-batch b; m = B/(b·dp) micro-batches per replica
+//   parallelism  mode ∈ {1d, 1d-sp, 2d, 2.5d, 3d} on tp ranks (2.5d: depth d), pp stages with a
+//                schedule (gpipe, 1f1b, interleaved with v chunks, zb-h1), dp replicas, ZeRO 0–3
+//   recompute    none | selective (the attention core, Korthikanti et al. 2022) | full (every
+//                layer from its input)
+//   precision    dtype of parameters and activations; gradients are reduced in grad_dtype
+//                (Megatron: fp32 main gradients with bf16, the dtype with fp16), Adam keeps an
+//                fp32 master copy and two moments (12 B per parameter) with a 16-bit dtype
+//
+// Placement (docs/theory.md §1): order tp-cp-dp-pp, ranks filled node by node, so TP groups stay
+// inside a node when tp ≤ gpus_per_node, and DP and PP groups cross nodes once tp·dp or tp·dp·pp
+// exceed it.
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "cost/pipeline_bubble.hpp"
+#include "mesh/tp_mode.hpp"
+
+namespace mdtp::cost {
+
+enum class Recompute { none, selective, full };
+const char* recompute_name(Recompute recompute);  // "none" | "selective" | "full"
+Recompute parse_recompute(const std::string& name);
+
+struct GptShape {
+  std::int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
+  std::int64_t ffn() const { return 4 * hidden; }
+};
+
+// What the engines overlap, as the step model assumes (docs/performance-model.md, "Overlap").
+struct OverlapAssumptions {
+  // The data-parallel gradient reduction runs in buckets during the last micro-batch's backward;
+  // only what does not fit under it, and at least the last bucket, is exposed.  false: it runs
+  // after backward (Megatron-LM of 2021, the Narayanan validation).
+  bool dp_gradients = true;
+  double bucket_bytes = 40e6;  // Megatron's default bucket (4·10⁷ elements), in bytes of grad_dtype
+  // Pipeline sends and receives run beside compute: false charges each one on the critical path
+  // (blocking send/recv, as Megatron-LM of 2021 and mdtp's first engine).
+  bool pp_p2p = false;
+  // Tensor-parallel collectives are never overlapped (every layer waits on them).
+};
+
+struct StepConfig {
+  GptShape model;
+  std::int64_t global_batch = 0, micro_batch = 1;
+  TpMode mode = TpMode::d1;
+  int tp = 1, depth = 1, pp = 1, dp = 1;
+  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int chunks = 1;  // v, interleaved only
+  int zero = 0;
+  Recompute recompute = Recompute::none;
+  DType dtype = DType::bf16;
+  bool dropout = true;  // GPT-3/Megatron train with dropout 0.1 (masks are stored, Korthikanti's 34)
+  OverlapAssumptions overlap;
+
+  int gpus() const { return tp * pp * dp; }
+  std::int64_t microbatches() const { return global_batch / (micro_batch * dp); }
+  std::int64_t layers_per_stage() const { return model.layers / pp; }
+  // Gradients are reduced in fp32 under bf16 (Megatron forces accumulate_allreduce_grads_in_fp32),
+  // in the dtype otherwise.
+  DType grad_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
+  // Adam: fp32 moments (8 B), plus an fp32 master copy (4 B) when the dtype is 16-bit.
+  double optimizer_bytes_per_param() const { return dtype_size(dtype) < 4 ? 12.0 : 8.0; }
+};
+
+// Refuses (mdtp::Error naming the value) what no engine could run: sizes that do not divide,
+// a schedule its options do not fit, ZeRO-3 under a pipeline, …  Shape checks of the TP layouts
+// are Geometry's (they run when the layer costs are built).
+void validate(const StepConfig& config);
+
+// "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16"
+std::string describe(const StepConfig& config);
+
+}  // namespace mdtp::cost

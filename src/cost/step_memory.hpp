@@ -1,0 +1,37 @@
+#pragma once
+// Memory per GPU of a training step: the larger of the first and the last pipeline stage (the
+// first holds the most micro-batches in flight, the last the head and its logits).
+//
+//   parameters   P_r elements on stage r (its blocks; the embedding on stage 0; the final
+//                LayerNorm, and with pp > 1 the tied wte copy, on stage p−1) × δ
+//   gradients    P_r × g (g = grad_dtype's bytes: fp32 main gradients under bf16)
+//   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8)
+//   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also g (not under a
+//                pipeline: mdtp's stage 2 keeps full gradients until the last micro-batch, §4.2),
+//                stage 3 also δ, plus one gathered block's parameters twice (in use + prefetched)
+//   activations  (peak micro-batches in flight on the stage, pipeline_bubble.hpp's
+//                peak_in_flight; 1 without a pipeline) × (its layers, per chunk when interleaved)
+//                × the kept bytes per layer (layer_costs.hpp: Korthikanti et al. 2022), plus, with
+//                recomputation, the working set of the one layer being recomputed; the last stage
+//                adds the head's kept bytes per micro-batch in flight
+//   reserved     the cluster's reserved_bytes (context, workspaces, communicator buffers)
+#include "cost/cluster.hpp"
+#include "cost/layer_costs.hpp"
+#include "cost/step_config.hpp"
+
+namespace mdtp::cost {
+
+struct MemorySplit {
+  int stage = 0;  // the stage it describes (the larger)
+  double parameters = 0.0, gradients = 0.0, optimizer = 0.0, activations = 0.0, reserved = 0.0;
+  double parameter_elements = 0.0;  // on this rank
+  int in_flight = 0;                // micro-batches (interleaved: micro-batch × chunk passes) held
+  double total() const { return parameters + gradients + optimizer + activations + reserved; }
+};
+
+// Parameter elements on one rank of stage r.
+double stage_parameters(const StepConfig& config, const LayerCosts& costs, int stage);
+
+MemorySplit step_memory(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster);
+
+}  // namespace mdtp::cost

@@ -1,0 +1,180 @@
+#include "cost/step_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "cost/kernel_time.hpp"
+#include "cost/model_flops.hpp"
+
+namespace mdtp::cost {
+
+Placement place(const StepConfig& c, const Cluster& cluster) {
+  MeshConfig mesh;
+  mesh.world = c.gpus();
+  mesh.tp = c.tp;
+  mesh.pp = c.pp;
+  mesh.tp_mode = c.mode;
+  mesh.tp_depth = c.depth;
+  mesh.ranks_per_node = cluster.gpus_per_node;
+  const Topology topology(mesh);
+  return {topology.link_class("tp"), topology.link_class("dp"), topology.link_class("pp")};
+}
+
+namespace {
+
+struct StageWork {
+  PassCost forward, backward_input, backward_weight;
+  double seconds() const { return forward.seconds() + backward_input.seconds() + backward_weight.seconds(); }
+  double comm() const { return forward.comm_seconds + backward_input.comm_seconds + backward_weight.comm_seconds; }
+};
+
+// One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
+// the embedding on the first stage, the head on the last.
+StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
+  const double L = static_cast<double>(c.layers_per_stage());
+  StageWork w;
+  w.forward = costs.block.forward.scaled(L);
+  w.backward_input = costs.block.recompute(c.recompute).scaled(L);
+  w.backward_input += costs.block.backward_input.scaled(L);
+  w.backward_weight = costs.block.backward_weight.scaled(L);
+  for (const UnitCosts* unit : {stage == 0 ? &costs.embedding : nullptr, stage == c.pp - 1 ? &costs.head : nullptr}) {
+    if (unit == nullptr) continue;
+    w.forward += unit->forward;
+    w.backward_input += unit->backward_input;
+    w.backward_weight += unit->backward_weight;
+  }
+  return w;
+}
+
+double seconds(CollectiveOp op, int n, double bytes, DType dtype, LinkClass link, const TimeModel& model) {
+  const auto elements = static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(dtype_size(dtype))));
+  return predict_on_link(op, n, elements, dtype, link, model).seconds;
+}
+
+}  // namespace
+
+StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
+  validate(c);
+  return estimate_step(c, costs, place(c, cluster), cluster);
+}
+
+StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                           const Cluster& cluster) {
+  validate(c);
+  const TimeModel model = cluster_time_model(cluster);
+  StepEstimate e;
+  e.config = c;
+  e.placement = placement;
+  const std::int64_t m = c.microbatches();
+  e.microbatches = m;
+  const double delta = static_cast<double>(dtype_size(c.dtype));
+  const double g = static_cast<double>(dtype_size(c.grad_dtype()));
+
+  // Every stage's micro-batch; the slowest sets the steady state, the mean the fill and drain.
+  std::vector<StageWork> stages;
+  for (int r = 0; r < c.pp; ++r)
+    if (r == 0 || r == c.pp - 1 || r == 1) stages.push_back(stage_work(c, costs, r));  // inner stages are alike
+  const StageWork* slowest = &stages.front();
+  for (const auto& s : stages)
+    if (s.seconds() > slowest->seconds()) slowest = &s;
+  StageTimes mean;
+  {
+    const StageWork inner = stages.size() > 2 ? stages[1] : stages.front();
+    const double inner_count = std::max(0, c.pp - 2);
+    auto avg = [&](auto pick) {
+      double sum = pick(stages.front()) + (c.pp > 1 ? pick(stages.back()) : 0.0) + inner_count * pick(inner);
+      return sum / c.pp;
+    };
+    mean.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
+    mean.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
+    mean.backward_weight = avg([](const StageWork& s) { return s.backward_weight.seconds(); });
+  }
+
+  // Pipeline sends: the residual shard per chunk boundary, forward and backward.
+  double p2p = 0.0;
+  if (c.pp > 1) {
+    const bool scatter_gather = c.mode == TpMode::d1 && c.tp > 1;
+    const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.tp : 1);
+    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype, e.placement.pp, model);
+    if (scatter_gather)
+      one += seconds(CollectiveOp::all_gather, c.tp, costs.boundary_elements * delta, c.dtype, e.placement.tp, model);
+    p2p = 2.0 * c.chunks * one;
+  }
+  const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
+
+  // ZeRO-3: the stage's parameters gathered for forward and for backward, gradients
+  // reduce-scattered, every micro-batch; prefetched under the micro-batch's own compute.
+  const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.pp - 1));
+  double zero3_exposed = 0.0;
+  if (c.zero == 3 && c.dp > 1) {
+    const double gather = seconds(CollectiveOp::all_gather, c.dp, stage_params * delta, c.dtype, e.placement.dp, model);
+    const double scatter =
+        seconds(CollectiveOp::reduce_scatter, c.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model);
+    const double first_block =
+        seconds(CollectiveOp::all_gather, c.dp, costs.block_params * delta, c.dtype, e.placement.dp, model);
+    zero3_exposed = first_block + std::max(0.0, 2 * gather + scatter - slowest->seconds());
+  }
+
+  const PipelineConfig pipeline{c.pp, static_cast<int>(m), c.chunks, c.schedule};
+  StageTimes fill = mean;
+  fill.forward += p2p_exposed / 2;
+  fill.backward_input += p2p_exposed / 2;
+  e.time.bubble = c.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
+  const double mb = static_cast<double>(m);
+  e.time.compute = mb * (slowest->seconds() - slowest->comm());
+  const double L = static_cast<double>(c.layers_per_stage());
+  e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
+  e.time.pp_comm = mb * p2p_exposed;
+  if (c.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
+
+  // Data parallelism (ZeRO 0–2 once per step; 3 per micro-batch, above).
+  e.time.dp_comm = mb * zero3_exposed;
+  if (c.dp > 1 && c.zero < 3) {
+    const double grad_bytes = stage_params * g;
+    const CollectiveOp reduce = c.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+    const double reduction = seconds(reduce, c.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
+    double exposed = reduction;
+    if (c.overlap.dp_gradients) {
+      const double last_bucket =
+          seconds(reduce, c.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
+      const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
+      exposed = std::max(last_bucket, reduction - window);
+    }
+    e.time.dp_comm += exposed;
+    if (c.zero >= 1)
+      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.dp, stage_params * delta, c.dtype, e.placement.dp, model);
+  }
+
+  const double K = c.optimizer_bytes_per_param();
+  const double shard = stage_params / (c.zero >= 1 ? c.dp : 1);
+  e.time.optimizer = stream_seconds(shard * (2 * g + 2 * K + delta), cluster);
+
+  e.step_seconds = e.time.total();
+  e.bubble_fraction = e.time.bubble / e.step_seconds;
+  const double tokens = static_cast<double>(c.global_batch) * static_cast<double>(c.model.seq);
+  e.tokens_per_second = tokens / e.step_seconds;
+  e.model_flops = model_flops(c.model, c.global_batch);
+  e.hardware_flops = hardware_flops(c.model, c.global_batch, c.recompute);
+  const double gpus = c.gpus(), peak = cluster.peak(c.dtype);
+  e.tflops_per_gpu = e.hardware_flops / e.step_seconds / gpus / 1e12;
+  e.mfu = e.model_flops / e.step_seconds / gpus / peak;
+  // HFU counts what MFU counts plus the recomputed FLOPs (PaLM's definition), so HFU ≥ MFU.
+  const double recomputed = e.hardware_flops - hardware_flops(c.model, c.global_batch, Recompute::none);
+  e.hfu = (e.model_flops + recomputed) / e.step_seconds / gpus / peak;
+  e.memory = step_memory(c, costs, cluster);
+  e.memory_capacity = cluster.hbm_bytes;
+  e.fits = e.memory.total() <= cluster.hbm_bytes;
+  return e;
+}
+
+StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
+  validate(c);
+  const LayerCosts costs =
+      layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, cluster);
+  return estimate_step(c, costs, cluster);
+}
+
+}  // namespace mdtp::cost

@@ -1,0 +1,78 @@
+#pragma once
+// The whole training step of a GPT on a cluster, analytically (docs/performance-model.md):
+//
+//   per stage r and micro-batch   F_r, B_r (recomputation included), W_r from layer_costs.hpp:
+//                                 kernels (roofline GEMMs, streaming bytes) and the tensor-parallel
+//                                 collectives, which are never overlapped
+//   pipeline                      m·(max_r (F_r + B_r + W_r) + exposed p2p) + bubble, the bubble of
+//                                 pipeline_bubble.hpp's bubble_seconds on the mean stage
+//                                 ((p−1)(F+B+W)/v, ZB-H1 (p−1)(F+B−W)); p2p per micro-batch and
+//                                 chunk: one send forward, one backward, of the residual shard
+//                                 (1D without SP: 1/tp of it, then an all-gather over tp — Megatron's
+//                                 scatter/gather)
+//   data parallelism              ZeRO 0: all-reduce of the gradients (grad_dtype); 1–2:
+//                                 reduce-scatter of gradients + all-gather of parameters; 3: per
+//                                 micro-batch two all-gathers of parameters and a reduce-scatter,
+//                                 prefetched under that micro-batch's compute.  With
+//                                 overlap.dp_gradients, the gradient reduction hides under the last
+//                                 micro-batch's backward except what exceeds it, and at least the
+//                                 last bucket; the parameter all-gather is exposed
+//   once per step                 the TP partial-gradient sums (2.5D depth, biases, LayerNorms),
+//                                 the tied-embedding all-reduce over the first and last stage, and
+//                                 Adam over the rank's (sharded) parameters: 2g + 2K + δ bytes each
+//
+// Placement: the link class of the tp, dp and pp groups comes from the mesh (order tp-cp-dp-pp,
+// node = rank / gpus_per_node), as everywhere else in mdtp.
+#include <string>
+
+#include "cost/cluster.hpp"
+#include "cost/layer_costs.hpp"
+#include "cost/step_config.hpp"
+#include "cost/step_memory.hpp"
+
+namespace mdtp::cost {
+
+// Where the step goes: these add up to step_seconds.
+struct TimeSplit {
+  double compute = 0.0;     // kernels of the slowest stage, m micro-batches, recomputation included
+  double tp_comm = 0.0;     // tensor-parallel collectives (exposed: all of them)
+  double pp_comm = 0.0;     // exposed pipeline sends, and the tied-embedding all-reduce
+  double dp_comm = 0.0;     // exposed data-parallel (ZeRO) communication
+  double bubble = 0.0;      // pipeline fill and drain
+  double optimizer = 0.0;   // the Adam update
+  double total() const { return compute + tp_comm + pp_comm + dp_comm + bubble + optimizer; }
+};
+
+struct Placement {
+  LinkClass tp = LinkClass::intra_node, dp = LinkClass::intra_node, pp = LinkClass::intra_node;
+};
+// The link classes of the config's tp, dp and pp groups on the cluster's nodes.
+Placement place(const StepConfig& config, const Cluster& cluster);
+
+struct StepEstimate {
+  StepConfig config;
+  std::int64_t microbatches = 0;
+  double step_seconds = 0.0;
+  double tokens_per_second = 0.0;
+  double model_flops = 0.0, hardware_flops = 0.0;  // per step (model_flops.hpp)
+  double tflops_per_gpu = 0.0;                     // hardware FLOP/s per GPU / 1e12 (Narayanan's count)
+  double mfu = 0.0;  // model FLOPs / (step · GPUs · peak)
+  double hfu = 0.0;  // (model FLOPs + the recomputed FLOPs) / (step · GPUs · peak)
+  double bubble_fraction = 0.0;  // of the step
+  TimeSplit time;
+  MemorySplit memory;
+  double memory_capacity = 0.0;  // usable bytes per GPU
+  bool fits = false;
+  Placement placement;
+};
+
+// validate(config), then the model.  `costs` must be layer_costs of the same model, mode, tp,
+// depth, micro-batch, dtype and dropout (the planner shares them across configurations).
+StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster);
+// With the placement already known (place() builds the whole mesh: the planner reuses it).
+StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
+                           const Cluster& cluster);
+// Builds the layer costs itself.
+StepEstimate estimate_step(const StepConfig& config, const Cluster& cluster);
+
+}  // namespace mdtp::cost

@@ -1,0 +1,94 @@
+// Cluster files: the shipped presets load with their published figures; a missing field, a wrong
+// type, a value out of range or a broken file is refused in one line naming the file and the field;
+// names are found in data/clusters/; a cluster built from a calibration keeps the measured rates.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/error.hpp"
+#include "cost/cluster.hpp"
+
+using namespace mdtp;
+using namespace mdtp::cost;
+
+namespace {
+
+std::string preset_text(const std::string& name) {
+  std::ifstream in(find_cluster(name));
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The preset with one substring replaced, parsed as if read from "edited.json".
+Cluster parse_edited(const std::string& from, const std::string& to) {
+  std::string text = preset_text("dgx-a100");
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  return parse_cluster(text, "edited.json");
+}
+
+}  // namespace
+
+TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]") {
+  const Cluster a100 = load_cluster(find_cluster("dgx-a100"));
+  CHECK(a100.name == "dgx-a100");
+  CHECK(a100.gpus_per_node == 8);
+  CHECK(a100.peak(DType::bf16) == 312e12);
+  CHECK(a100.intra_node.bandwidth == 300e9);  // 600 GB/s bidirectional NVSwitch, one way
+  CHECK(a100.inter_node.bandwidth == 25e9);   // HDR 200 Gb/s per GPU
+  CHECK(a100.library == CollectiveLibrary::nccl);
+  CHECK_FALSE(a100.source.empty());
+  const Cluster h100 = load_cluster(find_cluster("dgx-h100"));
+  CHECK(h100.peak(DType::bf16) == 989e12);
+  CHECK(h100.intra_node.bandwidth == 450e9);
+  CHECK(h100.inter_node.bandwidth == 50e9);  // NDR 400 Gb/s per GPU
+
+  const TimeModel model = cluster_time_model(a100);
+  CHECK(model.link(LinkClass::intra_node).beta == Approx(1.0 / (300e9 * 0.8)));
+  CHECK(model.gemm_rate(DType::bf16) == Approx(312e12 * a100.gemm_efficiency));
+  CHECK(parse_cluster(cluster_json(a100), "round trip").hbm_bytes == a100.hbm_bytes);
+}
+
+TEST_CASE("a broken cluster file is refused in one line naming the file and the field", "[cost][cluster]") {
+  CHECK_THROWS_WITH(parse_edited("\"gpus_per_node\": 8", "\"gpus_per_nodes\": 8"),
+                    Catch::Contains("edited.json") && Catch::Contains("'gpus_per_node' is missing"));
+  CHECK_THROWS_WITH(parse_edited("\"gpus_per_node\": 8", "\"gpus_per_node\": \"eight\""),
+                    Catch::Contains("'gpus_per_node' must be a whole number"));
+  CHECK_THROWS_WITH(parse_edited("\"bandwidth\": 25e9", "\"bandwidth\": \"fast\""),
+                    Catch::Contains("'links.inter_node.bandwidth' must be a number"));
+  CHECK_THROWS_WITH(parse_edited("\"gemm_efficiency\": 0.65", "\"gemm_efficiency\": 1.5"),
+                    Catch::Contains("'gpu.gemm_efficiency' must be in (0, 1]"));
+  CHECK_THROWS_WITH(parse_edited("\"bf16\": 312e12", "\"bf17\": 312e12"),
+                    Catch::Contains("'gpu.peak_flops.bf17' is not a dtype"));
+  CHECK_THROWS_WITH(parse_edited("\"library\": \"nccl\"", "\"library\": \"gloo\""), Catch::Contains("gloo"));
+  CHECK_THROWS_WITH(parse_cluster("{\"name\": ", "cut.json"), Catch::Contains("cut.json") && Catch::Contains("not valid JSON"));
+  CHECK_THROWS_WITH(load_cluster("/nonexistent/cluster.json"), Catch::Contains("cannot be opened"));
+  CHECK_THROWS_WITH(find_cluster("no-such-cluster"), Catch::Contains("no cluster named 'no-such-cluster'"));
+  CHECK_THROWS_WITH(Cluster{}.peak(DType::bf16), Catch::Contains("no peak FLOP/s for dtype bf16"));
+  // Every message is one line.
+  try {
+    parse_edited("\"hbm_bandwidth\": 2.039e12", "\"hbm_bandwidth\": -1");
+    FAIL("accepted a negative bandwidth");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("a cluster from a calibration keeps the measured rates beside the declared peaks", "[cost][cluster]") {
+  Calibration calibration;
+  calibration.links[LinkClass::intra_node] = {2e-6, 1.0 / 100e9};
+  calibration.gemm_flops[DType::f32] = 50e9;
+  DeclaredDevice declared;
+  declared.gpus_per_node = 4;
+  declared.peak_flops[DType::f32] = 100e9;
+  declared.hbm_bytes = 64e9;
+  declared.hbm_bandwidth = 100e9;
+  const Cluster c = cluster_from_calibration(calibration, declared, DType::f32);
+  CHECK(c.gemm_efficiency == Approx(0.5));
+  CHECK(c.intra_node.params().beta == Approx(1.0 / 100e9));
+  CHECK(c.inter_node.params().alpha == Approx(2e-6));  // no inter-node measurement: the intra-node one
+  declared.peak_flops[DType::f32] = 10e9;
+  CHECK_THROWS_WITH(cluster_from_calibration(calibration, declared, DType::f32), Catch::Contains("declared peak"));
+}

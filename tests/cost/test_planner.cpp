@@ -1,0 +1,103 @@
+// The planner (every returned configuration valid, fitting and ranked; one that does not fit is
+// left out) and the validation against Narayanan et al. 2021's measured table.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "cost/narayanan.hpp"
+#include "cost/planner.hpp"
+
+using namespace mdtp;
+using namespace mdtp::cost;
+
+namespace {
+
+const Cluster& a100() {
+  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
+  return c;
+}
+
+PlanRequest small_request() {
+  PlanRequest r;
+  r.model = GptShape{8, 1024, 16, 512, 8192};
+  r.global_batch = 32;
+  r.gpus = 16;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("the planner returns only valid configurations that fit, quickest first", "[cost][planner]") {
+  const PlanRequest r = small_request();
+  const PlanResult result = plan(r, a100());
+  REQUIRE(!result.ranked.empty());
+  CHECK(result.considered == static_cast<std::int64_t>(result.ranked.size()) + result.too_big);
+  bool saw_2d = false, saw_3d = false, saw_pipeline = false, saw_zero3 = false;
+  for (std::size_t i = 0; i < result.ranked.size(); ++i) {
+    const StepEstimate& e = result.ranked[i];
+    INFO(describe(e.config));
+    CHECK_NOTHROW(validate(e.config));
+    CHECK(e.config.gpus() == r.gpus);
+    CHECK(e.fits);
+    CHECK(e.memory.total() <= a100().hbm_bytes);
+    CHECK(e.config.microbatches() * e.config.micro_batch * e.config.dp == r.global_batch);
+    if (i > 0) CHECK(result.ranked[i - 1].step_seconds <= e.step_seconds);
+    saw_2d |= e.config.mode == TpMode::d2;
+    saw_3d |= e.config.mode == TpMode::d3;
+    saw_pipeline |= e.config.pp > 1;
+    saw_zero3 |= e.config.zero == 3;
+    CHECK((e.config.zero < 3 || e.config.pp == 1));
+  }
+  CHECK(saw_2d);
+  CHECK(saw_3d);
+  CHECK(saw_pipeline);
+  CHECK(saw_zero3);
+}
+
+TEST_CASE("a configuration that does not fit in memory is left out", "[cost][planner]") {
+  Cluster small = a100();
+  PlanRequest r = small_request();
+  // Without recomputation, pure data parallelism holds the whole model and every activation.
+  StepConfig c;
+  c.model = r.model;
+  c.global_batch = r.global_batch;
+  c.micro_batch = 2;
+  c.dp = 16;
+  const StepEstimate big = estimate_step(c, small);
+  // A GPU just too small for it (the rest of the machine unchanged).
+  small.hbm_bytes = big.memory.total() - 1;
+  REQUIRE_FALSE(estimate_step(c, small).fits);
+  const PlanResult result = plan(r, small);
+  CHECK(result.too_big > 0);
+  for (const auto& e : result.ranked) {
+    CHECK(e.memory.total() <= small.hbm_bytes);
+    const bool same = e.config.mode == c.mode && e.config.tp == 1 && e.config.pp == 1 && e.config.micro_batch == 2 &&
+                      e.config.zero == 0 && e.config.recompute == Recompute::none;
+    CHECK_FALSE(same);
+  }
+}
+
+TEST_CASE("Narayanan et al. 2021: every row within 10 % and the trend right", "[cost][planner][validation]") {
+  const Validation v = validate_narayanan(a100());
+  REQUIRE(v.rows.size() == 10);
+  for (const auto& r : v.rows) {
+    INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
+    CHECK(std::abs(r.error) <= 0.10);
+  }
+  // The slowest row is 18.4B (tp = 8 without a pipeline: the largest share of tensor-parallel
+  // all-reduces); the two fastest are 530B and 1T (the largest GEMMs, the smallest TP share).
+  auto by_prediction = v.rows;
+  std::sort(by_prediction.begin(), by_prediction.end(),
+            [](const ValidationRow& a, const ValidationRow& b) { return a.predicted < b.predicted; });
+  CHECK(by_prediction.front().row.billions == 18.4);
+  CHECK(by_prediction[by_prediction.size() - 1].row.billions >= 529.6);
+  CHECK(by_prediction[by_prediction.size() - 2].row.billions >= 529.6);
+  // Better than one TFLOP/s figure for every row.
+  CHECK(v.mean_abs_error < v.baseline_mean_abs_error);
+  CHECK(v.max_error < v.baseline_max_error);
+  // The rule: micro-batch 1, interleaved with the smallest v > 1 dividing the layers per stage.
+  CHECK(narayanan_config(narayanan_table()[8]).chunks == 3);  // 105 layers on 35 stages
+  CHECK(narayanan_config(narayanan_table()[9]).chunks == 2);
+  CHECK(narayanan_config(narayanan_table()[0]).pp == 1);
+}

@@ -1,0 +1,142 @@
+// The whole-step model against hand formulas: FLOP counts (PaLM's 6N + 12lhs, Narayanan's
+// 96·B·s·l·h²(...)) and the per-rank GEMM lists that must add up to them in every mode; the
+// pipeline bubbles; the activation memory against Korthikanti et al. 2022's closed forms; the
+// time split adding up to the step.
+#include <catch2/catch.hpp>
+
+#include "cost/layer_costs.hpp"
+#include "cost/model_flops.hpp"
+#include "cost/step_model.hpp"
+
+using namespace mdtp;
+using namespace mdtp::cost;
+
+namespace {
+
+const Cluster& a100() {
+  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("model FLOPs: PaLM's 6N + 12lhs per token, and Narayanan's count with recomputation", "[cost][step]") {
+  const GptShape m{24, 2304, 24, 2048, 51200};
+  const double l = 24, h = 2304, s = 2048, V = 51200, B = 512;
+  const double N = l * (12 * h * h + 13 * h) + V * h + s * h + 2 * h;
+  CHECK(parameter_count(m) == Approx(N).epsilon(1e-12));
+  CHECK(model_flops(m, 512) == Approx(B * s * (6 * (N - s * h) + 12 * l * h * s)).epsilon(1e-12));
+  const double narayanan = 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+  CHECK(narayanan_flops(m, 512) == Approx(narayanan).epsilon(1e-12));
+  CHECK(hardware_flops(m, 512, Recompute::full) == Approx(narayanan).epsilon(1e-12));
+  CHECK(hardware_flops(m, 512, Recompute::none) ==
+        Approx(B * s * (72 * l * h * h + 12 * l * h * s + 6 * V * h)).epsilon(1e-12));
+  CHECK(hardware_flops(m, 512, Recompute::selective) ==
+        Approx(B * s * (72 * l * h * h + 16 * l * h * s + 6 * V * h)).epsilon(1e-12));
+}
+
+TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cost][step]") {
+  const GptShape m{4, 256, 8, 64, 1000};
+  struct Case {
+    TpMode mode;
+    int tp, depth;
+  };
+  for (const Case& c : {Case{TpMode::d1, 1, 1}, Case{TpMode::d1, 4, 1}, Case{TpMode::d1_sp, 4, 1}, Case{TpMode::d2, 4, 1},
+                        Case{TpMode::d2p5, 8, 2}, Case{TpMode::d3, 8, 1}}) {
+    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+      INFO(tp_mode_name(c.mode) << " tp=" << c.tp << " recompute " << recompute_name(r));
+      const std::int64_t b = 4;
+      const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, a100());
+      const UnitCosts& u = lc.block;
+      const double block = u.forward.gemm_flops + u.backward_input.gemm_flops + u.backward_weight.gemm_flops +
+                           u.recompute(r).gemm_flops;
+      const double head = lc.head.forward.gemm_flops + lc.head.backward_input.gemm_flops +
+                          lc.head.backward_weight.gemm_flops;
+      // Every rank runs the same shapes: the rank's FLOPs × tp is the replica's (the padded vocabulary
+      // of the head aside: V = 1000 splits evenly over 1, 2, 4 and 8 ranks here).
+      const double micro_batches = 16.0 / b;
+      const double total = c.tp * micro_batches * (m.layers * block + head);
+      CHECK(total == Approx(hardware_flops(m, 16, r)).epsilon(1e-9));
+    }
+  }
+}
+
+TEST_CASE("pipeline bubbles: GPipe/1F1B (p-1)/m, interleaved (p-1)/(vm), ZB-H1 (p-1)(F+B-W)", "[cost][step]") {
+  const StageTimes t{1.0, 1.2, 0.8};
+  PipelineConfig c{4, 8, 1, PipelineSchedule::one_f_one_b};
+  CHECK(bubble_seconds(c, t) == Approx(3 * 3.0));
+  c.schedule = PipelineSchedule::gpipe;
+  CHECK(bubble_seconds(c, t) == Approx(3 * 3.0));
+  CHECK(bubble_seconds(c, t) / (c.microbatches * 3.0) == Approx(bubble_over_ideal(c)));
+  c = PipelineConfig{4, 8, 2, PipelineSchedule::interleaved};
+  CHECK(bubble_seconds(c, t) == Approx(3 * 3.0 / 2));
+  CHECK(bubble_seconds(c, t) / (c.microbatches * 3.0) == Approx(bubble_over_ideal(c)));
+  c = PipelineConfig{4, 8, 1, PipelineSchedule::zb_h1};
+  CHECK(bubble_seconds(c, t) == Approx(3 * (1.0 + 1.2 - 0.8)));
+  CHECK(bubble_over_ideal(c) == Approx(3.0 / (3 * 8)));  // T_F = T_B = T_W: a third of 1F1B's
+  CHECK(bubble_seconds(c, StageTimes{1, 1, 5}) == 0.0);
+  // 1F1B holds min(p - r, m): never more micro-batches than there are.
+  CHECK(peak_in_flight(PipelineConfig{4, 2, 1, PipelineSchedule::one_f_one_b}) == std::vector<int>{2, 2, 2, 1});
+  CHECK(parse_pipeline_schedule("zb-h1") == PipelineSchedule::zb_h1);
+  CHECK_THROWS_WITH(parse_pipeline_schedule("zb-h3"), Catch::Contains("zb-h3"));
+}
+
+TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas", "[cost][step][memory]") {
+  // GPT-3 175B's layer: s = 2048, h = 12288, a = 96, b = 1, t = 8; 2-byte activations, 1-byte masks.
+  const GptShape m{96, 12288, 96, 2048, 51200};
+  const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+  const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, true, a100());
+  CHECK(tp.block_activations.kept(Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(tp.block_activations.kept(Recompute::selective) == Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
+  CHECK(tp.block_activations.kept(Recompute::full) == Approx(2 * sbh).epsilon(1e-12));
+  const LayerCosts sp = layer_costs(m, TpMode::d1_sp, 8, 1, 1, DType::bf16, true, a100());
+  CHECK(sp.block_activations.kept(Recompute::none) == Approx(sbh * (34 / t + 5 * a * s / (h * t))).epsilon(1e-12));
+  CHECK(sp.block_activations.kept(Recompute::selective) == Approx(sbh * 34 / t).epsilon(1e-12));
+  CHECK(sp.block_activations.kept(Recompute::full) == Approx(2 * sbh / t).epsilon(1e-12));
+  const LayerCosts serial = layer_costs(m, TpMode::d1, 1, 1, 1, DType::bf16, true, a100());
+  CHECK(serial.block_activations.kept(Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
+}
+
+TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the schedule", "[cost][step]") {
+  StepConfig c;
+  c.model = GptShape{32, 4096, 32, 2048, 51200};
+  c.global_batch = 256;
+  c.micro_batch = 1;
+  c.mode = TpMode::d1_sp;
+  c.tp = 8;
+  c.pp = 4;
+  c.dp = 2;
+  c.schedule = PipelineSchedule::one_f_one_b;
+  c.recompute = Recompute::selective;
+  const StepEstimate e = estimate_step(c, a100());
+  CHECK(e.time.total() == Approx(e.step_seconds));
+  CHECK(e.time.bubble > 0);
+  CHECK(e.placement.tp == LinkClass::intra_node);
+  CHECK(e.placement.pp == LinkClass::inter_node);
+  CHECK(e.tokens_per_second == Approx(256 * 2048 / e.step_seconds));
+  CHECK(e.hfu >= e.mfu);
+  CHECK(e.memory.in_flight == 4);  // 1F1B: p micro-batches on the first stage
+
+  StepConfig z = c;
+  z.pp = 1;
+  z.dp = 8;
+  z.zero = 1;
+  const double params = estimate_step(z, a100()).memory.parameter_elements;
+  const double optimizer0 = params * 12;
+  CHECK(estimate_step(z, a100()).memory.optimizer == Approx(optimizer0 / 8));
+  z.zero = 3;
+  CHECK(estimate_step(z, a100()).memory.gradients == Approx(params * 4 / 8));  // fp32 main gradients, sharded
+  z.pp = 2;
+  z.dp = 4;
+  CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("ZeRO-3"));
+
+  StepConfig bad = c;
+  bad.schedule = PipelineSchedule::interleaved;
+  bad.chunks = 3;
+  CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("pp x chunks"));
+  bad = c;
+  bad.mode = TpMode::d2;
+  bad.tp = 4;
+  bad.dp = 4;
+  CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
+}
