@@ -28,6 +28,15 @@ struct OptimizerConfig {
 // Throws an mdtp::Error naming an unknown kind or a value out of range.
 void validate(const OptimizerConfig& config);
 
+// The clipping factor c for a global gradient norm (1 without clipping).
+double clip_scale(const OptimizerConfig& config, double grad_norm);
+
+// One update of `value` from `grad` (multiplied by grad_scale) on `backend`: SGD, or AdamW as step
+// `step` (from 1) with moments m and v and weight decay when `decays`.  Element-wise, so the
+// unsharded optimizer and ZeRO's shards (src/zero/shard_optimizer.hpp) share it.
+void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor& value, const Tensor& grad, Tensor& m,
+                  Tensor& v, bool decays, std::int64_t step, double grad_scale);
+
 class Optimizer {
  public:
   Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
