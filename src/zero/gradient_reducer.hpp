@@ -1,5 +1,5 @@
 #pragma once
-// GradientReducer: the gradient half of ZeRO (docs/zero.md §4).  Each bucket's full gradient is
+// GradientReducer: the gradient half of ZeRO (docs/zero.md §5).  Each bucket's full gradient is
 // reduce-scattered over dp into this rank's shard, then the shard alone is all-reduced over the
 // bucket's partial-sum groups (TP planes, the tied embedding's pair of stages) — the same sum as
 // reducing the full tensor over those groups first, at 1/dp of the bytes.

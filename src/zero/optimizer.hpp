@@ -7,6 +7,8 @@
 //           of 2+ dimensions only: Parameter::decays), bias-corrected
 // where c is the clipping factor: with grad_clip > 0, c = min(1, grad_clip / (‖g‖ + 1e-6)) from
 // the global norm that counts every element once (torch.nn.utils.clip_grad_norm_).
+// Optimizer is ZeRO stage 0 (the whole TP shard of every parameter on every dp replica); stages 1–3
+// (zero_engine.hpp) apply the same update to their shards through apply_update.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// ParameterGatherer: ZeRO-3's parameters (docs/zero.md §5).  Between uses a rank holds only its
+// ParameterGatherer: ZeRO-3's parameters (docs/zero.md §7).  Between uses a rank holds only its
 // shard of each bucket.  Before a unit's forward and before its backward-input pass the engine
 // acquires the unit's buckets (all-gathered over dp, the parameters bound to the full buffer) and
 // releases them after; a bucket is freed when no running unit uses it and no prefetch is waiting

@@ -116,6 +116,10 @@ double ZeroEngine::step() {
   return norm;
 }
 
+void ZeroEngine::release_parameters() {
+  if (gatherer_) gatherer_->release_all();
+}
+
 std::size_t ZeroEngine::parameter_index(const std::string& name) const {
   for (std::size_t i = 0; i < parameters().size(); ++i)
     if (parameters()[i].name() == name) return i;

@@ -48,6 +48,9 @@ class ZeroEngine {
   void finish_gradients();
   // Returns the global gradient norm before clipping.  Collective (phase optimizer).
   double step();
+  // Stage 3: frees every gathered bucket now (finish_gradients does it within a step; this is for
+  // passes outside one, such as an evaluation forward with keep_parameters_for_step).
+  void release_parameters();
 
   const ZeroConfig& config() const { return zero_; }
   const OptimizerConfig& optimizer_config() const { return optimizer_; }

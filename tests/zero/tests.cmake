@@ -8,6 +8,7 @@ set(MDTP_ZERO_HARNESS ${CMAKE_CURRENT_LIST_DIR}/zero_harness.cpp ${CMAKE_CURRENT
                       ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp)
 mdtp_add_mpi_test(zero SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bucket_plan.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_accounting.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_checkpoint.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_engine.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_zero_pipeline.cpp
                   ${MDTP_ZERO_HARNESS}
                   RANKS 1 2 3 4 8 LABELS zero TIMEOUT 300)
 mdtp_add_mpi_test(zero_parity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_zero_parity.cpp ${MDTP_ZERO_HARNESS}

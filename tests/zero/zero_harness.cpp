@@ -35,9 +35,10 @@ TokenBatch step_batch(const GptRun& base, int step) {
   return random_batch(base.model->config(), kReplicaBatch * dp, 500u + static_cast<unsigned>(step));
 }
 
-ZeroRun::ZeroRun(const GptRun& base_run, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer)
+ZeroRun::ZeroRun(const GptRun& base_run, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer,
+                 std::vector<UnitRange> chunks)
     : base(base_run) {
-  model = std::make_unique<GptModel>(*base.mode, base.model->config(), base.model->micro_batch());
+  model = std::make_unique<GptModel>(*base.mode, base.model->config(), base.model->micro_batch(), std::move(chunks));
   for (ModelParam& p : model->parameters())
     scatter_logical(p, start.at(p.name()), p.param->value, *base.mesh, *base.backend);
   engine = std::make_unique<ZeroEngine>(zero, optimizer, *model, *base.mesh, *base.backend);

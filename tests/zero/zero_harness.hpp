@@ -24,7 +24,9 @@ TokenBatch step_batch(const GptRun& base, int step);
 
 // A model on `base`'s mesh and mode, set to `start` (full logical tensors), driven by an engine.
 struct ZeroRun {
-  ZeroRun(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer);
+  // `chunks`: the units this rank's model holds (empty: all, one chunk).
+  ZeroRun(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer,
+          std::vector<UnitRange> chunks = {});
   const GptRun& base;
   std::unique_ptr<GptModel> model;
   std::unique_ptr<ZeroEngine> engine;
