@@ -13,6 +13,7 @@ const char* mem_category_name(MemCategory category) {
     case MemCategory::parameters: return "parameters";
     case MemCategory::gradients: return "gradients";
     case MemCategory::optimizer_state: return "optimizer_state";
+    case MemCategory::master_weights: return "master_weights";
     case MemCategory::activations: return "activations";
     case MemCategory::communication: return "communication";
     case MemCategory::workspace: return "workspace";

@@ -17,6 +17,9 @@ enum class MemCategory : std::uint8_t {
   parameters,
   gradients,
   optimizer_state,
+  // The optimizer's own copy of the parameters where it differs from the compute copy (ZeRO
+  // offload keeps it in host memory; mixed precision would keep it in f32).
+  master_weights,
   activations,
   communication,
   // Scratch that lives only inside one backend call (a kernel's workspace, uploaded token ids):
@@ -25,7 +28,7 @@ enum class MemCategory : std::uint8_t {
   workspace,
   other,
 };
-inline constexpr std::size_t kMemCategoryCount = 7;
+inline constexpr std::size_t kMemCategoryCount = 8;
 const char* mem_category_name(MemCategory category);
 
 class MemoryTracker {

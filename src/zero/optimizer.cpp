@@ -1,5 +1,7 @@
 #include "zero/optimizer.hpp"
 
+#include <algorithm>
+
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"
 
@@ -13,6 +15,27 @@ void validate(const OptimizerConfig& c) {
           c.beta1, " and ", c.beta2);
   require(c.eps > 0.0 && c.weight_decay >= 0.0, "AdamW needs eps > 0 and weight_decay >= 0; got ", c.eps, " and ",
           c.weight_decay);
+}
+
+double clip_scale(const OptimizerConfig& config, double grad_norm) {
+  return config.grad_clip > 0.0 ? std::min(1.0, config.grad_clip / (grad_norm + 1e-6)) : 1.0;
+}
+
+void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor& value, const Tensor& grad, Tensor& m,
+                  Tensor& v, bool decays, std::int64_t step, double grad_scale) {
+  if (config.kind != "adamw") {
+    backend.axpy(-config.lr * grad_scale, grad, value);
+    return;
+  }
+  AdamWStep s;
+  s.lr = config.lr;
+  s.beta1 = config.beta1;
+  s.beta2 = config.beta2;
+  s.eps = config.eps;
+  s.weight_decay = decays ? config.weight_decay : 0.0;
+  s.step = step;
+  s.grad_scale = grad_scale;
+  backend.adamw_update(value, grad, m, v, s);
 }
 
 Optimizer::Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh,
@@ -33,24 +56,13 @@ double Optimizer::step() {
   std::vector<Parameter*> raw;
   for (const ModelParam& p : params_) raw.push_back(p.param);
   const double norm = global_grad_norm(raw, mesh_, backend_, group_);
-  double scale = 1.0;
-  if (config_.grad_clip > 0.0) scale = std::min(1.0, config_.grad_clip / (norm + 1e-6));
+  const double scale = clip_scale(config_, norm);
   ++steps_;
+  Tensor none;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i].param;
-    if (!has_moments()) {
-      backend_.axpy(-config_.lr * scale, p.grad, p.value);
-      continue;
-    }
-    AdamWStep s;
-    s.lr = config_.lr;
-    s.beta1 = config_.beta1;
-    s.beta2 = config_.beta2;
-    s.eps = config_.eps;
-    s.weight_decay = p.decays ? config_.weight_decay : 0.0;
-    s.step = steps_;
-    s.grad_scale = scale;
-    backend_.adamw_update(p.value, p.grad, exp_avg_[i], exp_avg_sq_[i], s);
+    apply_update(backend_, config_, p.value, p.grad, has_moments() ? exp_avg_[i] : none,
+                 has_moments() ? exp_avg_sq_[i] : none, p.decays, steps_, scale);
   }
   return norm;
 }

@@ -7,6 +7,8 @@
 //           of 2+ dimensions only: Parameter::decays), bias-corrected
 // where c is the clipping factor: with grad_clip > 0, c = min(1, grad_clip / (‖g‖ + 1e-6)) from
 // the global norm that counts every element once (torch.nn.utils.clip_grad_norm_).
+// Optimizer is ZeRO stage 0 (the whole TP shard of every parameter on every dp replica); stages 1–3
+// (zero_engine.hpp) apply the same update to their shards through apply_update.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,6 +29,15 @@ struct OptimizerConfig {
 
 // Throws an mdtp::Error naming an unknown kind or a value out of range.
 void validate(const OptimizerConfig& config);
+
+// The clipping factor c for a global gradient norm (1 without clipping).
+double clip_scale(const OptimizerConfig& config, double grad_norm);
+
+// One update of `value` from `grad` (multiplied by grad_scale) on `backend`: SGD, or AdamW as step
+// `step` (from 1) with moments m and v and weight decay when `decays`.  Element-wise, so the
+// unsharded optimizer and ZeRO's shards (src/zero/shard_optimizer.hpp) share it.
+void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor& value, const Tensor& grad, Tensor& m,
+                  Tensor& v, bool decays, std::int64_t step, double grad_scale);
 
 class Optimizer {
  public:

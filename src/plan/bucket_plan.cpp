@@ -1,0 +1,104 @@
+#include "plan/bucket_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "core/error.hpp"
+
+namespace mdtp {
+namespace {
+
+std::int64_t round_up(std::int64_t n, std::int64_t multiple) { return (n + multiple - 1) / multiple * multiple; }
+
+// What makes two parameters share a bucket.
+struct Kind {
+  std::vector<std::string> partial_groups;
+  bool decays;
+  DType dtype;
+  int unit;  // -1 unless unit_aligned
+  auto operator<=>(const Kind&) const = default;
+};
+
+}  // namespace
+
+std::int64_t BucketPlan::padded_bytes() const {
+  std::int64_t total = 0;
+  for (const Bucket& b : buckets) total += b.bytes();
+  return total;
+}
+
+std::int64_t BucketPlan::shard_bytes() const {
+  std::int64_t total = 0;
+  for (const Bucket& b : buckets) total += b.shard_bytes();
+  return total;
+}
+
+std::int64_t bucket_cap_bytes(double bucket_mb) {
+  require(std::isfinite(bucket_mb) && bucket_mb > 0.0, "the ZeRO bucket size must be a positive number of MiB; got bucket_mb=",
+          bucket_mb);
+  require(bucket_mb < 1048576.0, "the ZeRO bucket size must be below 1 TiB; got bucket_mb=", bucket_mb);
+  return std::max<std::int64_t>(1, static_cast<std::int64_t>(bucket_mb * 1048576.0));
+}
+
+BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOptions& options) {
+  require(options.dp >= 1, "bucket plan: dp must be >= 1; got dp=", options.dp);
+  require(options.cap_bytes > 0, "bucket plan: the bucket cap must be positive; got cap_bytes=", options.cap_bytes);
+  require(options.align_bytes > 0, "bucket plan: the alignment must be positive; got align_bytes=", options.align_bytes);
+  for (const BucketInput& p : params) {
+    const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
+    require(p.numel > 0, "bucket plan: parameter ", p.name, " has ", p.numel, " elements; expected at least one");
+    require(options.align_bytes % size == 0, "bucket plan: align_bytes=", options.align_bytes,
+            " is not a multiple of the ", size, "-byte elements of ", p.name, " (", dtype_name(p.dtype), ")");
+  }
+
+  // Backward order: units descending, the given order inside a unit.
+  std::vector<std::size_t> order(params.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return params[a].unit > params[b].unit; });
+
+  BucketPlan plan;
+  plan.options = options;
+  plan.place.resize(params.size());
+  std::map<Kind, std::size_t> open;  // the bucket each kind is filling
+  int current_unit = order.empty() ? 0 : params[order.front()].unit;
+  for (std::size_t i : order) {
+    const BucketInput& p = params[i];
+    if (options.unit_aligned && p.unit != current_unit) open.clear();
+    current_unit = p.unit;
+    const Kind kind{p.partial_groups, p.decays, p.dtype, options.unit_aligned ? p.unit : -1};
+    const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
+    const std::int64_t align = options.align_bytes / size;
+    auto it = open.find(kind);
+    if (it != open.end()) {
+      const Bucket& b = plan.buckets[it->second];
+      if ((round_up(b.used, align) + p.numel) * size > options.cap_bytes) {
+        open.erase(it);
+        it = open.end();
+      }
+    }
+    if (it == open.end()) {
+      Bucket b;
+      b.partial_groups = p.partial_groups;
+      b.decays = p.decays;
+      b.dtype = p.dtype;
+      plan.buckets.push_back(std::move(b));
+      it = open.emplace(kind, plan.buckets.size() - 1).first;
+    }
+    Bucket& b = plan.buckets[it->second];
+    const std::int64_t offset = round_up(b.used, align);
+    plan.place[i] = BucketPlace{it->second, b.slots.size()};
+    b.slots.push_back(BucketSlot{i, offset, p.numel});
+    b.used = offset + p.numel;
+    if (std::find(b.units.begin(), b.units.end(), p.unit) == b.units.end()) b.units.push_back(p.unit);
+  }
+  for (Bucket& b : plan.buckets) {
+    const std::int64_t align = options.align_bytes / static_cast<std::int64_t>(dtype_size(b.dtype));
+    b.padded = round_up(b.used, align * options.dp);
+    b.shard = b.padded / options.dp;
+  }
+  return plan;
+}
+
+}  // namespace mdtp

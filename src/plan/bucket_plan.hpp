@@ -1,0 +1,88 @@
+#pragma once
+// The ZeRO bucket plan (docs/zero.md §2): where each parameter (and its gradient) lives in flat
+// buffers that one data-parallel collective moves at a time.  A pure function of the parameter
+// list, so that the engine (src/zero) and the cost model place the same bytes.
+//
+//  - Order.  Parameters are placed as backward completes them: units in descending order (the
+//    head, blocks L … 1, the embedding), each unit's parameters in the given order.
+//  - Homogeneity.  A bucket holds parameters that need the same reduction and update: the same
+//    partial-sum groups (the engine all-reduces a whole shard over them), the same weight-decay
+//    flag (one AdamW call per shard) and the same dtype (one collective per bucket).  Buckets of
+//    different kinds are filled side by side, each in backward order.
+//  - Size.  A bucket is closed when the next parameter would take it over the cap; a parameter
+//    larger than the cap gets a bucket of its own (parameters are never split, so every rank that
+//    holds a parameter with the same neighbours lays it out the same way).
+//  - Alignment.  Every parameter starts at a multiple of `align_bytes` inside its bucket, and the
+//    bucket is padded to a multiple of dp · align, then cut into dp equal contiguous shards, so every
+//    shard also starts aligned.  Padding is zero and never read by a layer.
+//  - Units.  With `unit_aligned` (ZeRO-3) no bucket spans two units, so gathering one unit's
+//    buckets never materialises another unit's parameters.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace mdtp {
+
+// One parameter as the plan sees it.
+struct BucketInput {
+  std::string name;
+  std::int64_t numel = 0;  // elements this rank holds (its tensor-parallel shard)
+  // Groups of more than one rank over which its gradient is partial (summed on the shards).
+  std::vector<std::string> partial_groups;
+  bool decays = false;
+  DType dtype = DType::f32;
+  int unit = 0;  // 0 = embedding, 1 … L = blocks, L + 1 = head
+};
+
+struct BucketOptions {
+  int dp = 1;                             // shards per bucket
+  std::int64_t cap_bytes = 25ll << 20;    // a bucket's size limit (before padding)
+  std::int64_t align_bytes = 64;          // parameter and shard starts
+  bool unit_aligned = false;              // no bucket spans two units (stage 3)
+};
+
+// A parameter's place in its bucket, in elements.
+struct BucketSlot {
+  std::size_t param = 0;  // index in the input list
+  std::int64_t offset = 0;
+  std::int64_t numel = 0;
+};
+
+struct Bucket {
+  std::vector<std::string> partial_groups;
+  bool decays = false;
+  DType dtype = DType::f32;
+  std::vector<BucketSlot> slots;  // in placement order
+  std::vector<int> units;         // the distinct units of its parameters, descending
+  std::int64_t used = 0;          // end of the last slot
+  std::int64_t padded = 0;        // elements: `used` rounded up to a multiple of dp · align
+  std::int64_t shard = 0;         // padded / dp
+  std::int64_t bytes() const { return padded * static_cast<std::int64_t>(dtype_size(dtype)); }
+  std::int64_t shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(dtype)); }
+};
+
+struct BucketPlace {
+  std::size_t bucket = 0, slot = 0;
+};
+
+struct BucketPlan {
+  BucketOptions options;
+  std::vector<Bucket> buckets;     // in the order they were opened (backward order)
+  std::vector<BucketPlace> place;  // per input parameter
+  std::int64_t padded_bytes() const;  // Σ bucket bytes: one full copy of every bucket
+  std::int64_t shard_bytes() const;   // Σ shard bytes: what one rank owns
+  // The bucket holding input parameter `param`.
+  const Bucket& bucket_of(std::size_t param) const { return buckets.at(place.at(param).bucket); }
+};
+
+// MiB (the `bucket_mb` option) → bytes; an mdtp::Error unless positive and finite.
+std::int64_t bucket_cap_bytes(double bucket_mb);
+
+// An mdtp::Error naming the value: dp < 1, cap ≤ 0, an alignment that is not a positive multiple
+// of every parameter's element size, or a parameter without elements.
+BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOptions& options);
+
+}  // namespace mdtp

@@ -1,0 +1,46 @@
+#pragma once
+// GradientReducer: the gradient half of ZeRO (docs/zero.md §5).  Each bucket's full gradient is
+// reduce-scattered over dp into this rank's shard, then the shard alone is all-reduced over the
+// bucket's partial-sum groups (TP planes, the tied embedding's pair of stages) — the same sum as
+// reducing the full tensor over those groups first, at 1/dp of the bytes.
+//
+// Stage 1 starts every reduce-scatter when the gradients are finished; stages 2–3 start a bucket's
+// as soon as every unit writing into it reported grads_ready, so it overlaps the rest of the
+// backward pass, and free the full bucket once its sum has arrived.  Every call is tagged with
+// the phase "grad-sync", whatever pass is running when it starts.
+#include <vector>
+
+#include "comm/communicator.hpp"
+#include "zero/zero_buffers.hpp"
+
+namespace mdtp {
+
+class GradientReducer {
+ public:
+  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend,
+                  const std::string& data_parallel_group);
+  // A new step: no bucket started, every writer outstanding.
+  void begin_step();
+  // A unit's gradients are complete: start each bucket whose writers are all done (stages 2–3).
+  void unit_ready(int unit);
+  // Starts the buckets not yet started, waits for all in bucket order, sums the shards over their
+  // partial groups and (stages 2–3) frees the full gradients.
+  void finish();
+  // Buckets whose reduce-scatter has started this step (tests observe the overlap with it).
+  std::size_t started() const { return started_count_; }
+
+ private:
+  void start(std::size_t b);
+  const ZeroLayout& layout_;
+  ZeroBuffers& buffers_;
+  const Mesh& mesh_;
+  const Backend& backend_;
+  Communicator& dp_;
+  std::vector<std::vector<int>> outstanding_;  // per bucket, writers not yet ready
+  std::vector<bool> started_;
+  std::vector<CommHandle> handles_;
+  std::vector<Tensor> targets_;  // where each reduce-scatter lands
+  std::size_t started_count_ = 0;
+};
+
+}  // namespace mdtp

@@ -1,0 +1,71 @@
+#include "zero/shard_optimizer.hpp"
+
+#include <cmath>
+
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+
+ShardOptimizer::ShardOptimizer(const OptimizerConfig& config, const ZeroConfig& zero, const ZeroLayout& layout,
+                               ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend)
+    : config_(config), offload_(zero.offload), layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend),
+      dp_group_(zero.data_parallel_group), model_group_(zero.model_parallel_group), state_backend_(&backend) {
+  validate(config_);
+  if (offload_ && backend.device() != DeviceKind::host) {
+    own_host_ = make_host_backend();
+    state_backend_ = own_host_.get();
+  }
+  const std::size_t n = layout.bucket_count();
+  exp_avg_.resize(n);
+  exp_avg_sq_.resize(n);
+  master_.resize(n);
+  host_grad_.resize(n);
+  for (std::size_t b = 0; b < n; ++b) {
+    const Bucket& bucket = layout.bucket(b);
+    const Shape shard{bucket.shard};
+    if (has_moments()) {
+      exp_avg_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::optimizer_state);
+      exp_avg_sq_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::optimizer_state);
+    }
+    if (offload_) {
+      master_[b] = state_backend_->empty(shard, bucket.dtype, MemCategory::master_weights);
+      transfer(backend_, buffers_.value_shard(b), *state_backend_, master_[b]);
+      host_grad_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::gradients);
+    }
+  }
+}
+
+double ShardOptimizer::grad_norm() const {
+  double local = 0.0;
+  for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
+    Tensor& shard = buffers_.grad_shard(b);
+    for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank()))
+      local += backend_.sum_squares(shard.row_slice(s.shard_offset, s.shard_offset + s.numel)) / layout_.copies(s.param);
+  }
+  Tensor total = backend_.from_f64({local}, {1}, DType::f64, MemCategory::other);
+  for (const std::string& group : {dp_group_, model_group_}) {
+    Communicator& comm = mesh_.comm(group);
+    if (comm.size() > 1) comm.all_reduce(total);
+  }
+  return std::sqrt(backend_.to_f64(total)[0]);
+}
+
+void ShardOptimizer::update(double grad_scale) {
+  ++steps_;
+  const Backend& state = *state_backend_;
+  for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
+    Tensor& value = buffers_.value_shard(b);
+    // Offload: the update reads a host copy of the gradient and writes the host master.
+    Tensor& target = offload_ ? master_[b] : value;
+    const Tensor* grad = &buffers_.grad_shard(b);
+    if (offload_) {
+      transfer(backend_, *grad, state, host_grad_[b]);
+      grad = &host_grad_[b];
+    }
+    apply_update(state, config_, target, *grad, exp_avg_[b], exp_avg_sq_[b], layout_.bucket(b).decays, steps_,
+                 grad_scale);
+    if (offload_) transfer(state, master_[b], backend_, value);
+  }
+}
+
+}  // namespace mdtp

@@ -1,0 +1,224 @@
+#include "zero/zero_engine.hpp"
+
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+namespace {
+
+ZeroConfig validated(const ZeroConfig& zero, const OptimizerConfig& optimizer) {
+  validate(zero, optimizer);
+  return zero;
+}
+
+const char* tensor_name(ZeroTensor what) {
+  switch (what) {
+    case ZeroTensor::value: return "value";
+    case ZeroTensor::exp_avg: return "exp_avg";
+    case ZeroTensor::exp_avg_sq: return "exp_avg_sq";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// The engine's side of the model's UnitHooks; calls the hooks attached before it, nested inside
+// its own work (gathers happen before them, releases after).
+class ZeroEngine::Hooks final : public UnitHooks {
+ public:
+  Hooks(ZeroEngine& engine, UnitHooks* next) : engine_(engine), next_(next) {}
+  UnitHooks* next() const { return next_; }
+  void before_forward(int unit, int microbatch) override {
+    engine_.before_pass(unit, +1);
+    if (next_) next_->before_forward(unit, microbatch);
+  }
+  void after_forward(int unit, int microbatch) override {
+    if (next_) next_->after_forward(unit, microbatch);
+    engine_.after_pass(unit, +1);
+  }
+  void before_backward_input(int unit, int microbatch) override {
+    engine_.before_pass(unit, -1);
+    if (next_) next_->before_backward_input(unit, microbatch);
+  }
+  void after_backward_input(int unit, int microbatch) override {
+    if (next_) next_->after_backward_input(unit, microbatch);
+    engine_.after_pass(unit, -1);
+  }
+  void grads_ready(int unit) override {
+    engine_.reducer_->unit_ready(unit);
+    if (next_) next_->grads_ready(unit);
+  }
+
+ private:
+  ZeroEngine& engine_;
+  UnitHooks* next_;
+};
+
+ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer, GptModel& model, const Mesh& mesh,
+                       const Backend& backend)
+    : zero_(validated(zero, optimizer)), optimizer_(optimizer), model_(model), mesh_(mesh), backend_(backend),
+      layout_(model, mesh, zero_) {
+  if (zero_.stage == 0) {
+    unsharded_ = std::make_unique<Optimizer>(optimizer_, model.parameters(), mesh, backend, zero_.model_parallel_group);
+    return;
+  }
+  buffers_ = std::make_unique<ZeroBuffers>(layout_, zero_.stage, backend);
+  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend, zero_.data_parallel_group);
+  sharded_ = std::make_unique<ShardOptimizer>(optimizer_, zero_, layout_, *buffers_, mesh, backend);
+  if (zero_.stage == 3)
+    gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.data_parallel_group,
+                                                    zero_.keep_parameters_for_step);
+  if (zero_.stage >= 2) {
+    hooks_ = std::make_unique<Hooks>(*this, model.hooks());
+    model.set_hooks(hooks_.get());
+  }
+}
+
+ZeroEngine::~ZeroEngine() {
+  if (hooks_ && model_.hooks() == hooks_.get()) model_.set_hooks(hooks_->next());
+}
+
+void ZeroEngine::begin_step() {
+  if (unsharded_) {
+    model_.zero_gradients();
+  } else {
+    buffers_->open_gradients();
+    reducer_->begin_step();
+  }
+  phase_ = Phase::accumulating;
+}
+
+void ZeroEngine::finish_gradients() {
+  require(phase_ == Phase::accumulating, "ZeroEngine: finish_gradients() needs begin_step() and the step's backward first");
+  if (unsharded_) {
+    model_.reduce_gradients();
+  } else {
+    if (gatherer_) gatherer_->release_all();
+    reducer_->finish();
+  }
+  phase_ = Phase::reduced;
+}
+
+double ZeroEngine::step() {
+  require(phase_ == Phase::reduced, "ZeroEngine: step() needs finish_gradients() first");
+  phase_ = Phase::idle;
+  if (unsharded_) return unsharded_->step();
+  PhaseScope phase(mesh_.ledger(), "optimizer");
+  const double norm = sharded_->grad_norm();
+  sharded_->update(clip_scale(optimizer_, norm));
+  Communicator& dp = mesh_.comm(zero_.data_parallel_group);
+  if (zero_.stage < 3 && dp.size() > 1) {
+    // Every rank's updated shard into every full bucket, in place (the shard is its own slot).
+    std::vector<CommHandle> gathers;
+    for (std::size_t b = 0; b < layout_.bucket_count(); ++b)
+      gathers.push_back(dp.iall_gather(buffers_->value_shard(b), buffers_->value_full(b)));
+    for (CommHandle& h : gathers) h.wait();
+  }
+  return norm;
+}
+
+void ZeroEngine::release_parameters() {
+  if (gatherer_) gatherer_->release_all();
+}
+
+std::size_t ZeroEngine::parameter_index(const std::string& name) const {
+  for (std::size_t i = 0; i < parameters().size(); ++i)
+    if (parameters()[i].name() == name) return i;
+  throw_error("ZeroEngine: no parameter named '", name, "' on this rank");
+}
+
+std::int64_t ZeroEngine::step_count() const { return unsharded_ ? unsharded_->step_count() : sharded_->step_count(); }
+
+void ZeroEngine::set_step_count(std::int64_t steps) {
+  require(steps >= 0, "ZeroEngine: the step count must be >= 0; got ", steps);
+  if (unsharded_) unsharded_->set_step_count(steps);
+  else sharded_->set_step_count(steps);
+}
+
+const Backend& ZeroEngine::state_backend() const { return sharded_ ? sharded_->state_backend() : backend_; }
+
+// ---- Stage 3: parameters around each pass ---------------------------------------------------------
+
+const std::vector<std::size_t>& ZeroEngine::reads(int unit, int direction) const {
+  return direction > 0 ? layout_.forward_reads(unit) : layout_.backward_reads(unit);
+}
+
+void ZeroEngine::before_pass(int unit, int direction) {
+  if (!gatherer_) return;
+  gatherer_->acquire(reads(unit, direction));
+  const int next = layout_.next_unit(unit, direction);
+  if (next >= 0) gatherer_->prefetch(reads(next, direction));
+}
+
+void ZeroEngine::after_pass(int unit, int direction) {
+  if (gatherer_) gatherer_->release(reads(unit, direction));
+}
+
+// ---- Checkpoints ----------------------------------------------------------------------------------
+
+Tensor& ZeroEngine::shard_of(std::size_t b, ZeroTensor what, const Backend*& on) {
+  on = &sharded_->state_backend();
+  if (what == ZeroTensor::exp_avg) return sharded_->exp_avg(b);
+  if (what == ZeroTensor::exp_avg_sq) return sharded_->exp_avg_sq(b);
+  on = &backend_;
+  return buffers_->value_shard(b);
+}
+
+Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
+  require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
+          " parameters)");
+  require(what == ZeroTensor::value || has_moments(), "ZeroEngine: ", tensor_name(what), " of ",
+          parameters()[param].name(), " asked for, but the optimizer is ", optimizer_.kind, " (no moments)");
+  if (unsharded_) {
+    if (what == ZeroTensor::value) return parameters()[param].param->value;
+    return what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param) : unsharded_->exp_avg_sq(param);
+  }
+  if (what == ZeroTensor::value && zero_.stage < 3) return parameters()[param].param->value;
+  // Each element lives in one rank's shard: the others contribute zeros to a sum over dp.
+  const std::size_t b = layout_.bucket_index(param);
+  const Bucket& bucket = layout_.bucket(b);
+  Tensor out = backend_.zeros(layout_.shape(param), bucket.dtype, MemCategory::communication);
+  const Backend* on = nullptr;
+  const Tensor& shard = shard_of(b, what, on);
+  for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank()))
+    if (s.param == param) copy_elements(*on, shard, s.shard_offset, backend_, out, s.param_offset, s.numel);
+  Communicator& dp = mesh_.comm(zero_.data_parallel_group);
+  if (dp.size() > 1) dp.all_reduce(out);
+  return out;
+}
+
+std::vector<double> ZeroEngine::gather_full(std::size_t param, ZeroTensor what) {
+  PhaseScope phase(mesh_.ledger(), "checkpoint");
+  const Tensor local = tp_shard(param, what);
+  return gather_logical(parameters()[param], local, mesh_, backend_);
+}
+
+void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {
+  require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
+          " parameters)");
+  require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
+          parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
+  const ModelParam& p = parameters()[param];
+  const std::size_t b = layout_.bucket_index(param);
+  Tensor local = backend_.empty(layout_.shape(param), layout_.bucket(b).dtype, MemCategory::communication);
+  scatter_logical(p, full, local, mesh_, backend_);
+  if (unsharded_) {
+    Tensor& target = what == ZeroTensor::value     ? p.param->value
+                     : what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param)
+                                                   : unsharded_->exp_avg_sq(param);
+    backend_.copy(local, target);
+    return;
+  }
+  // Stages 1–2 hold every value in full (the shard is a view of it); the rest only the shard.
+  const bool full_values = what == ZeroTensor::value && zero_.stage < 3;
+  if (full_values) backend_.copy(local, p.param->value);
+  const Backend* on = nullptr;
+  Tensor& shard = shard_of(b, what, on);
+  for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank())) {
+    if (s.param != param) continue;
+    if (!full_values) copy_elements(backend_, local, s.param_offset, *on, shard, s.shard_offset, s.numel);
+    if (what == ZeroTensor::value && sharded_->offloaded())
+      copy_elements(backend_, local, s.param_offset, sharded_->state_backend(), sharded_->master(b), s.shard_offset, s.numel);
+  }
+}
+
+}  // namespace mdtp

@@ -1,0 +1,106 @@
+#pragma once
+// ZeroEngine: the optimizer of a GptModel with ZeRO stage 0–3 over the data-parallel group
+// (docs/zero.md).  One object drives a step, whatever runs forward and backward in between:
+//
+//   ZeroEngine engine(zero, optimizer, model, mesh, backend);
+//   for each step:
+//     engine.begin_step();           // gradients zeroed (in the buckets)
+//     … the model's chunks: forward / backward_input / backward_weight per micro-batch
+//       (last_of_step on the step's last W of each chunk) …
+//     engine.finish_gradients();     // phase grad-sync: the rest of the reduction
+//     double norm = engine.step();   // phase optimizer: norm, clipping, update, all-gather
+//
+// Stage 0 is the unsharded Optimizer with GptModel::reduce_gradients.  Stages 2–3 attach the
+// engine to the model's UnitHooks (forwarding every call to hooks attached before it, which it
+// restores when destroyed), to start reduce-scatters during backward and, at stage 3, to gather
+// each unit's parameters around its passes.
+//
+// Construction is local (no collective): the model's current values move into the buckets.  At
+// stage 3 the model is therefore built whole first and then sharded.  A checkpoint is read
+// through gather_full and written through load_full, which convert between this rank's shards
+// and the full (checkpoint-layout) tensors.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "zero/gradient_reducer.hpp"
+#include "zero/parameter_gatherer.hpp"
+#include "zero/shard_optimizer.hpp"
+
+namespace mdtp {
+
+// What a checkpoint holds per parameter.
+enum class ZeroTensor { value, exp_avg, exp_avg_sq };
+
+class ZeroEngine {
+ public:
+  // Validates both configurations on every rank first (an mdtp::Error naming the value).  The
+  // model, mesh and backend must outlive the engine.
+  ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer, GptModel& model, const Mesh& mesh,
+             const Backend& backend);
+  ~ZeroEngine();
+  ZeroEngine(const ZeroEngine&) = delete;
+  ZeroEngine& operator=(const ZeroEngine&) = delete;
+
+  void begin_step();
+  // Collective over dp and the partial-sum groups (phase grad-sync).
+  void finish_gradients();
+  // Returns the global gradient norm before clipping.  Collective (phase optimizer).
+  double step();
+  // Stage 3: frees every gathered bucket now (finish_gradients does it within a step; this is for
+  // passes outside one, such as an evaluation forward with keep_parameters_for_step).
+  void release_parameters();
+
+  const ZeroConfig& config() const { return zero_; }
+  const OptimizerConfig& optimizer_config() const { return optimizer_; }
+  // The bucket plan (stage 0 plans too, for the record, but reduces parameter by parameter).
+  const BucketPlan& plan() const { return layout_.plan(); }
+  const ZeroLayout& layout() const { return layout_; }
+  // GptModel::parameters(), the index of gather_full and load_full.
+  const std::vector<ModelParam>& parameters() const { return layout_.params(); }
+  std::size_t parameter_index(const std::string& name) const;
+  bool has_moments() const { return optimizer_.kind == "adamw"; }
+  std::int64_t step_count() const;
+  void set_step_count(std::int64_t steps);
+  // Where moments and master weights are allocated (the host backend with offload).
+  const Backend& state_backend() const;
+  // Buckets whose gradient reduction has started in this step (stages 1–3).
+  std::size_t reductions_started() const { return reducer_ ? reducer_->started() : 0; }
+
+  // This rank's tensor-parallel shard of a parameter's value or AdamW moment, whole over dp (the
+  // parameter's shape, as the unsharded optimizer holds it).  Collective over dp where the
+  // tensor is sharded (moments; values at stage 3): every rank calls it for the same parameter.
+  Tensor tp_shard(std::size_t param, ZeroTensor what);
+  // The full tensor (checkpoint layout, as gather_logical gives it) of a parameter's value or
+  // AdamW moment.  Collective over dp and tp.
+  std::vector<double> gather_full(std::size_t param, ZeroTensor what);
+  // Sets a parameter's value or moment from its full tensor (every rank passes the same values);
+  // each rank keeps its shard.  No communication.
+  void load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full);
+
+ private:
+  class Hooks;
+  enum class Phase { idle, accumulating, reduced };
+  void before_pass(int unit, int direction);
+  void after_pass(int unit, int direction);
+  const std::vector<std::size_t>& reads(int unit, int direction) const;
+  // Bucket b's shard of `what` and the backend it lives on.
+  Tensor& shard_of(std::size_t b, ZeroTensor what, const Backend*& on);
+
+  ZeroConfig zero_;
+  OptimizerConfig optimizer_;
+  GptModel& model_;
+  const Mesh& mesh_;
+  const Backend& backend_;
+  ZeroLayout layout_;
+  Phase phase_ = Phase::idle;
+  std::unique_ptr<Optimizer> unsharded_;  // stage 0
+  std::unique_ptr<ZeroBuffers> buffers_;
+  std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<ParameterGatherer> gatherer_;
+  std::unique_ptr<ShardOptimizer> sharded_;
+  std::unique_ptr<Hooks> hooks_;
+};
+
+}  // namespace mdtp

@@ -1,0 +1,99 @@
+#include "zero/zero_layout.hpp"
+
+#include <algorithm>
+
+#include "mesh/mesh.hpp"
+
+namespace mdtp {
+namespace {
+
+// The tied word embedding: the head of a model that also holds the embedding reads it in place of
+// a copy of its own (model/gpt.hpp), so the head's passes need the embedding's bucket.
+constexpr const char* kTiedEmbedding = "transformer.wte.weight";
+
+void add_unique(std::vector<std::size_t>& list, std::size_t value) {
+  if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
+}
+
+}  // namespace
+
+ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& config) {
+  const int units = unit_count(model.config());
+  const Communicator& dp = mesh.comm(config.data_parallel_group);
+  dp_size_ = dp.size();
+  dp_rank_ = dp.rank();
+
+  std::vector<BucketInput> inputs;
+  for (int u = 0; u < units; ++u)
+    for (const ModelParam& p : model.unit_parameters(u)) {
+      const Parameter& param = *p.param;
+      BucketInput in{param.name, param.value.numel(), {}, param.decays, param.value.dtype(), u};
+      for (const std::string& g : param.partial_grad_over)
+        if (mesh.comm(g).size() > 1) in.partial_groups.push_back(g);
+      double copies = 1.0;
+      for (const std::string& g : param.replicated_over) copies *= mesh.comm(g).size();
+      inputs.push_back(std::move(in));
+      params_.push_back(p);
+      shapes_.push_back(param.value.shape());
+      units_.push_back(u);
+      copies_.push_back(copies);
+    }
+  // The checkpoint interface indexes parameters as GptModel::parameters() does.
+  const std::vector<ModelParam>& listed = model.parameters();
+  require(listed.size() == params_.size(), "ZeRO: the model lists ", listed.size(), " parameters but its units hold ",
+          params_.size());
+  for (std::size_t i = 0; i < listed.size(); ++i)
+    require(listed[i].param == params_[i].param, "ZeRO: parameter ", listed[i].name(),
+            " is not in unit order in GptModel::parameters()");
+
+  BucketOptions options;
+  options.dp = dp_size_;
+  options.cap_bytes = bucket_cap_bytes(config.bucket_mb);
+  options.align_bytes = config.align_bytes;
+  options.unit_aligned = config.stage == 3;
+  plan_ = plan_buckets(inputs, options);
+
+  forward_reads_.resize(static_cast<std::size_t>(units));
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    add_unique(forward_reads_[static_cast<std::size_t>(units_[i])], bucket_index(i));
+  writers_.resize(plan_.buckets.size());
+  for (std::size_t b = 0; b < plan_.buckets.size(); ++b) writers_[b] = plan_.buckets[b].units;
+  const int head = units - 1;
+  if (model.holds(0) && model.holds(head))
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (units_[i] == 0 && params_[i].name() == kTiedEmbedding) {
+        const std::size_t b = bucket_index(i);
+        add_unique(forward_reads_[static_cast<std::size_t>(head)], b);
+        if (std::find(writers_[b].begin(), writers_[b].end(), head) == writers_[b].end()) writers_[b].push_back(head);
+      }
+  backward_reads_ = forward_reads_;
+  backward_reads_[0].clear();
+  for (const ModelChunk& c : model.chunks()) chunks_.push_back(c.units());
+}
+
+int ZeroLayout::next_unit(int u, int direction) const {
+  for (const UnitRange& r : chunks_)
+    if (r.first <= u && u <= r.last) {
+      const int next = u + direction;
+      return next >= r.first && next <= r.last ? next : -1;
+    }
+  return -1;
+}
+
+std::int64_t ZeroLayout::offset(std::size_t param) const {
+  const BucketPlace& at = plan_.place.at(param);
+  return plan_.buckets[at.bucket].slots[at.slot].offset;
+}
+
+std::vector<ShardSegment> ZeroLayout::segments(std::size_t b, int shard_rank) const {
+  const Bucket& bucket = plan_.buckets.at(b);
+  const std::int64_t lo = shard_rank * bucket.shard, hi = lo + bucket.shard;
+  std::vector<ShardSegment> out;
+  for (const BucketSlot& s : bucket.slots) {
+    const std::int64_t first = std::max(lo, s.offset), last = std::min(hi, s.offset + s.numel);
+    if (first < last) out.push_back(ShardSegment{s.param, first - s.offset, first - lo, last - first});
+  }
+  return out;
+}
+
+}  // namespace mdtp

@@ -1,0 +1,69 @@
+#pragma once
+// ZeroLayout: the bucket plan of one GptModel on one rank, and what the engine derives from it —
+// which buckets a unit reads and writes, which part of a bucket a rank owns, and how many copies
+// of each element exist (for the norm).  Local: no communication.
+#include <cstdint>
+#include <vector>
+
+#include "model/gpt.hpp"
+#include "plan/bucket_plan.hpp"
+#include "zero/zero_config.hpp"
+
+namespace mdtp {
+
+// The part of a bucket's shard that holds (a part of) one parameter.
+struct ShardSegment {
+  std::size_t param = 0;            // index in ZeroLayout::params()
+  std::int64_t param_offset = 0;    // first element inside the parameter
+  std::int64_t shard_offset = 0;    // first element inside the shard
+  std::int64_t numel = 0;
+};
+
+class ZeroLayout {
+ public:
+  // Plans the model's parameters (as they are now: every rank must call it before any parameter
+  // is moved).  Partial groups of one rank are left out: they need no reduction.
+  ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& config);
+
+  const BucketPlan& plan() const { return plan_; }
+  std::size_t bucket_count() const { return plan_.buckets.size(); }
+  const Bucket& bucket(std::size_t b) const { return plan_.buckets.at(b); }
+  // The model's parameters, in GptModel::parameters() order (the plan's input order).
+  const std::vector<ModelParam>& params() const { return params_; }
+  const Shape& shape(std::size_t param) const { return shapes_.at(param); }
+  int unit(std::size_t param) const { return units_.at(param); }
+  // The number of ranks holding each element of the parameter (Π sizes of replicated_over).
+  double copies(std::size_t param) const { return copies_.at(param); }
+  int dp_size() const { return dp_size_; }
+  int dp_rank() const { return dp_rank_; }
+
+  // Buckets whose values unit u reads in its forward and in its backward-input pass: its own
+  // parameters', and, for the head of a model that also holds the embedding, the tied wte's.  The
+  // embedding's backward-input pass reads no weight (its whole backward is a weight pass).
+  const std::vector<std::size_t>& forward_reads(int u) const { return forward_reads_.at(static_cast<std::size_t>(u)); }
+  const std::vector<std::size_t>& backward_reads(int u) const { return backward_reads_.at(static_cast<std::size_t>(u)); }
+  // The units whose weight pass adds into bucket b's gradients (its parameters' units, and the head
+  // for a tied wte): the bucket is complete once each of them reported grads_ready.
+  const std::vector<int>& writers(std::size_t b) const { return writers_.at(b); }
+  // The unit the same chunk runs after u in a pass of `direction` (+1 forward, -1 backward), or -1.
+  int next_unit(int u, int direction) const;
+
+  // The parameter pieces inside shard `shard_rank` of bucket b (padding excluded).
+  std::vector<ShardSegment> segments(std::size_t b, int shard_rank) const;
+  // Where parameter `param` lies: its bucket and its first element there.
+  std::size_t bucket_index(std::size_t param) const { return plan_.place.at(param).bucket; }
+  std::int64_t offset(std::size_t param) const;
+
+ private:
+  std::vector<ModelParam> params_;
+  std::vector<Shape> shapes_;
+  std::vector<int> units_;
+  std::vector<double> copies_;
+  BucketPlan plan_;
+  int dp_size_ = 1, dp_rank_ = 0;
+  std::vector<std::vector<std::size_t>> forward_reads_, backward_reads_;
+  std::vector<std::vector<int>> writers_;
+  std::vector<UnitRange> chunks_;
+};
+
+}  // namespace mdtp

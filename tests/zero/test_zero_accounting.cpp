@@ -1,0 +1,193 @@
+// What a ZeRO engine holds and sends, against what its bucket plan says, to the byte:
+//  - memory per category (MemoryTracker) after construction and after steps, every stage, with
+//    and without offload, AdamW and SGD; stage 3 never holds more parameters than its shards plus
+//    the two units a pass has in hand (the running one and the prefetched next);
+//  - the ledger per (phase, group, op) of a step of two micro-batches: the reduce-scatter of every
+//    padded bucket and the partial-sum all-reduces of its shard (grad-sync), the norm's scalars and
+//    the all-gather of every bucket (optimizer), stage 3's gathers per pass (param-gather).
+// The expected figures are written here from the plan (phase 2 moves them into src/cost).
+#include <catch2/catch.hpp>
+
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "mesh/mesh.hpp"
+#include "zero_harness.hpp"
+
+using namespace mdtp;
+using namespace mdtp::testing;
+
+namespace {
+
+constexpr const char* kWte = "transformer.wte.weight";
+
+struct Bytes {
+  std::int64_t parameters = 0, gradients = 0, optimizer_state = 0, master_weights = 0;
+  bool operator==(const Bytes&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& os, const Bytes& b) {
+  return os << "{parameters " << b.parameters << ", gradients " << b.gradients << ", optimizer_state "
+            << b.optimizer_state << ", master_weights " << b.master_weights << "}";
+}
+
+Bytes tracked(const MemoryTracker& t) {
+  return {t.current(MemCategory::parameters), t.current(MemCategory::gradients), t.current(MemCategory::optimizer_state),
+          t.current(MemCategory::master_weights)};
+}
+
+Bytes operator-(const Bytes& a, const Bytes& b) {
+  return {a.parameters - b.parameters, a.gradients - b.gradients, a.optimizer_state - b.optimizer_state,
+          a.master_weights - b.master_weights};
+}
+
+// What a stage holds between steps (docs/zero.md §3): full or shard, per category.
+Bytes expected_memory(const BucketPlan& plan, const ZeroConfig& z, const OptimizerConfig& opt) {
+  const std::int64_t full = plan.padded_bytes(), shard = plan.shard_bytes();
+  Bytes b;
+  b.parameters = z.stage < 3 ? full : shard;
+  b.gradients = (z.stage == 1 ? full : shard) + (z.offload ? shard : 0);
+  b.optimizer_state = opt.kind == "adamw" ? 2 * shard : 0;
+  b.master_weights = z.offload ? shard : 0;
+  return b;
+}
+
+// The buckets a unit's pass reads, from the plan: its own parameters', the tied wte's for the head
+// (one model holds both), none for the embedding's backward-input pass.
+std::vector<std::set<std::size_t>> unit_reads(const ZeroEngine& e, int units, bool backward) {
+  std::vector<std::set<std::size_t>> reads(static_cast<std::size_t>(units));
+  for (std::size_t b = 0; b < e.plan().buckets.size(); ++b)
+    for (const BucketSlot& s : e.plan().buckets[b].slots) {
+      const int u = e.layout().unit(s.param);
+      if (!(backward && u == 0)) reads[static_cast<std::size_t>(u)].insert(b);
+      if (e.parameters()[s.param].name() == kWte) reads[static_cast<std::size_t>(units - 1)].insert(b);
+    }
+  return reads;
+}
+
+struct Traffic {
+  std::int64_t calls = 0, bytes = 0;
+  bool operator==(const Traffic&) const = default;
+};
+using TrafficMap = std::map<std::tuple<std::string, std::string, std::string>, Traffic>;
+
+void add(TrafficMap& m, const std::string& phase, const std::string& group, CollectiveOp op, std::int64_t bytes,
+         std::int64_t times = 1) {
+  Traffic& t = m[{phase, group, collective_name(op)}];
+  t.calls += times;
+  t.bytes += bytes * times;
+}
+
+TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_batches, int units) {
+  TrafficMap m;
+  const ZeroConfig& z = e.config();
+  const int dp = mesh.comm(z.data_parallel_group).size();
+  for (const Bucket& b : e.plan().buckets) {
+    if (dp > 1) add(m, "grad-sync", "dp", CollectiveOp::reduce_scatter, b.bytes());
+    for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.shard_bytes());
+    if (z.stage < 3 && dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_gather, b.bytes());
+    if (z.stage == 3 && dp > 1 && z.keep_parameters_for_step) add(m, "param-gather", "dp", CollectiveOp::all_gather, b.bytes());
+  }
+  if (dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_reduce, 8);
+  if (mesh.comm(z.model_parallel_group).size() > 1) add(m, "optimizer", mesh.comm(z.model_parallel_group).name(), CollectiveOp::all_reduce, 8);
+  if (z.stage == 3 && dp > 1 && !z.keep_parameters_for_step)
+    for (bool backward : {false, true})
+      for (const auto& reads : unit_reads(e, units, backward))
+        for (std::size_t b : reads) add(m, "param-gather", "dp", CollectiveOp::all_gather, e.plan().buckets[b].bytes(), micro_batches);
+  return m;
+}
+
+TrafficMap recorded_traffic(const CommLedger& ledger) {
+  TrafficMap m;
+  for (const LedgerEntry& entry : ledger.entries())
+    if (entry.phase == "grad-sync" || entry.phase == "optimizer" || entry.phase == "param-gather")
+      add(m, entry.phase, entry.group, entry.op, entry.logical_bytes);
+  return m;
+}
+
+std::string describe(const TrafficMap& m) {
+  std::ostringstream os;
+  for (const auto& [key, t] : m)
+    os << "  " << std::get<0>(key) << " " << std::get<1>(key) << " " << std::get<2>(key) << ": " << t.calls << " calls, "
+       << t.bytes << " B\n";
+  return os.str();
+}
+
+// Σ over the pairs (unit, next unit of the pass) of the bytes of the buckets both read.
+std::int64_t largest_pair(const ZeroEngine& e, int units) {
+  std::int64_t worst = 0;
+  for (bool backward : {false, true}) {
+    const auto reads = unit_reads(e, units, backward);
+    for (int u = 0; u < units; ++u) {
+      std::set<std::size_t> both = reads[static_cast<std::size_t>(u)];
+      const int next = backward ? u - 1 : u + 1;
+      if (next >= 0 && next < units) both.insert(reads[static_cast<std::size_t>(next)].begin(), reads[static_cast<std::size_t>(next)].end());
+      std::int64_t bytes = 0;
+      for (std::size_t b : both) bytes += e.plan().buckets[b].bytes();
+      worst = std::max(worst, bytes);
+    }
+  }
+  return worst;
+}
+
+std::vector<ZeroConfig> accounting_configs() {
+  std::vector<ZeroConfig> out;
+  for (int stage = 1; stage <= 3; ++stage)
+    for (bool offload : {false, true}) {
+      ZeroConfig z;
+      z.stage = stage;
+      z.offload = offload;
+      z.bucket_mb = 0.01;
+      out.push_back(z);
+    }
+  ZeroConfig keep;
+  keep.stage = 3;
+  keep.keep_parameters_for_step = true;
+  keep.bucket_mb = 0.01;
+  out.push_back(keep);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte", "[zero][accounting]") {
+  for (const ModeCase& c : zero_cases_for_world(world_size())) {
+    DYNAMIC_SECTION(c.label()) {
+      GptRun base(c, zero_model(), kReplicaBatch * (c.config.world / c.config.tp));
+      const ParamMap start = random_parameters(base, 11);
+      const int units = unit_count(base.model->config());
+      MemoryTracker& tracker = base.backend->allocator().tracker();
+      for (const ZeroConfig& z : accounting_configs())
+        for (const char* kind : {"adamw", "sgd"}) {
+          if (std::string(kind) == "sgd" && z.stage != 2) continue;
+          OptimizerConfig opt = test_adamw(0.05);
+          opt.kind = kind;
+          const Bytes before = tracked(tracker);
+          const std::int64_t communication = tracker.current(MemCategory::communication);
+          ZeroRun run(base, start, z, opt);
+          const Bytes want = expected_memory(run.engine->plan(), z, opt);
+          INFO("stage " << z.stage << " offload " << z.offload << " keep " << z.keep_parameters_for_step << " " << kind);
+          CHECK(tracked(tracker) - before == want);
+          for (int s = 0; s < 2; ++s) {
+            base.ledger.clear();
+            tracker.reset_peaks();
+            run.step({step_batch(base, 2 * s), step_batch(base, 2 * s + 1)});
+            const TrafficMap got = recorded_traffic(base.ledger), expected = expected_traffic(*run.engine, *base.mesh, 2, units);
+            INFO("recorded:\n" << describe(got) << "expected:\n" << describe(expected));
+            CHECK(got == expected);
+            CHECK(tracked(tracker) - before == want);
+            CHECK(tracker.current(MemCategory::communication) == communication);
+            if (z.stage == 3 && !z.keep_parameters_for_step) {
+              const std::int64_t peak = tracker.peak(MemCategory::parameters) - before.parameters;
+              CHECK(peak <= run.engine->plan().shard_bytes() + largest_pair(*run.engine, units));
+            }
+          }
+          if (world_rank() == 0 && std::string(kind) == "adamw" && !z.keep_parameters_for_step)
+            std::cout << "[zero accounting] " << c.label() << " stage=" << z.stage << " offload=" << z.offload
+                      << " buckets=" << run.engine->plan().buckets.size() << " memory " << (tracked(tracker) - before)
+                      << " plan " << want << "\n";
+        }
+    }
+  }
+}
