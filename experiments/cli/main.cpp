@@ -5,6 +5,8 @@
 // status 2; no stack dump.
 #include <mpi.h>
 
+#include <cstdio>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -53,12 +55,20 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   return message;
 }
 
+// One error line in one write: several ranks share stderr, and a line written piecewise can
+// interleave with another rank's (tests count the lines).
+void print_error_line(const std::string& who, const std::string& message) {
+  const std::string line = who + ": error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
 int run(const Command& command, const std::string& command_line) {
   if (!command.needs_mpi) {
     try {
       return command.run(command_line);
     } catch (const mdtp::Error& e) {
-      std::cerr << "mdtp " << command.app->get_name() << ": error: " << e.what() << "\n";
+      print_error_line("mdtp " + command.app->get_name(), e.what());
       return kUsageError;
     }
   }
@@ -68,7 +78,7 @@ int run(const Command& command, const std::string& command_line) {
     status = command.run(command_line);
   } catch (const mdtp::Error& e) {
     // Every rank validated the same configuration, so every rank is here: finalize cleanly.
-    std::cerr << "mdtp " << command.app->get_name() << ": error: " << e.what() << "\n";
+    print_error_line("mdtp " + command.app->get_name(), e.what());
     status = kUsageError;
   }
   MPI_Finalize();
@@ -97,7 +107,7 @@ int main(int argc, char** argv) {
   if (chosen == nullptr && first[0] != '-') {
     std::string names;
     for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.app->get_name();
-    std::cerr << "mdtp: error: unknown command '" << first << "'; expected one of " << names << " (mdtp --help)\n";
+    print_error_line("mdtp", "unknown command '" + first + "'; expected one of " + names + " (mdtp --help)");
     return kUsageError;
   }
 
@@ -114,7 +124,7 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     const std::string who = chosen ? "mdtp " + chosen->app->get_name() : std::string("mdtp");
-    std::cerr << who << ": error: " << parse_error_message(e, chosen ? *chosen->app : root) << "\n";
+    print_error_line(who, parse_error_message(e, chosen ? *chosen->app : root));
     return kUsageError;
   }
   if (chosen == nullptr) {  // no command, only options of mdtp itself (there are none but --help, --version)
