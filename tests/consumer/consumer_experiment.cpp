@@ -30,9 +30,10 @@ int main(int argc, char** argv) {
     mdtp::Tensor x = backend->zeros({8 / 2, 8 / 2}, mdtp::DType::f64, mdtp::MemCategory::activations);
     {
       mdtp::PhaseScope phase(ledger, "forward");
-      mdtp::Tensor y = linear->forward(x);
+      mdtp::LinearSaved saved;  // this micro-batch's state, owned by the caller
+      mdtp::Tensor y = linear->forward(x, saved);
       mdtp::PhaseScope back(ledger, "backward");
-      linear->backward(y);
+      linear->backward(y, saved);
       mdtp::PhaseScope sync(ledger, "grad-sync");
       mdtp::reduce_gradients(linear->parameters(), mesh);
     }
