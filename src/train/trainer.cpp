@@ -147,6 +147,7 @@ Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
           {"optimizer", tc.optimizer.kind},
           {"lr", tc.optimizer.lr},
           {"grad_clip", tc.optimizer.grad_clip},
+          {"recompute", std::string(activation_recompute_name(tc.recompute))},
           {"zero_stage", std::int64_t{tc.zero.stage}},
           {"zero_bucket_mb", tc.zero.bucket_mb},
           {"zero_offload", std::int64_t{tc.zero.offload ? 1 : 0}},
@@ -172,6 +173,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
       tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
   const int stage = mesh.comm("pp").rank();
   GptModel model(*mode, plan.model, plan.micro_batch, stage_chunks(plan.partition, stage), "dp", kernels.get());
+  model.set_recompute(tc.recompute);
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
   // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
@@ -230,6 +232,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     const auto category = static_cast<MemCategory>(c);
     result.memory_held.emplace_back(category, tracker.current(category));
     result.memory_model.emplace_back(category, modelled(held, category));
+    result.memory_peak.emplace_back(category, tracker.peak(category));
   }
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);

@@ -50,6 +50,7 @@ struct TrainConfig {
   OptimizerConfig optimizer{};
   // ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
   ZeroConfig zero{};
+  ActivationRecompute recompute = ActivationRecompute::none;
   DType dtype = DType::f32;
   std::uint64_t seed = 1234;
   std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
@@ -82,6 +83,8 @@ struct TrainResult {
   // the ZeRO engine's bucket plan says it holds (parameters, gradients, optimizer state, master
   // weights; -1 for the categories the plan does not cover).
   std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
+  // The peak bytes per category over the run (MemoryTracker::peak).
+  std::vector<std::pair<MemCategory, std::int64_t>> memory_peak;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.
