@@ -166,6 +166,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     for (const LedgerStat& stat : reduce_ledger_stats(ledger, world, mesh.wait_policy()))
       ledger_rows.row()(r.step)(stat.key.phase)(stat.key.group)(collective_name(stat.key.op))(stat.group_size)(
           stat.calls.max)(stat.logical_bytes.max)(stat.bus_bytes.max)(stat.seconds.mean)(stat.seconds.max);
+    result.ledger = ledger.summary();
     report.add_step(r.step, run);
     if (progress)
       *progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step, r.loss,

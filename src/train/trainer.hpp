@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -75,6 +76,9 @@ struct TrainResult {
   std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step
+  // This rank's ledger totals per (phase, group, op) of the last step (tests hold them equal to
+  // the whole-step plan, cost/gpt_step_comm.hpp).
+  std::map<LedgerKey, LedgerTotals> ledger;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.
