@@ -17,6 +17,10 @@ cost::StepCommConfig step_comm_config(const TrainConfig& tc, const TrainPlan& pl
   c.pp_layers = plan.partition.blocks();
   c.group_size = plan.schedule.kind == ScheduleKind::interleaved ? plan.schedule.group_size : 0;
   c.dtype = tc.dtype;
+  c.zero_stage = tc.zero.stage;
+  c.bucket_mb = tc.zero.bucket_mb;
+  c.align_bytes = tc.zero.align_bytes;
+  c.keep_parameters = tc.zero.keep_parameters_for_step;
   return c;
 }
 

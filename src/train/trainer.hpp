@@ -16,6 +16,7 @@
 #include "mesh/mesh.hpp"
 #include "plan/schedule.hpp"
 #include "train/checkpoint.hpp"
+#include "zero/zero_config.hpp"
 
 namespace mdtp {
 
@@ -48,6 +49,8 @@ struct TrainConfig {
   std::int64_t batch = 8;  // global, in sequences
   std::int64_t steps = 10;
   OptimizerConfig optimizer{};
+  // ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
+  ZeroConfig zero{};
   DType dtype = DType::f32;
   std::uint64_t seed = 1234;
   std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
@@ -79,6 +82,10 @@ struct TrainResult {
   // This rank's ledger totals per (phase, group, op) of the last step (tests hold them equal to
   // the whole-step plan, cost/gpt_step_comm.hpp).
   std::map<LedgerKey, LedgerTotals> ledger;
+  // Bytes this rank holds per category after the last step (MemoryTracker::current), and what
+  // the ZeRO engine's bucket plan says it holds (parameters, gradients, optimizer state, master
+  // weights; -1 for the categories the plan does not cover).
+  std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.

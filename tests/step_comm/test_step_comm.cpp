@@ -67,6 +67,15 @@ TrainConfig base(TpMode mode, int tp, int pp, std::int64_t batch, int micro_batc
 
 GridCase with(std::string label, TrainConfig t) { return GridCase{std::move(label), std::move(t)}; }
 
+// ZeRO at `stage` with small buckets (several per unit), `steps` steps (the ledger is the last's).
+TrainConfig zero(TrainConfig t, int stage, double bucket_mb = 0.004, bool keep = false, int steps = 1) {
+  t.zero.stage = stage;
+  t.zero.bucket_mb = bucket_mb;
+  t.zero.keep_parameters_for_step = keep;
+  t.steps = steps;
+  return t;
+}
+
 // Every mode; pp 1, 2 and 4 with gpipe, 1f1b, interleaved and zb-h1; dp 1, 2, 4 and 8; f32 and f64.
 std::vector<GridCase> ci_grid() {
   std::vector<GridCase> g;
@@ -97,6 +106,11 @@ std::vector<GridCase> ci_grid() {
   }
   g.push_back(with("3d tp8 pp1 dp1 b4", base(TpMode::d3, 8, 1, 4, 1)));
   g.push_back(with("none tp1 pp1 dp8", base(TpMode::none, 1, 1, 8, 1)));
+  g.push_back(with("1d tp2 pp2 dp2 1f1b m2 zero1", zero(base(TpMode::d1, 2, 2, 8, 2), 1)));
+  g.push_back(with("1d tp2 pp2 dp2 zb-h1 m2 zero2", zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::zb_h1), 2)));
+  g.push_back(with("none tp1 pp1 dp8 zero3, 2 steps", zero(base(TpMode::none, 1, 1, 8, 1), 3, 0.004, false, 2)));
+  g.push_back(with("1d-sp tp2 pp2 dp2 1f1b m2 zero3", zero(base(TpMode::d1_sp, 2, 2, 4, 2), 3)));
+  g.push_back(with("2d tp4 pp1 dp2 zero3 keep, 2 steps", zero(base(TpMode::d2, 4, 1, 4, 1), 3, 0.004, true, 2)));
   return g;
 }
 
@@ -127,6 +141,37 @@ std::vector<GridCase> slow_grid() {
     return t;
   }()));
   g.push_back(with("2d tp4 pp1 dp2 m2 b2", base(TpMode::d2, 4, 1, 8, 2)));
+  g.push_back(with("2d tp4 pp1 dp2 zero1 25 MiB", zero(base(TpMode::d2, 4, 1, 4, 1), 1, 25.0)));
+  g.push_back(with("2d tp4 pp1 dp2 m2 zero2", zero(base(TpMode::d2, 4, 1, 8, 2), 2)));
+  g.push_back(with("3d tp8 dp1 zero2", zero(base(TpMode::d3, 8, 1, 4, 1), 2)));
+  g.push_back(with("2.5d tp8 d2 dp1 zero3", [] {
+    TrainConfig t = zero(base(TpMode::d2p5, 8, 1, 4, 1), 3);
+    t.tp_depth = 2;
+    return t;
+  }()));
+  g.push_back(with("none tp1 pp2 dp4 gpipe m2 zero3", zero(base(TpMode::none, 1, 2, 8, 2, ScheduleKind::gpipe), 3)));
+  g.push_back(with("none tp1 pp2 dp4 zb-h1 m4 zero3, 2 steps",
+                   zero(base(TpMode::none, 1, 2, 16, 4, ScheduleKind::zb_h1), 3, 0.004, false, 2)));
+  {
+    TrainConfig t = zero(base(TpMode::none, 1, 2, 8, 2, ScheduleKind::interleaved), 3, 0.002);
+    t.chunks = 2;
+    g.push_back(with("none tp1 pp2 dp4 interleaved v2 m2 zero3", t));
+  }
+  {
+    TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::interleaved), 3, 0.004, true);
+    t.chunks = 2;
+    g.push_back(with("1d tp2 pp2 dp2 interleaved v2 m2 zero3 keep", t));
+  }
+  {
+    TrainConfig t = zero(base(TpMode::none, 1, 1, 8, 1), 2, 0.004);
+    t.zero.offload = true;
+    g.push_back(with("none tp1 pp1 dp8 zero2 offload", t));
+  }
+  g.push_back(with("1d tp1 pp1 dp8 zero1 sgd", [] {
+    TrainConfig t = zero(base(TpMode::d1, 1, 1, 8, 1), 1);
+    t.optimizer.kind = "sgd";
+    return t;
+  }()));
   return g;
 }
 
