@@ -8,11 +8,16 @@
 // The CI form (tag [ci]) runs a dozen configurations at 8 ranks; the `slow` form runs the rest.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
 
+#include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
 #include "modes/registry.hpp"
 #include "train/step_comm_config.hpp"
@@ -321,4 +326,43 @@ TEST_CASE("The bucket plan derived from the configuration is the ZeRO engine's, 
       }
     }
   }
+}
+
+TEST_CASE("The results file's ledger table holds the model beside the measurement", "[step_comm][ci]") {
+  if (world_size() != 8) return;
+  // One path for all ranks: rank 0's pid.
+  long pid = world_rank() == 0 ? static_cast<long>(getpid()) : 0;
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("mdtp-step-comm-" + std::to_string(pid) + ".h5")).string();
+  TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2), 2, 0.004, false, 2);
+  t.out = path;
+  std::ostringstream progress;
+  train(t, MPI_COMM_WORLD, &progress);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const std::vector<std::string> runs = list_runs(path);
+  CHECK(runs.size() == 1);
+  if (runs.size() == 1) {
+    const Table ledger = read_table(path, "/runs/" + runs[0] + "/ledger");
+    const auto& steps = std::get<std::vector<std::int64_t>>(ledger.column("step"));
+    const auto& calls = std::get<std::vector<double>>(ledger.column("calls"));
+    const auto& bytes = std::get<std::vector<double>>(ledger.column("logical_bytes"));
+    const auto& model_calls = std::get<std::vector<double>>(ledger.column("model_calls"));
+    const auto& model_bytes = std::get<std::vector<double>>(ledger.column("model_logical_bytes"));
+    CHECK(ledger.rows() >= 2 * 8);  // two steps of forward, backward, pipeline, grad-sync, loss, optimizer keys
+    CHECK(std::count(steps.begin(), steps.end(), 1) == std::count(steps.begin(), steps.end(), 2));
+    for (std::size_t i = 0; i < ledger.rows(); ++i) {
+      INFO("row " << i);
+      CHECK(calls[i] > 0);
+      CHECK(model_calls[i] == calls[i]);
+      CHECK(model_bytes[i] == bytes[i]);
+    }
+    // Rank 0's progress: the comparison in one line.
+    if (world_rank() == 0) {
+      const std::string keys = std::to_string(ledger.rows() / 2);
+      CHECK(progress.str().find(keys + " of " + keys + " (phase, group, op) equal the model") != std::string::npos);
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (world_rank() == 0) std::filesystem::remove(path);
 }
