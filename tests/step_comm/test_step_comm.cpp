@@ -147,6 +147,8 @@ std::vector<GridCase> slow_grid() {
   }()));
   g.push_back(with("2d tp4 pp1 dp2 m2 b2", base(TpMode::d2, 4, 1, 8, 2)));
   g.push_back(with("2d tp4 pp1 dp2 zero1 25 MiB", zero(base(TpMode::d2, 4, 1, 4, 1), 1, 25.0)));
+  // The worked example of docs/performance-model.md.
+  g.push_back(with("1d tp2 pp2 dp2 1f1b m2 b2 zero1 25 MiB", zero(base(TpMode::d1, 2, 2, 8, 2), 1, 25.0)));
   g.push_back(with("2d tp4 pp1 dp2 m2 zero2", zero(base(TpMode::d2, 4, 1, 8, 2), 2)));
   g.push_back(with("3d tp8 dp1 zero2", zero(base(TpMode::d3, 8, 1, 4, 1), 2)));
   g.push_back(with("2.5d tp8 d2 dp1 zero3", [] {
