@@ -14,6 +14,7 @@
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
 #include "train/pipeline_report.hpp"
+#include "train/step_comm_config.hpp"
 #include "train/train_setup.hpp"
 
 namespace mdtp {
@@ -22,13 +23,6 @@ namespace {
 Table step_table() {
   Table t;
   t.integer("step").real("loss").real("grad_norm").real("seconds").real("tokens_per_s");
-  return t;
-}
-
-Table ledger_table() {
-  Table t;
-  t.integer("step").text("phase").text("group").text("op").integer("group_size").real("calls").real("logical_bytes")
-      .real("bus_bytes").real("seconds_mean").real("seconds_max");
   return t;
 }
 
@@ -187,6 +181,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   state.data_position %= plan.data.rows;
 
   Table steps = step_table(), ledger_rows = ledger_table();
+  // ---- The whole-step communication plan beside the ledger (train/step_comm_config.hpp).
+  const auto comm_model = step_comm_model(tc, plan);
+  // ---- end
   PipelineReport report(plan.schedule, mesh, world);
   const int replica = mesh.comm("dp").rank(), m = plan.schedule.micro_batches;
   const double tokens = static_cast<double>(tc.batch * plan.model.block_size);
@@ -216,13 +213,16 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     r.tokens_per_second = tokens / r.seconds;
     result.steps.push_back(r);
     steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second);
-    for (const LedgerStat& stat : reduce_ledger_stats(ledger, world, mesh.wait_policy()))
-      ledger_rows.row()(r.step)(stat.key.phase)(stat.key.group)(collective_name(stat.key.op))(stat.group_size)(
-          stat.calls.max)(stat.logical_bytes.max)(stat.bus_bytes.max)(stat.seconds.mean)(stat.seconds.max);
+    // ---- The ledger with the model beside it (train/step_comm_config.hpp).
+    const std::vector<LedgerStat> stats = reduce_ledger_stats(ledger, world, mesh.wait_policy());
+    add_ledger_rows(ledger_rows, r.step, stats, comm_model);
+    result.ledger = ledger.summary();
+    // ---- end
     report.add_step(r.step, run);
     if (progress)
       *progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step, r.loss,
                                r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
+                << (s == 0 ? ledger_summary(stats, comm_model) + "\n" : std::string())  // the model beside the ledger
                 << std::flush;
   }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -79,6 +80,9 @@ struct TrainResult {
   std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step
+  // This rank's ledger totals per (phase, group, op) of the last step (tests hold them equal to
+  // the whole-step plan, cost/gpt_step_comm.hpp).
+  std::map<LedgerKey, LedgerTotals> ledger;
   // Bytes this rank holds per category after the last step (MemoryTracker::current), and what
   // the ZeRO engine's bucket plan says it holds (parameters, gradients, optimizer state, master
   // weights; -1 for the categories the plan does not cover).
