@@ -126,6 +126,14 @@ class CallList {
     for (const PlannedCall& c : plan_step(layer.workload()))
       if (c.phase != "grad-sync") push(part, c, count);
   }
+  // A layer's forward calls once more, as the recomputation before backward issues them.
+  void add_layer_recomputed(const char* part, const Geometry& layer, std::int64_t count) {
+    for (PlannedCall c : plan_step(layer.workload()))
+      if (c.phase == "forward") {
+        c.phase = "recompute";
+        push(part, c, count);
+      }
+  }
 
  private:
   // Identical calls of one part are one line with their counts added.
@@ -388,6 +396,11 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   list.add_layer("block", s.attention(), m * blocks);
   list.add_layer("block", s.mlp(), m * blocks);
   list.add_layer("block", s.layernorm(), 2 * m * blocks);
+  if (config.recompute_full) {
+    list.add_layer_recomputed("block", s.attention(), m * blocks);
+    list.add_layer_recomputed("block", s.mlp(), m * blocks);
+    list.add_layer_recomputed("block", s.layernorm(), 2 * m * blocks);
+  }
   if (embedding) embedding_calls(s, list, m);
   if (has_head) head_calls(s, list, m);
   list.add("boundary", "pipeline", "pp", CollectiveOp::send, s.wire_elements(), dt, sends);

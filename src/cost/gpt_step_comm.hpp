@@ -59,6 +59,9 @@ struct StepCommConfig {
   double bucket_mb = 25.0;
   std::int64_t align_bytes = 64;
   bool keep_parameters = false;    // stage 3: gather each bucket once per step
+  // Full activation recomputation: every block's forward again (phase "recompute") before its
+  // backward-input pass.
+  bool recompute_full = false;
 };
 
 // One kind of call and how many times the step issues it on this rank.

@@ -116,6 +116,16 @@ std::vector<GridCase> ci_grid() {
   g.push_back(with("none tp1 pp1 dp8 zero3, 2 steps", zero(base(TpMode::none, 1, 1, 8, 1), 3, 0.004, false, 2)));
   g.push_back(with("1d-sp tp2 pp2 dp2 1f1b m2 zero3", zero(base(TpMode::d1_sp, 2, 2, 4, 2), 3)));
   g.push_back(with("2d tp4 pp1 dp2 zero3 keep, 2 steps", zero(base(TpMode::d2, 4, 1, 4, 1), 3, 0.004, true, 2)));
+  {
+    TrainConfig t = base(TpMode::d1_sp, 2, 2, 8, 2, ScheduleKind::zb_h1);
+    t.recompute = ActivationRecompute::full;
+    g.push_back(with("1d-sp tp2 pp2 dp2 zb-h1 m2 recompute full", t));
+  }
+  {
+    TrainConfig t = base(TpMode::d3, 8, 1, 4, 1);
+    t.recompute = ActivationRecompute::full;
+    g.push_back(with("3d tp8 recompute full", t));
+  }
   return g;
 }
 
