@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "cost/geometry.hpp"
+#include "plan/unit_passes.hpp"
 
 namespace mdtp::cost {
 
@@ -250,8 +251,8 @@ BucketPlan bucket_plan_of(const StepShapes& s, const std::vector<BucketInput>& p
   return plan_buckets(params, options);
 }
 
-// ZeRO-3's gathers, replayed: the engine's hooks around every unit pass of the stage's action list
-// (zero/zero_engine.cpp, zero/parameter_gatherer.cpp).  Returns the all-gathers issued per bucket.
+// ZeRO-3's gathers, replayed: the engine's hooks around every unit pass of the stage's action list,
+// in the order plan/unit_passes.hpp gives (zero/zero_engine.cpp, zero/parameter_gatherer.cpp).  Returns the all-gathers issued per bucket.
 std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartition& partition, const Schedule& schedule,
                                          int stage, const std::vector<BucketInput>& params, const BucketPlan& plan) {
   const int units = partition.n_layer() + 2, head = units - 1;
@@ -270,11 +271,6 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
   backward[0].clear();  // the embedding's backward-input pass reads no weight
   auto reads = [&](int u, int direction) -> const std::vector<std::size_t>& {
     return (direction > 0 ? forward : backward)[static_cast<std::size_t>(u)];
-  };
-  auto next_unit = [&](int u, int direction) {
-    for (const UnitSpan& r : spans)
-      if (r.first <= u && u <= r.last) return u + direction >= r.first && u + direction <= r.last ? u + direction : -1;
-    return -1;
   };
 
   const std::size_t n = plan.buckets.size();
@@ -305,22 +301,16 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
       if (!keep && users[b] == 0 && !prefetched[b]) materialised[b] = false;
     }
   };
-  auto pass = [&](int u, int direction) {
-    acquire(reads(u, direction));
-    const int next = next_unit(u, direction);
-    if (next >= 0)
-      for (std::size_t b : reads(next, direction)) {
+  // The trainer gives the engine this order (set_pass_order): each pass prefetches the next one's.
+  const std::vector<UnitPass> passes = stage_unit_passes(schedule, partition, stage);
+  for (std::size_t i = 0; i < passes.size(); ++i) {
+    acquire(reads(passes[i].unit, passes[i].direction));
+    if (i + 1 < passes.size())
+      for (std::size_t b : reads(passes[i + 1].unit, passes[i + 1].direction)) {
         prefetched[b] = true;
         start(b);
       }
-    release(reads(u, direction));
-  };
-  for (const Action& a : schedule.actions.at(static_cast<std::size_t>(stage))) {
-    const UnitSpan& r = spans.at(static_cast<std::size_t>(a.chunk));
-    if (a.op == PassKind::F)
-      for (int u = r.first; u <= r.last; ++u) pass(u, +1);
-    if (a.op == PassKind::B || a.op == PassKind::BW)
-      for (int u = r.last; u >= r.first; --u) pass(u, -1);
+    release(reads(passes[i].unit, passes[i].direction));
   }
   return gathers;  // release_all then frees everything: the next step starts alike
 }

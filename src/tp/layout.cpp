@@ -87,7 +87,9 @@ Tensor gather_full(const Tensor& shard, const Layout& layout, const Mesh& mesh, 
   Shape shape = vector ? Shape{full_col_count} : Shape{full_row_count, full_col_count};
   Tensor full = backend.empty(shape, shard.dtype(), MemCategory::activations);
   Tensor full2d = full.reshaped({vector ? 1 : full_row_count, full_col_count});
-  const std::vector<int> members = tp.world_ranks();
+  // The tp group's members in group-rank order, as mesh ranks (the mesh may live on a
+  // sub-communicator of MPI_COMM_WORLD, whose numbering world_ranks() would give).
+  const std::vector<int> members = mesh.topology().group_of("tp", mesh.rank());
   for (std::size_t m = 0; m < members.size(); ++m) {
     AxisPosition r = position_over(layout.row_groups, mesh, members[m]);
     AxisPosition c = position_over(layout.col_groups, mesh, members[m]);

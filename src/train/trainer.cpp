@@ -11,6 +11,7 @@
 #include "modes/registry.hpp"
 #include "pipeline/executor.hpp"
 #include "plan/bucket_memory.hpp"
+#include "plan/unit_passes.hpp"
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
 #include "train/pipeline_report.hpp"
@@ -171,6 +172,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
   // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
+  engine.set_pass_order(stage_unit_passes(plan.schedule, plan.partition, stage));  // ZeRO-3's prefetch order
   TrainResult result;
   result.model = plan.model;
   result.dp = plan.dp;

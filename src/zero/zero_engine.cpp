@@ -79,6 +79,7 @@ ZeroEngine::~ZeroEngine() {
 }
 
 void ZeroEngine::begin_step() {
+  next_pass_ = 0;
   if (unsharded_) {
     model_.zero_gradients();
   } else {
@@ -143,9 +144,22 @@ const std::vector<std::size_t>& ZeroEngine::reads(int unit, int direction) const
   return direction > 0 ? layout_.forward_reads(unit) : layout_.backward_reads(unit);
 }
 
+void ZeroEngine::set_pass_order(std::vector<UnitPass> passes) {
+  pass_order_ = std::move(passes);
+  next_pass_ = 0;
+}
+
 void ZeroEngine::before_pass(int unit, int direction) {
   if (!gatherer_) return;
   gatherer_->acquire(reads(unit, direction));
+  const bool in_order = next_pass_ < pass_order_.size() && pass_order_[next_pass_] == UnitPass{unit, direction};
+  if (in_order) {
+    ++next_pass_;
+    if (next_pass_ < pass_order_.size())
+      gatherer_->prefetch(reads(pass_order_[next_pass_].unit, pass_order_[next_pass_].direction));
+    return;
+  }
+  next_pass_ = pass_order_.size();  // out of order: the rest of the step uses the chunk rule
   const int next = layout_.next_unit(unit, direction);
   if (next >= 0) gatherer_->prefetch(reads(next, direction));
 }

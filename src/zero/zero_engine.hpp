@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/unit_passes.hpp"
 #include "zero/gradient_reducer.hpp"
 #include "zero/parameter_gatherer.hpp"
 #include "zero/shard_optimizer.hpp"
@@ -52,6 +53,11 @@ class ZeroEngine {
   // Stage 3: frees every gathered bucket now (finish_gradients does it within a step; this is for
   // passes outside one, such as an evaluation forward with keep_parameters_for_step).
   void release_parameters();
+  // Stage 3: the order of this rank's unit passes in every step (plan/unit_passes.hpp): while a
+  // pass runs, the next one's parameters are prefetched, across chunk boundaries and micro-batches
+  // as the schedule goes.  Without it (or when a pass arrives out of this order) the next unit of
+  // the same chunk is prefetched.
+  void set_pass_order(std::vector<UnitPass> passes);
 
   const ZeroConfig& config() const { return zero_; }
   const OptimizerConfig& optimizer_config() const { return optimizer_; }
@@ -97,6 +103,8 @@ class ZeroEngine {
   const Backend& backend_;
   ZeroLayout layout_;
   Phase phase_ = Phase::idle;
+  std::vector<UnitPass> pass_order_;
+  std::size_t next_pass_ = 0;  // index in pass_order_ of the pass expected next
   std::unique_ptr<Optimizer> unsharded_;  // stage 0
   std::unique_ptr<ZeroBuffers> buffers_;
   std::unique_ptr<GradientReducer> reducer_;
