@@ -12,7 +12,8 @@ beside the simulator's prediction:
     /usr/bin/python3 experiments/analysis/timeline.py run.h5 -o timeline.png
 
 Options: --run NAME (default: the file's last train run), --step N (default: the run's last step,
-past the first step's warm-up), --title TEXT.
+past the first step's warm-up), --title TEXT, --replay (a second panel: the recorded order of
+actions replayed with unit pass times, the schedule's shape without the machine's noise).
 """
 from __future__ import annotations
 
@@ -63,7 +64,79 @@ def bubble_text(run, step):
     return f"bubble (idle/step, worst stage): measured {measured:.2f}, simulator with measured pass times {model:.2f}"
 
 
-def draw(run, step, rows, path, title=None):
+def unit_replay(rows):
+    """The same per-stage action order replayed with unit pass times (T_F = T_B = T_W = 1, BW = 2)
+    and instantaneous transfers: an action starts when its stage is free and its input exists (F
+    after the previous virtual stage's F of the micro-batch, B after the next virtual stage's B —
+    the last virtual stage's after its own F — and W after its own B), as `mdtp schedule`
+    simulates it.  Returns rows with start_s/end_s in units and no waits."""
+    stages = sorted(int(s) for s in np.unique(rows["stage"]))
+    p = len(stages)
+    chunks = int(np.max(rows["chunk"])) + 1
+    last = p * chunks - 1
+    lists = {s: [r for r in rows if int(r["stage"]) == s] for s in stages}
+    for s in stages:
+        lists[s].sort(key=lambda r: float(r["start_s"]))
+    done = {}  # (kind, micro-batch, virtual stage) -> end time
+    free = {s: 0.0 for s in stages}
+    nxt = {s: 0 for s in stages}
+    out = []
+    progress = True
+    while progress:
+        progress = False
+        for s in stages:
+            while nxt[s] < len(lists[s]):
+                r = lists[s][nxt[s]]
+                op, mb, vs = str(r["op"]), int(r["microbatch"]), int(r["chunk"]) * p + s
+                if op == "F":
+                    need = ("F", mb, vs - 1) if vs > 0 else None
+                elif op in ("B", "BW"):
+                    need = ("B", mb, vs + 1) if vs < last else ("F", mb, vs)
+                else:
+                    need = ("B", mb, vs)
+                if need is not None and need not in done:
+                    break
+                start = max(free[s], done[need] if need is not None else 0.0)
+                end = start + (2.0 if op == "BW" else 1.0)
+                free[s] = end
+                if op != "W":  # what others wait for: a forward's output, a B's input gradient
+                    done[("F" if op == "F" else "B", mb, vs)] = start + 1.0
+                out.append((s, op, mb, int(r["chunk"]), start, start, end))
+                nxt[s] += 1
+                progress = True
+    if any(nxt[s] < len(lists[s]) for s in stages):
+        raise SystemExit("the recorded action order does not complete when replayed (a recording error)")
+    return np.rec.fromrecords(out, names="stage,op,microbatch,chunk,wait_start_s,start_s,end_s")
+
+
+def draw_rows(ax, rows, chunks, scale, used):
+    stages = sorted(int(s) for s in np.unique(rows["stage"]))
+    end = float(np.max(rows["end_s"])) * scale
+    ax.set_xlim(0, end * 1.01)
+    ax.set_ylim(len(stages) - 0.5, -0.5)
+    fig = ax.get_figure()
+    width_px = ax.get_window_extent(fig.canvas.get_renderer()).width
+    px_per_unit = width_px / (end * 1.01)
+    for r in rows:
+        y = int(r["stage"])
+        start, stop, wait = float(r["start_s"]) * scale, float(r["end_s"]) * scale, float(r["wait_start_s"]) * scale
+        if start - wait > 0:
+            ax.barh(y, start - wait, left=wait, height=0.7, color="none", edgecolor="#999999", hatch="////",
+                    linewidth=0)
+        op = str(r["op"])
+        used.add(op)
+        ax.barh(y, stop - start, left=start, height=0.7, color=COLOURS.get(op, "#999999"), edgecolor="white",
+                linewidth=0.6)
+        label = f"{int(r['microbatch'])}.{int(r['chunk'])}" if chunks > 1 else f"{int(r['microbatch'])}"
+        if (stop - start) * px_per_unit >= 6.5 * len(label) + 2:  # only where the number fits
+            ax.text((start + stop) / 2, y, label, ha="center", va="center", fontsize=7, color="white")
+    ax.set_yticks(stages)
+    ax.set_yticklabels([f"stage {s}" for s in stages])
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+
+def draw(run, step, rows, path, title=None, replay=False):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -74,42 +147,29 @@ def draw(run, step, rows, path, title=None):
     chunks = int(run.attrs.get("chunks", 1))
     end = float(np.max(rows["end_s"]))
     scale, unit = (1e3, "ms") if end < 10 else (1.0, "s")
-    fig, ax = plt.subplots(figsize=(max(8.0, min(24.0, 0.32 * len(rows) / max(1, len(stages)) + 4)),
-                                    1.0 + 0.65 * len(stages)))
-    used = []
-    for r in rows:
-        stage = int(r["stage"])
-        y = stage
-        start, stop, wait = float(r["start_s"]) * scale, float(r["end_s"]) * scale, float(r["wait_start_s"]) * scale
-        if start - wait > 0:
-            ax.barh(y, start - wait, left=wait, height=0.7, color="none", edgecolor="#999999", hatch="////",
-                    linewidth=0)
-        op = str(r["op"])
-        used.append(op)
-        ax.barh(y, stop - start, left=start, height=0.7, color=COLOURS.get(op, "#999999"), edgecolor="white",
-                linewidth=0.6)
-        label = f"{int(r['microbatch'])}.{int(r['chunk'])}" if chunks > 1 else f"{int(r['microbatch'])}"
-        ax.text((start + stop) / 2, y, label, ha="center", va="center", fontsize=7, color="white",
-                clip_on=True)
-    ax.set_yticks(stages)
-    ax.set_yticklabels([f"stage {s}" for s in stages])
-    ax.invert_yaxis()
-    ax.set_xlim(0, end * scale * 1.01)
-    ax.set_xlabel(f"{unit} from each stage's start of step {step} (blank: idle)")
+    actions_per_stage = len(rows) / max(1, len(stages))
+    width = max(9.0, min(24.0, 0.42 * actions_per_stage + 3))
+    panel = 0.45 * len(stages) + 0.5
+    panels = 2 if replay else 1
+    fig, axes = plt.subplots(panels, 1, figsize=(width, panels * panel + 1.6), squeeze=False)
+    used = set()
+    draw_rows(axes[0][0], rows, chunks, scale, used)
+    axes[0][0].set_xlabel(f"{unit} from each stage's start of step {step} (blank: idle)", fontsize=8)
+    if replay:
+        ideal = unit_replay(rows)
+        draw_rows(axes[1][0], ideal, chunks, 1.0, used)
+        axes[1][0].set_xlabel("the same action order replayed with unit pass times (T_F = T_B = T_W = 1)", fontsize=8)
     handles = [Patch(color=COLOURS[k], label=NAMES[k]) for k in ("F", "B", "W", "BW") if k in used]
     handles.append(Patch(facecolor="none", edgecolor="#999999", hatch="////", label="waiting for input (p2p)"))
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(stages) > 2 else -0.5),
-              ncol=len(handles), fontsize=8, frameon=False)
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
     a = run.attrs
     if title is None:
         title = (f"{a.get('schedule', '?')}: pp={a.get('pp', '?')}, m={a.get('micro_batches', '?')}"
                  + (f", v={chunks}" if chunks > 1 else "")
                  + f", mode {a.get('mode', '?')} tp={a.get('tp', '?')} dp={a.get('dp', '?')}")
     bubble = bubble_text(run, step)
-    ax.set_title(title + ("\n" + bubble if bubble else ""), fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    fig.tight_layout()
+    axes[0][0].set_title(title + ("\n" + bubble if bubble else ""), fontsize=9)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(path, dpi=130)
     plt.close(fig)
 
@@ -121,10 +181,12 @@ def main(argv=None):
     parser.add_argument("--run", help="the run's name (e.g. 0002-train); default: the last train run")
     parser.add_argument("--step", type=int, help="the step (default: the run's last)")
     parser.add_argument("--title", help="replace the title line")
+    parser.add_argument("--replay", action="store_true",
+                        help="add a panel: the recorded action order replayed with unit pass times")
     a = parser.parse_args(argv)
     run = pick_run(a.results, a.run)
     step, rows = step_rows(run, a.step)
-    draw(run, step, rows, a.output, a.title)
+    draw(run, step, rows, a.output, a.title, a.replay)
     print(f"{a.output}: run {run.name}, step {step}, {len(np.unique(rows['stage']))} stages, {len(rows)} actions")
     return 0
 
