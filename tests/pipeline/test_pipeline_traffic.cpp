@@ -1,8 +1,9 @@
 // The pipeline's point-to-point traffic in the ledger (phase "pipeline") against what the plan
-// implies (src/cost/pipeline_traffic.hpp: the schedule's transfers × the residual shard of the
-// cost model's Geometry, with the 1D scatter/gather over tp), to the byte and the call, per rank
-// and per (group, op) — both for a step of the executor alone and for the rows the trainer writes
-// to its results file (the largest rank's calls and bytes per step).
+// implies (cost::plan_step_comm: the schedule's transfers × the residual shard of the cost
+// model's Geometry, with the 1D scatter/gather over tp), to the byte and the call, per rank and
+// per (group, op) — for a step of the executor alone (pp = 2 in both directions between one pair
+// of ranks, pp = 4 with the interleaved wrap-around, every mode, f32 and f64) and for the rows the
+// trainer writes to its results file (the largest rank's calls and bytes per step).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <iostream>
@@ -11,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "comm/ledger.hpp"
-#include "cost/pipeline_traffic.hpp"
+#include "cost/gpt_step_comm.hpp"
 #include "gpt_harness.hpp"
 #include "io/results_file.hpp"
 #include "io/token_data.hpp"
@@ -66,15 +67,21 @@ std::vector<TrafficCase> cases_for(int world) {
 constexpr std::int64_t kMicroBatch = 4;  // sequences per micro-batch (3D splits them over q² = 4): b·T = 16 rows
 const GptConfig kShape{19, 8, 4, 24, 4};
 
-// The calls of `stage` the plan implies, totalled per (phase, group, op) as the ledger totals them.
-std::map<LedgerKey, LedgerTotals> planned(const TrafficCase& c, const Schedule& schedule, int stage, int world) {
-  cost::Workload w;
-  w.mode = c.mode;
-  w.mesh = MeshConfig{world, c.tp, c.pp, 1, "tp-cp-dp-pp", c.mode, c.depth, 0};
-  w.rows = kMicroBatch * kShape.block_size;
-  w.hidden = kShape.n_embd;
-  w.dtype = c.dtype;
-  return cost::summarize(cost::pipeline_calls(schedule, stage, cost::pipeline_boundary(w), c.dtype));
+// The calls of `stage` in phase "pipeline" the whole-step plan implies, totalled per (phase,
+// group, op) as the ledger totals them.
+std::map<LedgerKey, LedgerTotals> planned(const TrafficCase& c, int stage, int world) {
+  cost::StepCommConfig sc;
+  sc.model = cost::GptShape{kShape.n_layer, kShape.n_embd, kShape.n_head, kShape.block_size, kShape.vocab_size};
+  sc.micro_batch = kMicroBatch;
+  sc.mesh = MeshConfig{world, c.tp, c.pp, 1, "tp-cp-dp-pp", c.mode, c.depth, 0};
+  sc.schedule = c.schedule;
+  sc.micro_batches = c.m;
+  sc.chunks = c.chunks;
+  sc.dtype = c.dtype;
+  std::map<LedgerKey, LedgerTotals> out;
+  for (const auto& [key, totals] : cost::plan_step_comm(sc, stage).totals())
+    if (key.phase == "pipeline") out[key] = totals;
+  return out;
 }
 
 std::map<LedgerKey, LedgerTotals> recorded(const CommLedger& ledger) {
@@ -117,7 +124,7 @@ TEST_CASE("the pipeline's p2p bytes in the ledger are the plan's, to the byte", 
       model.zero_gradients();
       executor.run_step(mbs, model.loss_scale(c.m));
 
-      const auto want = planned(c, schedule, stage, world);
+      const auto want = planned(c, stage, world);
       const auto got = recorded(ledger);
       REQUIRE(!want.empty());
       CHECK(got.size() == want.size());
@@ -170,11 +177,10 @@ TEST_CASE("the trainer's ledger table holds the plan's pipeline traffic per step
   train(t, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
 
-  const Schedule schedule = make_schedule(c.schedule, c.pp, c.m, c.chunks);
   // The table holds the largest rank's calls and bytes per (step, phase, group, op).
   std::map<std::pair<std::string, std::string>, std::pair<double, double>> want;
   for (int stage = 0; stage < c.pp; ++stage)
-    for (const auto& [key, w] : planned(c, schedule, stage, world)) {
+    for (const auto& [key, w] : planned(c, stage, world)) {
       auto& [calls, bytes] = want[{key.group, collective_name(key.op)}];
       calls = std::max(calls, static_cast<double>(w.calls));
       bytes = std::max(bytes, static_cast<double>(w.logical_bytes));

@@ -4,7 +4,7 @@
 #    steps); CI runs a spread ([ci]: every schedule, every mode, pp 2/3/4, tp×pp×dp = 2×2×2,
 #    uneven splits, 3D × pp 2 at 16 ranks), label `slow` the whole matrix ([full]) per world size;
 #  - pipeline_traffic: the ledger's phase "pipeline" calls and bytes against the plan's
-#    (cost/pipeline_traffic.hpp), per rank and in the trainer's results table;
+#    (cost::plan_step_comm), per rank and in the trainer's results table;
 #  - pipeline_cli_*: `mdtp schedule` (table, JSON checked against the schedule rules, refusals)
 #    and `mdtp train` refusing bad pipelines on every rank before any collective.
 set(_pipeline_sources ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp)
