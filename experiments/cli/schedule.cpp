@@ -1,0 +1,145 @@
+// `mdtp schedule`: a pipeline schedule as data (src/plan/schedule.hpp), without MPI — every
+// stage's ordered action list, then what the whole-pipeline simulator (src/plan/schedule_sim.hpp)
+// makes of it with unit pass times T_F = T_B = T_W = 1: each stage's busy and idle units, its
+// bubble fraction beside the textbook formula, and the micro-batch contexts it holds at its peak.
+// So a schedule can be read (and compared with a paper's figure) before any job is launched.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "plan/schedule.hpp"
+#include "plan/schedule_sim.hpp"
+
+namespace mdtp::cli {
+namespace {
+
+struct ScheduleOptions {
+  ScheduleKind kind = ScheduleKind::one_f_one_b;
+  int pp = 1, micro_batches = 1, chunks = 1, group_size = 0;
+  bool json = false;
+};
+
+// The idle share of the step the usual closed forms give with unit pass times, and the formula
+// as text.  GPipe and 1F1B idle (p−1)(T_F + T_B + T_W) per stage; interleaved the same over v
+// (each chunk is 1/v of a stage; exact when N divides m); ZB-H1 (p−1)(T_F + T_B − T_W), i.e.
+// p − 1 units, against a busy time of 3·m units per stage (3·m·v interleaved).
+struct BubbleFormula {
+  std::string text;
+  double fraction = 0.0;
+};
+
+BubbleFormula bubble_formula(const Schedule& s) {
+  const double p = s.stages, m = s.micro_batches, v = s.chunks;
+  switch (s.kind) {
+    case ScheduleKind::gpipe:
+    case ScheduleKind::one_f_one_b: return {"(p-1)/(m+p-1)", (p - 1) / (m + p - 1)};
+    case ScheduleKind::interleaved: return {"(p-1)/(v*m+p-1)", (p - 1) / (v * m + p - 1)};
+    case ScheduleKind::zb_h1: return {"(p-1)/(3*m+p-1)", (p - 1) / (3 * m + p - 1)};
+  }
+  return {};
+}
+
+// "F3" for one chunk per stage, "F3.1" (micro-batch 3, chunk 1) for several.
+std::string action_text(const Action& a, int chunks) {
+  return chunks > 1 ? fmt::format("{}{}.{}", pass_name(a.op), a.microbatch, a.chunk)
+                    : fmt::format("{}{}", pass_name(a.op), a.microbatch);
+}
+
+nlohmann::ordered_json to_json(const Schedule& s, const Simulation& sim, const std::vector<PeakContexts>& peaks) {
+  const BubbleFormula formula = bubble_formula(s);
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (int r = 0; r < s.stages; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    nlohmann::ordered_json actions = nlohmann::ordered_json::array();
+    for (const Action& a : s.actions[i])
+      actions.push_back({{"op", pass_name(a.op)}, {"microbatch", a.microbatch}, {"chunk", a.chunk}});
+    stages.push_back({{"stage", r},
+                      {"actions", actions},
+                      {"warmup_forwards", forwards_before_first_backward(s, r)},
+                      {"busy_units", sim.busy[i]},
+                      {"idle_units", sim.idle[i]},
+                      {"bubble_fraction", sim.makespan > 0 ? sim.idle[i] / sim.makespan : 0.0},
+                      {"peak_contexts", {{"full", peaks[i].full}, {"weight_only", peaks[i].weight_only},
+                                         {"total", peaks[i].total}}}});
+  }
+  double worst = 0.0;
+  for (std::size_t i = 0; i < sim.idle.size(); ++i) worst = std::max(worst, sim.idle[i] / sim.makespan);
+  return {{"schedule", schedule_name(s.kind)},
+          {"pp", s.stages},
+          {"micro_batches", s.micro_batches},
+          {"chunks", s.chunks},
+          {"group_size", s.group_size},
+          {"unit_times", {{"forward", 1.0}, {"backward_input", 1.0}, {"backward_weight", 1.0}}},
+          {"makespan_units", sim.makespan},
+          {"bubble", {{"simulated_fraction", worst}, {"formula", formula.text}, {"formula_fraction", formula.fraction}}},
+          {"stages", stages}};
+}
+
+std::string to_text(const Schedule& s, const Simulation& sim, const std::vector<PeakContexts>& peaks) {
+  std::ostringstream os;
+  os << fmt::format("schedule {}: pp={} micro-batches={} chunks={}", schedule_name(s.kind), s.stages,
+                    s.micro_batches, s.chunks);
+  if (s.kind == ScheduleKind::interleaved) os << fmt::format(" group-size={}", s.group_size);
+  os << "\n";
+  os << (s.chunks > 1 ? "actions per stage (pass, micro-batch.chunk; BW = fused backward):\n"
+                      : "actions per stage (pass, micro-batch; BW = fused backward):\n");
+  for (int r = 0; r < s.stages; ++r) {
+    os << fmt::format("  stage {:>2} |", r);
+    for (const Action& a : s.actions[static_cast<std::size_t>(r)]) os << " " << action_text(a, s.chunks);
+    os << "\n";
+  }
+  os << fmt::format("\nsimulated with T_F = T_B = T_W = 1 (BW = 2): makespan {:g} units\n", sim.makespan);
+  os << fmt::format("  {:>5}  {:>7}  {:>6}  {:>6}  {:>8}  {:>11}  {:>11}  {:>11}\n", "stage", "warm-up", "busy",
+                    "idle", "bubble", "peak full", "peak W-only", "peak total");
+  double worst = 0.0;
+  for (int r = 0; r < s.stages; ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    const double fraction = sim.makespan > 0 ? sim.idle[i] / sim.makespan : 0.0;
+    worst = std::max(worst, fraction);
+    os << fmt::format("  {:>5}  {:>7}  {:>6g}  {:>6g}  {:>8.4f}  {:>11}  {:>11}  {:>11}\n", r,
+                      forwards_before_first_backward(s, r), sim.busy[i], sim.idle[i], fraction, peaks[i].full,
+                      peaks[i].weight_only, peaks[i].total);
+  }
+  const BubbleFormula formula = bubble_formula(s);
+  os << fmt::format("bubble fraction (idle / makespan, worst stage): simulated {:.4f}; formula {} = {:.4f}\n", worst,
+                    formula.text, formula.fraction);
+  os << "(warm-up: forwards before the first backward-input pass; peak: micro-batch contexts held at once,\n"
+        " full = forward done and backward-input not yet, W-only = only what the weight pass still needs)\n";
+  return os.str();
+}
+
+}  // namespace
+
+Command add_schedule(CLI::App& root) {
+  auto o = std::make_shared<ScheduleOptions>();
+  CLI::App* app =
+      add_command(root, "schedule", "print a pipeline schedule's per-stage actions, bubble and peak contexts (no MPI)");
+  app->footer(
+      "Every stage's ordered actions (F forward, B backward-input, W weight pass, BW both) and the simulated\n"
+      "bubble and peak contexts with unit pass times (docs/pipeline.md).\n"
+      "  mdtp schedule --schedule zb-h1 --pp 4 --micro-batches 8\n"
+      "  mdtp schedule --schedule interleaved --pp 4 --micro-batches 8 --chunks 2 --json");
+  add_parsed(*app, "--schedule", o->kind, parse_schedule, "1f1b", "gpipe, 1f1b, interleaved or zb-h1");
+  add(*app, "--pp", o->pp, "pipeline stages p")->required()->default_str("")->check(at_least(1));
+  add(*app, "--micro-batches", o->micro_batches, "micro-batches per step m")->required()->default_str("")->check(at_least(1));
+  add(*app, "--chunks", o->chunks, "model chunks per stage v (interleaved: >= 2)")->check(at_least(1));
+  add(*app, "--group-size", o->group_size, "interleaved: micro-batch group size N (0: p)")->check(at_least(0));
+  app->add_flag("--json", o->json, "print JSON for tools instead of the table");
+  return {app, false, [o](const std::string&) {
+            const Schedule s = make_schedule(o->kind, o->pp, o->micro_batches, o->chunks, o->group_size);
+            const Simulation sim = simulate(s, PassTimes{});
+            const std::vector<PeakContexts> peaks = peak_contexts(s);
+            if (o->json)
+              std::cout << to_json(s, sim, peaks).dump(2) << "\n";
+            else
+              std::cout << to_text(s, sim, peaks);
+            return 0;
+          }};
+}
+
+}  // namespace mdtp::cli
