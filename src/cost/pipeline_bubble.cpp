@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "plan/schedule.hpp"
 
 namespace mdtp::cost {
 
@@ -18,8 +19,9 @@ int chunks_of(const PipelineConfig& c) {
             pipeline_schedule_name(c.schedule));
     return 1;
   }
-  require(c.microbatches % c.stages == 0, "interleaved 1F1B needs the micro-batch count to be a multiple of the ",
-          "stage count (Megatron's rule); got m=", c.microbatches, ", p=", c.stages);
+  // The schedule's own constraints (Megatron-Core's rule: p ≤ N ≤ m, m mod N either 0 or ≥ p),
+  // refused by the one function that builds it (src/plan/schedule.hpp).
+  make_schedule(ScheduleKind::interleaved, c.stages, c.microbatches, c.chunks, c.group_size);
   return c.chunks;
 }
 
@@ -74,8 +76,10 @@ std::vector<int> peak_in_flight(const PipelineConfig& c) {
       case PipelineSchedule::one_f_one_b:
       case PipelineSchedule::zb_h1: out.push_back(std::min(p - r, m)); break;
       case PipelineSchedule::interleaved: {
-        const int warmup = m == p ? m * v : std::min(2 * (p - r - 1) + (v - 1) * p, m * v);
-        out.push_back(std::min(warmup + 1, m * v));
+        // Megatron-Core's warm-up, min(2(p−r−1) + (v−1)·N, m·v) forwards, and the steady state's
+        // first forward before the first backward.
+        const Schedule s = make_schedule(ScheduleKind::interleaved, p, m, v, c.group_size);
+        out.push_back(std::min(forwards_before_first_backward(s, r), m * v));
         break;
       }
     }

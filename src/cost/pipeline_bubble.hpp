@@ -24,6 +24,7 @@ struct PipelineConfig {
   int microbatches = 1;  // m
   int chunks = 1;        // v (interleaved only; 1 otherwise)
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  int group_size = 0;    // interleaved: Megatron-Core's micro-batch group N (0: p)
 };
 
 // Idle time over the ideal (bubble-free) compute time.

@@ -54,9 +54,11 @@ TEST_CASE("pipeline bubble: (p-1)/m, (p-1)/(v*m), and (p-1)/(m+p-1) of the total
   CHECK(bubble_over_ideal(c) == Approx(3.0 / 16));
   CHECK(bubble_fraction_of_total(c) == Approx(3.0 / 19));
   CHECK(peak_in_flight(PipelineConfig{2, 4, 2, PipelineSchedule::interleaved}) == std::vector<int>{5, 3});
-  CHECK(peak_in_flight(PipelineConfig{2, 2, 2, PipelineSchedule::interleaved}) == std::vector<int>{4, 4});
+  // Megatron-Core's rule (no special case for m = p): stage 0 warms up min(2·1 + 1·2, 4) = 4 (all of
+  // its passes), stage 1 min(0 + 2, 4) = 2, then one steady-state forward before its first backward.
+  CHECK(peak_in_flight(PipelineConfig{2, 2, 2, PipelineSchedule::interleaved}) == std::vector<int>{4, 3});
   CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 6, 2, PipelineSchedule::interleaved}),
-                    Catch::Contains("m=6") && Catch::Contains("p=4"));
+                    Catch::Contains("m=6") && Catch::Contains("N=4"));
   CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 8, 2, PipelineSchedule::gpipe}), Catch::Contains("v=2"));
 }
 
