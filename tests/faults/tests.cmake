@@ -27,3 +27,23 @@ if(MDTP_FAULTS_PYTHON)
                        faults_watchdog_barrier_np2 faults_watchdog_mdtp_train_np2
                        PROPERTIES LABELS "faults;mpi" TIMEOUT 90)
 endif()
+
+if(MDTP_FAULTS_PYTHON)
+  # Bad inputs across every command and input file kind: one line, exit 2 on every rank, nothing
+  # changed (tests/faults/test_bad_inputs.py).  Two entries, so each stays short on CI.
+  set(_bad ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_bad_inputs.py --mdtp $<TARGET_FILE:mdtp>
+           --mpiexec ${MPIEXEC_EXECUTABLE})
+  add_test(NAME faults_bad_inputs_options COMMAND ${_bad} --only options)
+  add_test(NAME faults_bad_inputs_files COMMAND ${_bad} --only files)
+  # The same training command twice: bitwise-identical losses, gradients and checkpoints.
+  add_test(NAME faults_determinism_tp2_np2
+           COMMAND ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_determinism.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --tp-mode 1d --tp 2 --steps 3 --layers 2 --embd 32
+                   --heads 4 --seq 16 --batch 4)
+  add_test(NAME faults_determinism_dp2_np2
+           COMMAND ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_determinism.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --steps 3 --layers 2 --embd 32 --heads 4 --seq 16
+                   --batch 4 --dtype f64)
+  set_tests_properties(faults_bad_inputs_options faults_bad_inputs_files faults_determinism_tp2_np2
+                       faults_determinism_dp2_np2 PROPERTIES LABELS "faults;cli;mpi" TIMEOUT 300)
+endif()
