@@ -11,7 +11,10 @@ Writes into DIR:
   comm_time.png        communication time per (mode, phase): measured vs modelled
   scaling.png          step time against world size per mode (only when several world sizes exist)
   calibration.png      time per call against size per collective, measured and fitted (calibrate runs)
-  summary.md           the comparison table (also printed)
+  train_bytes.png,     the GPT training runs (train_report.py): bytes per phase, memory held vs the
+  train_memory.png,    model, and the pipeline timeline of each pipelined run
+  timeline_*.png
+  summary.md           the comparison tables (also printed), and with --plan the planner's ranking
 By default the bench runs of the latest invocation (its batch_id) are reported; --all takes every
 bench run of the file.  The scaling plot always uses every bench run.
 Needs h5py, numpy and matplotlib (Debian: python3-h5py python3-numpy python3-matplotlib).
@@ -27,6 +30,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mdtp_results  # noqa: E402
+import train_report  # noqa: E402
 
 import matplotlib  # noqa: E402
 matplotlib.use("Agg")
@@ -272,13 +276,15 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="directory for the PNGs and summary.md")
     parser.add_argument("--all", action="store_true", help="report every bench run, not only the latest batch")
     parser.add_argument("--quiet", action="store_true", help="do not print summary.md")
+    parser.add_argument("--plan", help="JSON written by `mdtp plan --json`: the ranking is added to summary.md")
     args = parser.parse_args(argv)
 
     runs = mdtp_results.load_runs(args.results)
     all_bench = [r for r in runs.values() if r.kind == "bench"]
     calibrations = [r for r in runs.values() if r.kind == "calibrate"]
-    if not all_bench and not calibrations:
-        print(f"report.py: {args.results} holds no bench or calibrate runs", file=sys.stderr)
+    all_train = [r for r in runs.values() if r.kind == "train"]
+    if not all_bench and not calibrations and not all_train:
+        print(f"report.py: {args.results} holds no bench, calibrate or train runs", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
     written = []
@@ -292,9 +298,18 @@ def main(argv=None):
         if plot_scaling(all_bench, os.path.join(args.out, "scaling.png")):
             written.append("scaling.png")
         text = markdown_summary(bench, calibrations, args.results)
-    else:
+    elif calibrations:
         text = "\n".join([f"# mdtp calibration: {os.path.basename(args.results)}", ""]
                          + calibration_markdown(calibrations[-1])) + "\n"
+    else:
+        text = f"# mdtp training runs: {os.path.basename(args.results)}\n"
+    # The train runs of this invocation: those after its bench runs (all of them with --all).
+    after = max((r.number for r in bench), default=0) if all_bench and not args.all else 0
+    train = sorted((r for r in all_train if r.number > after), key=lambda r: r.number)
+    lines, pictures = train_report.report(train, args.out, args.plan)
+    if lines:
+        text += "\n" + "\n".join(lines) + "\n"
+    written += pictures
     if plot_calibration(calibrations, os.path.join(args.out, "calibration.png")):
         written.append("calibration.png")
     with open(os.path.join(args.out, "summary.md"), "w") as f:

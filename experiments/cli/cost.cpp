@@ -1,6 +1,8 @@
 // `mdtp cost`: the theoretical model of one configuration, computed without MPI — the exact
 // collective list with α-β times, GEMM time, memory per rank and the published asymptotic row
-// (src/cost/report.hpp); or the ZeRO table (--zero), or the pipeline bubble (--pipeline).
+// (src/cost/report.hpp); or the ZeRO table (--zero), or the pipeline bubble (--pipeline); or, given
+// --heads, the whole training step of a GPT on a cluster (src/cost/step_model.hpp, as `mdtp plan`
+// evaluates one configuration), with --zero per ZeRO stage.
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -8,6 +10,9 @@
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
 #include "cost/report.hpp"
+#include "cost/step_model.hpp"
+#include "cost/step_report.hpp"
+#include "cost/cluster.hpp"
 
 namespace mdtp::cli {
 namespace {
@@ -32,6 +37,14 @@ struct CostOptions {
   bool pipeline = false;
   int microbatches = 1, chunks = 1;
   bool json = false;
+  // A whole GPT step (given --heads); --layers, --hidden, --seq, --tp, --tp-depth, --pp, --chunks
+  // and --dtype are shared with the layer form.
+  std::int64_t heads = 0, vocab = 0, global_batch = 0, micro_batch = 1;
+  TpMode tp_mode = TpMode::d1;
+  int gpus = 0;
+  std::string schedule = "1f1b", recompute = "none", cluster = "dgx-a100";
+  int zero_stage = 0;
+  bool no_dropout = false;
 };
 
 // Options a form needs, refused by name when missing.
@@ -114,6 +127,67 @@ int run_layer(const CostOptions& o, const CLI::App& app) {
   return 0;
 }
 
+cost::StepConfig step_config(const CostOptions& o) {
+  cost::StepConfig c;
+  c.model = cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab};
+  c.global_batch = o.global_batch;
+  c.micro_batch = o.micro_batch;
+  c.mode = o.tp_mode;
+  c.tp = o.tp;
+  c.depth = o.tp_depth;
+  c.pp = o.pp;
+  require(o.tp * o.pp > 0 && o.gpus % (o.tp * o.pp) == 0, "--gpus ", o.gpus, " must be divisible by tp x pp = ", o.tp,
+          " x ", o.pp);
+  c.dp = o.gpus / (o.tp * o.pp);
+  c.schedule = cost::parse_pipeline_schedule(o.schedule);
+  c.chunks = o.chunks;
+  c.zero = o.zero_stage;
+  c.recompute = cost::parse_recompute(o.recompute);
+  c.dtype = o.dtype;
+  c.dropout = !o.no_dropout;
+  return c;
+}
+
+// The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
+// data-parallel time; TP and PP sharding applied first).
+int run_model(const CostOptions& o, const CLI::App& app) {
+  require_given(app, "the model of a GPT step", {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch",
+                                                 "--gpus", "--tp-mode"});
+  const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
+  if (!o.zero) {
+    const cost::StepEstimate e = cost::estimate_step(step_config(o), cluster);
+    std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
+    return 0;
+  }
+  CostOptions per_stage = o;
+  std::vector<cost::StepEstimate> rows;
+  for (int stage = 0; stage <= 3; ++stage) {
+    per_stage.zero_stage = stage;
+    const cost::StepConfig c = step_config(per_stage);
+    if (stage == 3 && c.pp > 1) continue;  // the step model does not combine ZeRO-3 with a pipeline
+    rows.push_back(cost::estimate_step(c, cluster));
+  }
+  if (o.json) {
+    std::cout << "[";
+    for (std::size_t i = 0; i < rows.size(); ++i) std::cout << (i ? ",\n" : "") << cost::estimate_json(rows[i], cluster);
+    std::cout << "]\n";
+    return 0;
+  }
+  constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+  std::cout << "ZeRO stages of " << cost::describe(rows.front().config) << " on " << o.cluster
+            << " (memory per GPU of the largest stage, GiB)\n"
+            << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
+  for (const cost::StepEstimate& e : rows) {
+    const cost::MemorySplit& m = e.memory;
+    char line[200];
+    std::snprintf(line, sizeof line, "%5d  %10.2f  %9.2f  %9.2f  %11.2f  %8.2f  %4s  %9.4f  %8.4f\n", e.config.zero,
+                  m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
+                  e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
+    std::cout << line;
+  }
+  return 0;
+}
+
 void add_layer_options(CLI::App& app, CostOptions& o) {
   add_tp_mode(app, "--mode", o.mode, "tensor-parallel mode")->default_str("");
   add(app, "--tp", o.tp, "tensor-parallel size");
@@ -142,6 +216,22 @@ void add_layer_options(CLI::App& app, CostOptions& o) {
   add(app, "--optimizer-bytes", o.optimizer_bytes, "optimizer bytes per parameter K (default 0; 12 with --zero)");
 }
 
+void add_model_options(CLI::App& app, CostOptions& o) {
+  add(app, "--heads", o.heads, "GPT step: attention heads (selects the whole-step form)")->default_str("");
+  add(app, "--vocab", o.vocab, "GPT step: vocabulary V")->default_str("");
+  add(app, "--global-batch", o.global_batch, "GPT step: sequences per step")->default_str("");
+  add(app, "--micro-batch", o.micro_batch, "GPT step: sequences per micro-batch");
+  add_tp_mode(app, "--tp-mode", o.tp_mode, "GPT step: tensor-parallel mode");
+  add(app, "--gpus", o.gpus, "GPT step: GPUs in the job (dp = gpus / (tp * pp))")->default_str("");
+  add(app, "--schedule", o.schedule, "GPT step: pipeline schedule")
+      ->check(one_of({"gpipe", "1f1b", "interleaved", "zb-h1"}));
+  add(app, "--recompute", o.recompute, "GPT step: activation recomputation")
+      ->check(one_of({"none", "selective", "full"}));
+  add(app, "--cluster", o.cluster, "GPT step: a name in data/clusters/ or a path to a cluster JSON");
+  add(app, "--zero-stage", o.zero_stage, "GPT step: ZeRO stage 0-3 (--zero prints all four)")->check(between(0, 3));
+  app.add_flag("--no-dropout", o.no_dropout, "GPT step: no dropout masks (mdtp's GPT)");
+}
+
 }  // namespace
 
 Command add_cost(CLI::App& root) {
@@ -153,9 +243,14 @@ Command add_cost(CLI::App& root) {
       "and alpha-beta seconds, GEMM time, memory, and the published asymptotic row (not normalised consistently).\n"
       "  mdtp cost --mode 2d --tp 4 --world 8 --batch 8 --seq 512 --hidden 1024\n"
       "  mdtp cost --zero --params PSI --dp N [--param-bytes 2 --grad-bytes 2 --optimizer-bytes 12]\n"
-      "  mdtp cost --pipeline --pp P --microbatches M [--chunks V]");
+      "  mdtp cost --pipeline --pp P --microbatches M [--chunks V]\n"
+      "  mdtp cost --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --global-batch 3072 --micro-batch 1\n"
+      "            --tp-mode 1d --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2 --recompute full\n"
+      "            --dtype bf16 --cluster dgx-a100 [--zero] [--json]     (the whole GPT step, as mdtp plan)");
   add_layer_options(*app, *o);
-  CLI::Option* zero = app->add_flag("--zero", o->zero, "print the ZeRO stages 0-3 instead (--params, --dp)");
+  add_model_options(*app, *o);
+  CLI::Option* zero =
+      app->add_flag("--zero", o->zero, "print the ZeRO stages 0-3 instead (--params, --dp; or a GPT step's, with --heads)");
   add(*app, "--params", o->zero_config.parameters, "--zero: parameters Psi")->default_str("");
   add(*app, "--dp", o->zero_config.data_parallel, "--zero: data-parallel ranks N_d")->default_str("");
   add(*app, "--param-bytes", o->zero_config.param_bytes, "--zero: bytes per parameter");
@@ -167,6 +262,7 @@ Command add_cost(CLI::App& root) {
   zero->excludes(pipeline);
   app->add_flag("--json", o->json, "print JSON instead of text");
   return {app, false, [o, app](const std::string&) {
+            if (app->count("--heads") > 0) return run_model(*o, *app);
             if (o->zero) return run_zero(*o, *app);
             if (o->pipeline) return run_pipeline(*o, *app);
             return run_layer(*o, *app);

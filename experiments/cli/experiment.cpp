@@ -3,7 +3,12 @@
 //   1. mpiexec -n 2 mdtp calibrate   a short α-β sweep on ranks that each have a core (skipped,
 //                                    with a note, on a one-core machine or with --calibrate-ranks 0)
 //   2. mpiexec -n 8 mdtp bench       the TP modes on one transformer-sized MLP, using that fit
-//   3. python3 report.py             plots + summary.md, and the table printed
+//   3. mpiexec -n 8 mdtp train       the GPT trained a few steps in a handful of configurations
+//                                    (TP modes, a pipeline under 1f1b and zb-h1, ZeRO-3): bytes,
+//                                    memory, the pipeline timeline
+//   4. mdtp plan --json              the planner's ranking for a GPT-2-small-sized model of the same
+//                                    architecture on a DGX H100 node
+//   5. python3 report.py             plots + summary.md, and the tables printed
 // into one results file (default results/experiment.h5), appended to on every run, never
 // overwritten; the report shows the latest batch.  Not an MPI program itself.
 #include <fcntl.h>
@@ -42,7 +47,33 @@ struct ExperimentOptions {
   long long batch = 4, seq = 128, warmup = 3, reps = 10;
   std::string hidden = "512";
   std::optional<std::string> ffn;
+  long long train_steps = 3;
 };
+
+// One `mdtp train` configuration of the main job (on --ranks ranks).
+struct TrainCase {
+  const char* label;
+  std::vector<std::string> args;
+};
+
+// The configurations trained on 8 ranks: three TP modes, a tp × pp × dp pipeline under two
+// schedules, and ZeRO-3 over every rank.  Fewer ranks keep those whose mesh fits.
+std::vector<TrainCase> train_cases(long long ranks) {
+  std::vector<TrainCase> all = {
+      {"1d tp8", {"--tp-mode", "1d", "--tp", "8"}},
+      {"2d tp4 dp2", {"--tp-mode", "2d", "--tp", "4"}},
+      {"3d tp8", {"--tp-mode", "3d", "--tp", "8"}},
+      {"1d tp2 pp2 dp2 1f1b", {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "1f1b", "--micro-batches", "4"}},
+      {"1d tp2 pp2 dp2 zb-h1",
+       {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "zb-h1", "--micro-batches", "4"}},
+      {"zero-3 dp8", {"--zero", "3", "--zero-bucket-mb", "0.05"}},
+  };
+  if (ranks == 8) return all;
+  // Another world size: the ZeRO-3 run (dp = world) and, with an even world, the pipeline.
+  std::vector<TrainCase> some = {{"zero-3", {"--zero", "3", "--zero-bucket-mb", "0.05"}}};
+  if (ranks % 4 == 0) some.insert(some.begin(), all[3]);
+  return some;
+}
 
 // What the run was resolved to before anything is launched.
 struct Plan {
@@ -52,8 +83,9 @@ struct Plan {
   std::string calibration_note;
 };
 
-// Runs argv[0] (searched on PATH) with the parent's stdout/stderr; returns its exit status.
-int run_process(const std::vector<std::string>& argv, bool quiet = false) {
+// Runs argv[0] (searched on PATH) with the parent's stdout/stderr (or stdout into `stdout_path`);
+// returns its exit status.
+int run_process(const std::vector<std::string>& argv, bool quiet = false, const std::string& stdout_path = "") {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -62,6 +94,8 @@ int run_process(const std::vector<std::string>& argv, bool quiet = false) {
   if (quiet) {
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  } else if (!stdout_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
@@ -188,20 +222,20 @@ Plan plan_experiment(const ExperimentOptions& o) {
 }
 
 // Prints the step's title and command, runs it, and returns its exit status.
-int run_step(const std::string& title, const std::vector<std::string>& cmd) {
-  fmt::print("\n== {}: {}\n", title, quoted(cmd));
+int run_step(const std::string& title, const std::vector<std::string>& cmd, const std::string& stdout_path = "") {
+  fmt::print("\n== {}: {}{}\n", title, quoted(cmd), stdout_path.empty() ? "" : " > " + stdout_path);
   std::fflush(stdout);
-  return run_process(cmd);
+  return run_process(cmd, false, stdout_path);
 }
 
 void calibrate_step(const ExperimentOptions& o, const Plan& p) {
   if (p.calibrate_ranks == 0) {
-    fmt::print("\n== 1/3 {}\n", p.calibration_note);
+    fmt::print("\n== 1/5 {}\n", p.calibration_note);
     return;
   }
   const std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(p.calibrate_ranks), p.self, "calibrate", "--out",
                                     p.out, "--max-bytes", o.calibrate_max_bytes, "--iters", "10", "--warmup", "3"};
-  const int rc = run_step("1/3 calibration", cmd);
+  const int rc = run_step("1/5 calibration", cmd);
   require(rc == 0, "the calibration failed (exit status ", rc, "): ", quoted(cmd));
 }
 
@@ -213,14 +247,41 @@ int bench_step(const ExperimentOptions& o, const Plan& p) {
                                "--warmup", std::to_string(o.warmup), "--reps", std::to_string(o.reps)};
   if (o.ffn) cmd.insert(cmd.end(), {"--ffn", *o.ffn});
   if (p.calibrate_ranks > 0) cmd.insert(cmd.end(), {"--calibration", p.out});
-  const int rc = run_step("2/3 mode comparison", cmd);
+  const int rc = run_step("2/5 mode comparison", cmd);
   require(rc == 0 || rc == 1, "the benchmark failed (exit status ", rc, "): ", quoted(cmd));
   return rc;
 }
 
-void analysis_step(const Plan& p) {
-  const std::vector<std::string> cmd{p.python, p.script, p.out, "--out", p.report};
-  const int rc = run_step("3/3 analysis", cmd);
+// The GPT trained in each configuration, appended to the results file (runs NNNN-train).
+void train_step(const ExperimentOptions& o, const Plan& p) {
+  const std::vector<TrainCase> cases = train_cases(o.ranks);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    // A 4-layer, 8-head, 128-wide GPT on the shipped corpus: every mode's mesh of 8 ranks divides it.
+    std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(o.ranks), p.self, "train", "--steps",
+                                 std::to_string(o.train_steps), "--layers", "4", "--heads", "8", "--embd", "128",
+                                 "--batch", "8", "--out", p.out};
+    cmd.insert(cmd.end(), cases[i].args.begin(), cases[i].args.end());
+    const int rc = run_step(fmt::format("3/5 training {}/{} ({})", i + 1, cases.size(), cases[i].label), cmd);
+    require(rc == 0, "the training run failed (exit status ", rc, "): ", quoted(cmd));
+  }
+}
+
+// The planner's ranking of every parallel configuration of a GPT-2-small-sized model of the same
+// architecture on one DGX H100 node (the trained model is too small for the ranking to mean much).
+std::string plan_step(const Plan& p) {
+  fs::create_directories(p.report);
+  const std::string json = (fs::path(p.report) / "plan.json").string();
+  const std::vector<std::string> cmd{p.self, "plan", "--layers", "12", "--hidden", "768", "--heads", "12", "--seq",
+                                    "1024", "--vocab", "50304", "--global-batch", "256", "--gpus", "8", "--cluster",
+                                    "dgx-h100", "--top", "0", "--json"};
+  const int rc = run_step("4/5 planner", cmd, json);
+  require(rc == 0, "the planner failed (exit status ", rc, "): ", quoted(cmd));
+  return json;
+}
+
+void analysis_step(const Plan& p, const std::string& plan_json) {
+  const std::vector<std::string> cmd{p.python, p.script, p.out, "--out", p.report, "--plan", plan_json};
+  const int rc = run_step("5/5 analysis", cmd);
   require(rc == 0, "the analysis failed (exit status ", rc, "): ", quoted(cmd));
 }
 
@@ -234,7 +295,8 @@ int run_experiment(const ExperimentOptions& o) {
   std::fflush(stdout);
   calibrate_step(o, p);
   const int bench_rc = bench_step(o, p);
-  analysis_step(p);
+  train_step(o, p);
+  analysis_step(p, plan_step(p));
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("\n== mdtp experiment done in {:.0f} s: {}, report in {}{}\n", seconds, p.out, p.report,
              bench_rc == 0 ? "" : " — a CHECK FAILED (see above)");
@@ -275,9 +337,10 @@ Command add_experiment(CLI::App& root) {
   CLI::App* app = add_command(root, "experiment",
                               "the main job: calibrate, compare the TP modes on 8 ranks, report (runs mpiexec itself)");
   app->footer(
-      "The main job: a short alpha-beta calibration, the TP modes compared by `mdtp bench` on --ranks ranks, and\n"
-      "experiments/analysis/report.py; all appended to one results file.  It launches mpiexec itself: do not run it\n"
-      "under mpiexec.");
+      "The main job: a short alpha-beta calibration, the TP modes compared by `mdtp bench` on --ranks ranks, the GPT\n"
+      "trained in six configurations (TP modes, pipeline 1f1b and zb-h1, ZeRO-3), the planner's ranking on a DGX H100\n"
+      "node, and experiments/analysis/report.py; all appended to one results file.  It launches mpiexec itself: do not\n"
+      "run it under mpiexec.");
   add(*app, "--ranks", o->ranks, "ranks of the mode comparison")->check(between(1, 4096));
   add(*app, "--mpiexec", o->mpiexec, "MPI launcher (default $MDTP_MPIEXEC, else mpiexec.mpich, else mpiexec)")
       ->type_name("PATH");
@@ -306,6 +369,7 @@ Command add_experiment(CLI::App& root) {
   add(*app, "--dtype", o->dtype, "bench: f32 or f64")->check(one_of({"f32", "f64"}));
   add(*app, "--warmup", o->warmup, "bench: untimed steps")->check(between(0, 100000));
   add(*app, "--reps", o->reps, "bench: timed steps")->check(between(1, 100000));
+  add(*app, "--train-steps", o->train_steps, "train: optimizer steps per configuration")->check(between(1, 100000));
   add(*app, "--python", o->python,
       "a python3 with h5py, numpy, matplotlib (default $MDTP_PYTHON, /usr/bin/python3, python3)")
       ->type_name("PATH");

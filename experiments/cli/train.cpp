@@ -57,7 +57,8 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
   if (rank == 0) {
     std::cout << "trained " << describe(r.model) << " in mode " << c.tp_mode << " (tp " << c.tp << ", pp " << c.pp
-              << ", dp " << r.dp << "; stages " << r.partition << "): " << r.steps.size() << " steps";
+              << ", dp " << r.dp << ", zero " << c.zero.stage << (c.zero.offload ? " offload" : "") << "; stages "
+              << r.partition << "): " << r.steps.size() << " steps";
     if (!r.steps.empty()) std::cout << ", final loss " << r.steps.back().loss;
     std::cout << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
@@ -89,7 +90,8 @@ Command add_train(CLI::App& root) {
   CLI::App* app = add_command(root, "train", "(MPI) train the GPT model in any tensor-parallel mode");
   app->footer("Run under mpiexec: trains GPT-2 on the launched ranks, dp = world / (tp · pp).  Examples:\n"
               "  mpiexec -n 8 mdtp train --tp-mode 1d --tp 2 --pp 2 --schedule 1f1b --micro-batches 4\n"
-              "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1");
+              "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1\n"
+              "  mpiexec -n 8 mdtp train --tp-mode 1d --tp 2 --zero 3 --zero-bucket-mb 1");
   add_tp_mode(*app, "--tp-mode", c.tp_mode, "tensor-parallel mode");
   add(*app, "--tp", c.tp, "tensor-parallel size");
   add(*app, "--tp-depth", c.tp_depth, "2.5d depth d");
@@ -109,6 +111,12 @@ Command add_train(CLI::App& root) {
   add(*app, "--optimizer", c.optimizer.kind, "sgd or adamw (AdamW: beta 0.9, 0.95, eps 1e-8, weight decay 0.1)")
       ->check(one_of({"sgd", "adamw"}));
   add(*app, "--grad-clip", c.optimizer.grad_clip, "clip the global gradient norm to this (0: no clipping)");
+  add(*app, "--zero", c.zero.stage, "ZeRO stage over dp: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
+      ->check(between(0, 3));
+  add(*app, "--zero-bucket-mb", c.zero.bucket_mb, "ZeRO bucket size cap, MiB");
+  app->add_flag("--zero-offload", c.zero.offload, "ZeRO 1-3: master weights, moments and the update in host memory");
+  app->add_flag("--zero-keep-params", c.zero.keep_parameters_for_step,
+                "ZeRO 3: gather each unit's parameters once per step, not once per pass");
   add_dtype(*app, "--dtype", c.dtype, "f32 or f64");
   add(*app, "--seed", c.seed, "seed of the initial parameters and the data order");
   add(*app, "--data", c.data, "token data (.h5) or a text corpus (.txt) (default: the shipped corpus)")

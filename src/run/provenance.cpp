@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "core/host_info.hpp"
 #include "run/rank_stats.hpp"
 #include "mdtp/build_info.hpp"
 
@@ -91,6 +92,9 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
   a["cores"] = static_cast<std::int64_t>(occ.cores);
   a["oversubscription"] = oversubscription;
   a["oversubscribed"] = static_cast<std::int64_t>(oversubscription > 1.0 ? 1 : 0);
+  // The host compute (CPU, vector extensions, BLAS and its threads, vector math) as the writing
+  // rank sees it: measured times mean little without it.
+  for (const auto& [key, value] : host_info().attributes()) a[key] = value;
   return a;
 }
 

@@ -25,17 +25,15 @@ void write_config(H5File& file, const GptConfig& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
 }
 
-// The full logical tensor `pick(p, i)` of every parameter this stage holds (collective over tp),
-// then every stage's on world rank 0 (train/stage_gather.hpp), in the model's canonical order.
-template <class Pick>
-std::vector<NamedTensor> gather_everywhere(GptModel& model, MPI_Comm world, Pick&& pick) {
-  const TpContext& ctx = model.mode().context();
+// The full tensor of `what` for every parameter this stage holds (collective over tp and dp:
+// the engine gathers its shards), then every stage's on world rank 0 (train/stage_gather.hpp), in
+// the model's canonical order.
+std::vector<NamedTensor> gather_everywhere(GptModel& model, ZeroEngine& engine, MPI_Comm world, ZeroTensor what) {
   std::vector<NamedTensor> mine;
-  auto& params = model.parameters();
+  const auto& params = engine.parameters();
   for (std::size_t i = 0; i < params.size(); ++i)
-    mine.push_back({params[i].name(), params[i].checkpoint_shape(),
-                    gather_logical(params[i], pick(params[i], i), ctx.mesh, ctx.backend)});
-  return gather_stage_tensors(mine, ctx.mesh, world, model.config());
+    mine.push_back({params[i].name(), params[i].checkpoint_shape(), engine.gather_full(i, what)});
+  return gather_stage_tensors(mine, model.mode().context().mesh, world, model.config());
 }
 
 void write_tensors(H5File& file, const std::string& prefix, const std::vector<NamedTensor>& tensors, DType storage) {
@@ -78,26 +76,25 @@ GptConfig read_checkpoint_config(const std::string& path) {
   return c;
 }
 
-void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer, const TrainingState& state,
+void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, const TrainingState& state,
                      MPI_Comm world) {
   const DType storage = model.mode().context().dtype;
-  const auto values = gather_everywhere(model, world, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->value; });
+  const auto values = gather_everywhere(model, engine, world, ZeroTensor::value);
   std::vector<NamedTensor> m, v;
-  const bool moments = optimizer != nullptr && optimizer->has_moments();
+  const bool moments = engine.has_moments();
   if (moments) {
-    m = gather_everywhere(model, world, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg(i); });
-    v = gather_everywhere(model, world, [&](ModelParam&, std::size_t i) -> Tensor& { return optimizer->exp_avg_sq(i); });
+    m = gather_everywhere(model, engine, world, ZeroTensor::exp_avg);
+    v = gather_everywhere(model, engine, world, ZeroTensor::exp_avg_sq);
   }
   run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
       write_tensors(file, "", values, storage);
-      if (optimizer == nullptr) return;
       file.create_group("optim");
       file.set_attribute("optim", "step", state.step);
       file.set_attribute("optim", "data_position", state.data_position);
       file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
-      file.set_attribute("optim", "optimizer", optimizer->config().kind);
+      file.set_attribute("optim", "optimizer", engine.optimizer_config().kind);
       if (!moments) return;
       file.create_group("optim/exp_avg");
       file.create_group("optim/exp_avg_sq");
@@ -107,13 +104,12 @@ void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimi
   });
 }
 
-TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer) {
+TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine) {
   const GptConfig saved = read_checkpoint_config(path);
   require(saved == model.config(), "checkpoint '", path, "' holds a model of ", describe(saved),
           "; this run builds ", describe(model.config()));
   H5File file = H5File::open_read(path, "checkpoint");
-  const TpContext& ctx = model.mode().context();
-  auto& params = model.parameters();
+  const auto& params = engine.parameters();
 
   // Read and validate everything first: the model is only changed once the whole file is good.
   std::set<std::string> known{"optim", "lm_head.weight"};
@@ -146,27 +142,29 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimize
     state.step = attr("step");
     state.data_position = attr("data_position");
     state.rng_state = static_cast<std::uint64_t>(attr("rng_state"));
-    moments = optimizer != nullptr && optimizer->has_moments() && file.has("optim/exp_avg");
+    moments = engine.has_moments() && file.has("optim/exp_avg");
     if (moments)
       for (const ModelParam& p : params) {
         m.push_back(read_param(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape()));
         v.push_back(read_param(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape()));
       }
   }
+  // Each rank keeps its own shard (tensor-parallel, and over dp under ZeRO) of every tensor.
   for (std::size_t i = 0; i < params.size(); ++i) {
-    scatter_logical(params[i], values[i], params[i].param->value, ctx.mesh, ctx.backend);
+    engine.load_full(i, ZeroTensor::value, values[i]);
     if (moments) {
-      scatter_logical(params[i], m[i], optimizer->exp_avg(i), ctx.mesh, ctx.backend);
-      scatter_logical(params[i], v[i], optimizer->exp_avg_sq(i), ctx.mesh, ctx.backend);
+      engine.load_full(i, ZeroTensor::exp_avg, m[i]);
+      engine.load_full(i, ZeroTensor::exp_avg_sq, v[i]);
     }
   }
   // A different optimizer (or none saved) starts its own step count; the data position carries on.
-  if (optimizer != nullptr) optimizer->set_step_count(moments || !optimizer->has_moments() ? state.step : 0);
+  engine.set_step_count(moments || !engine.has_moments() ? state.step : 0);
   return state;
 }
 
-void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world) {
-  const auto grads = gather_everywhere(model, world, [](ModelParam& p, std::size_t) -> Tensor& { return p.param->grad; });
+void dump_gradients(const std::string& path, GptModel& model, ZeroEngine& engine, std::int64_t step, double loss,
+                    MPI_Comm world) {
+  const auto grads = gather_everywhere(model, engine, world, ZeroTensor::grad);
   run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());

@@ -6,10 +6,10 @@
 //                    to transformer.wte.weight and not stored (an equal lm_head.weight is accepted)
 //   /optim           attributes step, data_position, rng_state, optimizer; for AdamW
 //                    /optim/exp_avg/<key> and /optim/exp_avg_sq/<key> in the same layout
-// Sharding never shows: save gathers every shard (collective over tp) and every pipeline stage's
-// tensors onto world rank 0 (the tied wte once), load cuts each rank's shard out of the full
-// tensor, so a checkpoint written in one mode, pipeline split or data-parallel size resumes in any
-// other.
+// Sharding never shows: save gathers every shard (collective over tp, and over dp under ZeRO) and
+// every pipeline stage's tensors onto world rank 0 (the tied wte once), one tensor at a time; load
+// cuts each rank's shard out of the full tensor, so a checkpoint written in one mode, pipeline
+// split, data-parallel size or ZeRO stage resumes in any other.
 // Saving writes a temporary file renamed into place (a failed run never truncates an existing
 // checkpoint); loading reads on every rank and validates everything before changing the model,
 // so a bad file fails on every rank with the same message.
@@ -19,7 +19,7 @@
 #include <string>
 
 #include "model/gpt.hpp"
-#include "zero/optimizer.hpp"
+#include "zero/zero_engine.hpp"
 
 namespace mdtp {
 
@@ -33,15 +33,17 @@ struct TrainingState {
 GptConfig read_checkpoint_config(const std::string& path);
 
 // Collective over the model's mesh (every rank calls it); rank 0 of `world` writes.
-void save_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer, const TrainingState& state,
+void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, const TrainingState& state,
                      MPI_Comm world);
 // Every rank reads `path`; the model's configuration must equal the file's.  Sets every parameter,
-// and the optimizer's moments and step when the file holds state of the same optimizer kind.
+// and the engine's moments and step when the file holds state of the same optimizer kind.
 // Returns the saved training state (all zero when the file has no /optim).
-TrainingState load_checkpoint(const std::string& path, GptModel& model, Optimizer* optimizer);
+TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine);
 
-// Every parameter's reduced gradient, full and in checkpoint layout, with the config attributes
-// and `step`/`loss` attributes (to compare with PyTorch).  Collective like save_checkpoint.
-void dump_gradients(const std::string& path, GptModel& model, std::int64_t step, double loss, MPI_Comm world);
+// Every parameter's reduced gradient (between the engine's finish_gradients and step), full and in
+// checkpoint layout, with the config attributes and `step`/`loss` attributes (to compare with
+// PyTorch).  Collective like save_checkpoint.
+void dump_gradients(const std::string& path, GptModel& model, ZeroEngine& engine, std::int64_t step, double loss,
+                    MPI_Comm world);
 
 }  // namespace mdtp

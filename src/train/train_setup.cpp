@@ -54,7 +54,7 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   plan.micro_batch = tc.batch / per_step;
   require(tc.dtype == DType::f32 || tc.dtype == DType::f64, "--dtype must be f32 or f64 on the host; got ",
           dtype_name(tc.dtype));
-  validate(tc.optimizer);
+  validate(tc.zero, tc.optimizer);
 
   const bool text = tc.data.empty() || ends_with(tc.data, ".txt");
   if (!text) plan.data = read_token_file(tc.data);

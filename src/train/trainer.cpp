@@ -10,6 +10,7 @@
 #include "mesh/mesh.hpp"
 #include "modes/registry.hpp"
 #include "pipeline/executor.hpp"
+#include "plan/bucket_memory.hpp"
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
 #include "train/pipeline_report.hpp"
@@ -29,6 +30,51 @@ Table ledger_table() {
   t.integer("step").text("phase").text("group").text("op").integer("group_size").real("calls").real("logical_bytes")
       .real("bus_bytes").real("seconds_mean").real("seconds_max");
   return t;
+}
+
+// Bytes per category on every rank after the last step: what the allocator holds and what the
+// ZeRO engine's bucket plan says it holds (plan/bucket_memory.hpp; -1 where the plan is silent).
+Table memory_table() {
+  Table t;
+  t.integer("rank").integer("stage").text("category").integer("held_bytes").integer("peak_bytes").integer(
+      "model_bytes");
+  return t;
+}
+
+std::int64_t modelled(const ZeroHeldBytes& model, MemCategory c) {
+  switch (c) {
+    case MemCategory::parameters: return model.parameters;
+    case MemCategory::gradients: return model.gradients;
+    case MemCategory::optimizer_state: return model.optimizer_state;
+    case MemCategory::master_weights: return model.master_weights;
+    default: return -1;
+  }
+}
+
+// One row per (world rank, category): every rank's figures gathered to rank 0 (outside the
+// ledger: this is reporting, not training traffic).
+void add_memory_rows(Table& table, const TrainResult& result, int stage, const Mesh& mesh, const Backend& backend) {
+  std::vector<double> mine;
+  for (std::size_t i = 0; i < result.memory_held.size(); ++i)
+    mine.insert(mine.end(), {static_cast<double>(stage), static_cast<double>(result.memory_held[i].second),
+                             static_cast<double>(backend.allocator().tracker().peak(result.memory_held[i].first)),
+                             static_cast<double>(result.memory_model[i].second)});
+  CommLedger& ledger = mesh.ledger();
+  ledger.set_enabled(false);
+  Communicator& world = mesh.comm("world");
+  Tensor local = backend.from_f64(mine, {static_cast<std::int64_t>(mine.size())}, DType::f64, MemCategory::other);
+  Tensor all = backend.zeros({static_cast<std::int64_t>(mine.size()) * world.size()}, DType::f64, MemCategory::other);
+  world.all_gather(local, all);
+  ledger.set_enabled(true);
+  const std::vector<double> v = backend.to_f64(all);
+  const std::size_t per_rank = mine.size();
+  for (int r = 0; r < world.size(); ++r)
+    for (std::size_t i = 0; i < result.memory_held.size(); ++i) {
+      const double* row = &v[static_cast<std::size_t>(r) * per_rank + 4 * i];
+      table.row()(std::int64_t{r})(static_cast<std::int64_t>(row[0]))(
+          std::string(mem_category_name(result.memory_held[i].first)))(static_cast<std::int64_t>(row[1]))(
+          static_cast<std::int64_t>(row[2]))(static_cast<std::int64_t>(row[3]));
+    }
 }
 
 // This stage's chunks as the model takes them.
@@ -101,6 +147,10 @@ Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
           {"optimizer", tc.optimizer.kind},
           {"lr", tc.optimizer.lr},
           {"grad_clip", tc.optimizer.grad_clip},
+          {"zero_stage", std::int64_t{tc.zero.stage}},
+          {"zero_bucket_mb", tc.zero.bucket_mb},
+          {"zero_offload", std::int64_t{tc.zero.offload ? 1 : 0}},
+          {"zero_keep_parameters", std::int64_t{tc.zero.keep_parameters_for_step ? 1 : 0}},
           {"seed", static_cast<std::int64_t>(tc.seed)},
           {"data", plan.data.source}};
 }
@@ -123,14 +173,15 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   const int stage = mesh.comm("pp").rank();
   GptModel model(*mode, plan.model, plan.micro_batch, stage_chunks(plan.partition, stage), "dp", kernels.get());
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
-  Optimizer optimizer(tc.optimizer, model.parameters(), mesh, *backend);
+  // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
+  ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
   TrainResult result;
   result.model = plan.model;
   result.dp = plan.dp;
   result.partition = plan.partition.describe();
   TrainingState& state = result.state;
   state.rng_state = tc.seed;
-  if (!tc.init_from.empty()) state = load_checkpoint(tc.init_from, model, &optimizer);
+  if (!tc.init_from.empty()) state = load_checkpoint(tc.init_from, model, engine);
   state.data_position %= plan.data.rows;
 
   Table steps = step_table(), ledger_rows = ledger_table();
@@ -141,18 +192,18 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     const StepTokens batch = step_tokens(plan.data, state.data_position, replica, plan);
     ledger.clear();
     const auto t0 = std::chrono::steady_clock::now();
-    model.zero_gradients();
+    engine.begin_step();
     const StageStepResult run = executor.run_step(batch.micro_batches, model.loss_scale(m));
-    model.reduce_gradients();
+    engine.finish_gradients();
     const double loss = step_loss(model, mesh, run, m);
     const auto t1 = std::chrono::steady_clock::now();
     if (s == 0 && !tc.dump_grads.empty()) {
       ledger.set_enabled(false);
-      dump_gradients(tc.dump_grads, model, state.step + 1, loss, world);
+      dump_gradients(tc.dump_grads, model, engine, state.step + 1, loss, world);
       ledger.set_enabled(true);
     }
     const auto t2 = std::chrono::steady_clock::now();
-    const double norm = optimizer.step();
+    const double norm = engine.step();
     const auto t3 = std::chrono::steady_clock::now();
     state.step += 1;
     state.data_position = (state.data_position + tc.batch) % plan.data.rows;
@@ -173,7 +224,17 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
                 << std::flush;
   }
 
-  if (!tc.save.empty()) save_checkpoint(tc.save, model, &optimizer, state, world);
+  const MemoryTracker& tracker = backend->allocator().tracker();
+  const ZeroHeldBytes held = zero_held_bytes(engine.plan(), tc.zero.stage, tc.zero.offload, engine.has_moments());
+  for (std::size_t c = 0; c < kMemCategoryCount; ++c) {
+    const auto category = static_cast<MemCategory>(c);
+    result.memory_held.emplace_back(category, tracker.current(category));
+    result.memory_model.emplace_back(category, modelled(held, category));
+  }
+  Table memory = memory_table();
+  add_memory_rows(memory, result, stage, mesh, *backend);
+
+  if (!tc.save.empty()) save_checkpoint(tc.save, model, engine, state, world);
   if (!tc.out.empty()) {
     // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
     // what is particular to training.  Collective (host names are gathered), so outside the ledger.
@@ -186,7 +247,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     run::run_on_root(world, [&] {
       ResultsFile(tc.out).append_run("train", attrs,
                                      {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
-                                      {"timeline", report.timeline()}});
+                                      {"timeline", report.timeline()}, {"memory", memory}});
     });
   }
   return result;

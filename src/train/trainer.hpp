@@ -15,6 +15,7 @@
 #include "mesh/mesh.hpp"
 #include "plan/schedule.hpp"
 #include "train/checkpoint.hpp"
+#include "zero/zero_config.hpp"
 
 namespace mdtp {
 
@@ -47,6 +48,8 @@ struct TrainConfig {
   std::int64_t batch = 8;  // global, in sequences
   std::int64_t steps = 10;
   OptimizerConfig optimizer{};
+  // ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
+  ZeroConfig zero{};
   DType dtype = DType::f32;
   std::uint64_t seed = 1234;
   std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
@@ -75,6 +78,10 @@ struct TrainResult {
   std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step
+  // Bytes this rank holds per category after the last step (MemoryTracker::current), and what
+  // the ZeRO engine's bucket plan says it holds (parameters, gradients, optimizer state, master
+  // weights; -1 for the categories the plan does not cover).
+  std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.

@@ -15,6 +15,7 @@ const char* tensor_name(ZeroTensor what) {
     case ZeroTensor::value: return "value";
     case ZeroTensor::exp_avg: return "exp_avg";
     case ZeroTensor::exp_avg_sq: return "exp_avg_sq";
+    case ZeroTensor::grad: return "gradient";
   }
   return "?";
 }
@@ -160,16 +161,20 @@ Tensor& ZeroEngine::shard_of(std::size_t b, ZeroTensor what, const Backend*& on)
   if (what == ZeroTensor::exp_avg) return sharded_->exp_avg(b);
   if (what == ZeroTensor::exp_avg_sq) return sharded_->exp_avg_sq(b);
   on = &backend_;
-  return buffers_->value_shard(b);
+  return what == ZeroTensor::grad ? buffers_->grad_shard(b) : buffers_->value_shard(b);
 }
 
 Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
   require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
           " parameters)");
-  require(what == ZeroTensor::value || has_moments(), "ZeroEngine: ", tensor_name(what), " of ",
-          parameters()[param].name(), " asked for, but the optimizer is ", optimizer_.kind, " (no moments)");
+  const bool moment = what == ZeroTensor::exp_avg || what == ZeroTensor::exp_avg_sq;
+  require(!moment || has_moments(), "ZeroEngine: ", tensor_name(what), " of ", parameters()[param].name(),
+          " asked for, but the optimizer is ", optimizer_.kind, " (no moments)");
+  require(what != ZeroTensor::grad || phase_ == Phase::reduced, "ZeroEngine: the gradient of ",
+          parameters()[param].name(), " is read between finish_gradients() and step()");
   if (unsharded_) {
     if (what == ZeroTensor::value) return parameters()[param].param->value;
+    if (what == ZeroTensor::grad) return parameters()[param].param->grad;
     return what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param) : unsharded_->exp_avg_sq(param);
   }
   if (what == ZeroTensor::value && zero_.stage < 3) return parameters()[param].param->value;
@@ -195,6 +200,7 @@ std::vector<double> ZeroEngine::gather_full(std::size_t param, ZeroTensor what) 
 void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {
   require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
           " parameters)");
+  require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
   require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
           parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
   const ModelParam& p = parameters()[param];

@@ -30,8 +30,9 @@
 
 namespace mdtp {
 
-// What a checkpoint holds per parameter.
-enum class ZeroTensor { value, exp_avg, exp_avg_sq };
+// What a checkpoint holds per parameter (value and AdamW moments), and the reduced gradient a
+// gradient dump reads (valid between finish_gradients and step).
+enum class ZeroTensor { value, exp_avg, exp_avg_sq, grad };
 
 class ZeroEngine {
  public:
@@ -68,7 +69,8 @@ class ZeroEngine {
   // Buckets whose gradient reduction has started in this step (stages 1–3).
   std::size_t reductions_started() const { return reducer_ ? reducer_->started() : 0; }
 
-  // This rank's tensor-parallel shard of a parameter's value or AdamW moment, whole over dp (the
+  // This rank's tensor-parallel shard of a parameter's value, AdamW moment or reduced gradient
+  // (ZeroTensor::grad: after finish_gradients, before step), whole over dp (the
   // parameter's shape, as the unsharded optimizer holds it).  Collective over dp where the
   // tensor is sharded (moments; values at stage 3): every rank calls it for the same parameter.
   Tensor tp_shard(std::size_t param, ZeroTensor what);

@@ -22,7 +22,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROVENANCE = ["mdtp_version", "git_commit", "build_type", "compiler", "command_line", "utc_time", "hosts",
               "host_count", "world_size", "mesh_tp", "mesh_pp", "mesh_dp", "mesh_cp", "mesh_order", "mesh_tp_mode",
               "mesh_tp_depth", "mesh_ranks_per_node", "mode", "dtype", "backend", "mpi_library", "wait_policy",
-              "local_ranks", "cores", "oversubscription", "oversubscribed"]
+              "local_ranks", "cores", "oversubscription", "oversubscribed", "host_cpu_model", "host_gemm",
+              "host_blas_library", "host_blas_threads", "host_vector_math"]
 BENCH_ATTRS = ["layer", "rows", "hidden", "ffn_hidden", "reps", "warmup", "check", "batch_id", "calibration",
                "calibrated", "bytes_match"]
 BENCH_TABLES = ["comm", "steps", "phases", "memory", "check", "summary"]

@@ -118,6 +118,9 @@ def check_json(mdtp, kind, args):
                  "published", "exact"],
         "cost-zero": ["parameters", "dp", "param_bytes", "grad_bytes", "optimizer_bytes", "stages"],
         "cost-pipeline": ["pp", "microbatches", "schedules"],
+        "cost-step": ["bubble_fraction", "cluster", "config", "description", "fits", "hardware_flops", "hfu", "memory",
+                      "memory_capacity_bytes", "memory_per_gpu_bytes", "mfu", "model_flops", "placement", "step_s",
+                      "tflops_per_gpu", "time", "tokens_per_s"],
     }[kind]
     failures = []
     if list(doc.keys()) != keys:
@@ -155,6 +158,20 @@ def check_json(mdtp, kind, args):
     elif kind == "cost-zero":
         if [s["stage"] for s in doc["stages"]] != [0, 1, 2, 3]:
             failures.append("stages are not 0, 1, 2, 3")
+    elif kind == "cost-step":
+        # The whole-step figures hang together: tokens/s from the step time and the batch, MFU from the
+        # model FLOPs, HFU ≥ MFU (recomputation adds hardware FLOPs), the time split sums to the step.
+        c = doc["config"]
+        tokens = c["global_batch"] * c["model"]["seq"]
+        if not doc["step_s"] > 0 or abs(doc["tokens_per_s"] * doc["step_s"] - tokens) > 1e-6 * tokens:
+            failures.append(f"tokens_per_s {doc['tokens_per_s']} x step_s {doc['step_s']} != {tokens} tokens")
+        if not 0 < doc["mfu"] <= doc["hfu"] < 1:
+            failures.append(f"expected 0 < mfu {doc['mfu']} <= hfu {doc['hfu']} < 1")
+        split = sum(doc["time"].values())
+        if abs(split - doc["step_s"]) > 1e-9 * doc["step_s"]:
+            failures.append(f"the time split sums to {split}, the step is {doc['step_s']}")
+        if doc["memory_per_gpu_bytes"] <= 0:
+            failures.append("no memory per GPU")
     elif kind == "cost-pipeline":
         if [s["schedule"] for s in doc["schedules"]][:2] != ["gpipe", "1f1b"]:
             failures.append("schedules do not start with gpipe, 1f1b")

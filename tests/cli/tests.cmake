@@ -24,18 +24,20 @@ endfunction()
 
 mdtp_cli_help(mesh --world --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node --json)
 mdtp_cli_help(smoke --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node)
-mdtp_cli_help(train --tp-mode --tp --tp-depth --layers --embd --heads --vocab --seq --batch --steps --lr --optimizer
-              --grad-clip --dtype --seed --data --init-from --save --dump-grads --out --device)
+mdtp_cli_help(train --tp-mode --tp --tp-depth --pp --schedule --micro-batches --chunks --pp-layers --group-size
+              --layers --embd --heads --vocab --seq --batch --steps --lr --optimizer --grad-clip --zero --zero-bucket-mb
+              --zero-offload --zero-keep-params --dtype --seed --data --init-from --save --dump-grads --out --device)
 mdtp_cli_help(cost --mode --world --tp --tp-depth --pp --layer --batch --seq --hidden --ffn --layers --dtype
               --keep-gathered-3d --ranks-per-node --dp-grad-sync --alpha-intra --beta-intra --alpha-inter --beta-inter
               --calibration --calibration-run --gemm-flops --mpich-allreduce --optimizer-bytes --zero --params --dp
-              --param-bytes --grad-bytes --pipeline --microbatches --chunks --json)
+              --param-bytes --grad-bytes --pipeline --microbatches --chunks --json --heads --vocab --global-batch
+              --micro-batch --tp-mode --gpus --schedule --recompute --cluster --zero-stage --no-dropout)
 mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
               --warmup --iters --dtype --gemm-size --out --allow-oversubscribed)
 mdtp_cli_help(bench --modes --layer --batch --seq --hidden --ffn --depth --dtype --warmup --reps --calibration --out
               --ranks-per-node --keep-gathered-3d --no-check)
 mdtp_cli_help(experiment --ranks --mpiexec --out --report --calibrate-ranks --calibrate-max-bytes --modes --layer
-              --batch --seq --hidden --ffn --dtype --warmup --reps --python --analysis)
+              --batch --seq --hidden --ffn --dtype --warmup --reps --train-steps --python --analysis)
 add_test(NAME cli_help_all COMMAND ${_cli} help-all)
 add_test(NAME cli_version COMMAND ${_cli} version ${PROJECT_VERSION})
 list(APPEND _cli_tests cli_help_all cli_version)
@@ -89,6 +91,10 @@ mdtp_cli_json(cost_3d cost cost --mode 3d --tp 8 --batch 2 --seq 16 --hidden 64 
               --json)
 mdtp_cli_json(cost_zero cost-zero cost --zero --params 7.5e9 --dp 64 --json)
 mdtp_cli_json(cost_pipeline cost-pipeline cost --pipeline --pp 4 --microbatches 8 --chunks 2 --json)
+# The whole GPT step of one configuration (Narayanan et al.'s 1T row on DGX A100).
+mdtp_cli_json(cost_step cost-step cost --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --global-batch
+              3072 --micro-batch 1 --tp-mode 1d --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2
+              --recompute full --dtype bf16 --cluster dgx-a100 --json)
 
 set_tests_properties(${_cli_tests} PROPERTIES LABELS cli TIMEOUT 180)
 set_tests_properties(cli_mpi_bad_option_np2 cli_mpi_bad_mesh_np2 cli_mpi_help_np2 PROPERTIES LABELS "cli;mpi")

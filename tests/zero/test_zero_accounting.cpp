@@ -13,6 +13,7 @@
 #include <set>
 
 #include "mesh/mesh.hpp"
+#include "plan/bucket_memory.hpp"
 #include "zero_harness.hpp"
 
 using namespace mdtp;
@@ -42,15 +43,11 @@ Bytes operator-(const Bytes& a, const Bytes& b) {
           a.master_weights - b.master_weights};
 }
 
-// What a stage holds between steps (docs/zero.md §3): full or shard, per category.
+// What a stage holds between steps (docs/zero.md §3): src/plan/bucket_memory's model, which the
+// allocator's figures are held against here.
 Bytes expected_memory(const BucketPlan& plan, const ZeroConfig& z, const OptimizerConfig& opt) {
-  const std::int64_t full = plan.padded_bytes(), shard = plan.shard_bytes();
-  Bytes b;
-  b.parameters = z.stage < 3 ? full : shard;
-  b.gradients = (z.stage == 1 ? full : shard) + (z.offload ? shard : 0);
-  b.optimizer_state = opt.kind == "adamw" ? 2 * shard : 0;
-  b.master_weights = z.offload ? shard : 0;
-  return b;
+  const ZeroHeldBytes h = zero_held_bytes(plan, z.stage, z.offload, opt.kind == "adamw");
+  return {h.parameters, h.gradients, h.optimizer_state, h.master_weights};
 }
 
 // The buckets a unit's pass reads, from the plan: its own parameters', the tied wte's for the head

@@ -1,0 +1,184 @@
+"""The training part of the main job's report: `mdtp train` runs side by side.
+
+    import train_report
+    lines, pictures = train_report.report(train_runs, out_dir, plan_json=None)
+
+For each run: its configuration (mode, tp, pp, dp, schedule, ZeRO stage), final loss and step
+time; communication bytes per step and rank by phase (and, where the run recorded the cost model
+beside the ledger, whether they agree to the byte); bytes held per memory category on the busiest
+rank beside the ZeRO bucket plan's model; for pipelined runs, the measured bubble beside the
+schedule's.  Pictures: train_bytes.png (bytes per phase per configuration), train_memory.png (held
+vs model per category) and, where the `timeline` module can draw it, one pipeline timeline per
+pipelined run.  With `plan_json` (what `mdtp plan --json` printed), the planner's ranking.
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+
+import numpy as np
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+MIB = 1024.0 * 1024.0
+MODELLED_CATEGORIES = ("parameters", "gradients", "optimizer_state", "master_weights")
+
+
+def describe(run):
+    a = run.attrs
+    text = f"{a.get('mode', '?')} tp{a.get('tp', 1)}"
+    if int(a.get("pp", 1)) > 1:
+        text += f" pp{a['pp']} {a.get('schedule', '')} m{a.get('micro_batches', 1)}"
+    text += f" dp{a.get('dp', 1)}"
+    if int(a.get("zero_stage", 0)) > 0:
+        text += f" zero{a['zero_stage']}" + (" offload" if int(a.get("zero_offload", 0)) else "")
+    return text
+
+
+def last_step(table):
+    """The rows of the run's last recorded step."""
+    if table is None or len(table) == 0:
+        return table
+    return table[table["step"] == table["step"].max()]
+
+
+def bytes_by_phase(run):
+    """{phase: logical bytes per step on the busiest rank} for the run's last step."""
+    out = defaultdict(float)
+    for row in last_step(run.tables.get("ledger")):
+        out[row["phase"]] += float(row["logical_bytes"])
+    return dict(out)
+
+
+def model_agreement(run):
+    """'equal', 'DIFFERS (n keys)' or None when the run did not record the model beside the ledger."""
+    ledger = last_step(run.tables.get("ledger"))
+    if ledger is None or len(ledger) == 0 or "model_logical_bytes" not in ledger.dtype.names:
+        return None
+    differ = int(np.sum(ledger["model_logical_bytes"] != ledger["logical_bytes"]))
+    return "equal" if differ == 0 else f"DIFFERS ({differ} keys)"
+
+
+def memory_rows(run):
+    """{category: (held, model)} on the rank holding most in total, modelled categories only."""
+    memory = run.tables.get("memory")
+    if memory is None or len(memory) == 0:
+        return {}
+    totals = defaultdict(int)
+    for row in memory:
+        totals[int(row["rank"])] += int(row["held_bytes"])
+    busiest = max(totals, key=totals.get)
+    return {row["category"]: (int(row["held_bytes"]), int(row["model_bytes"]))
+            for row in memory if int(row["rank"]) == busiest and row["category"] in MODELLED_CATEGORIES}
+
+
+def memory_agreement(run):
+    memory = run.tables.get("memory")
+    if memory is None or len(memory) == 0:
+        return "—"
+    modelled = memory[memory["model_bytes"] >= 0]
+    differ = int(np.sum(modelled["held_bytes"] != modelled["model_bytes"]))
+    return "equal on every rank" if differ == 0 else f"DIFFERS on {differ} (rank, category) rows"
+
+
+def bubble(run):
+    """(measured, model) bubble fraction averaged over stages of the last step, or None."""
+    pipeline = last_step(run.tables.get("pipeline"))
+    if pipeline is None or len(pipeline) == 0 or int(run.attrs.get("pp", 1)) < 2:
+        return None
+    return float(np.mean(pipeline["bubble_measured"])), float(np.mean(pipeline["bubble_model"]))
+
+
+def plot_bytes(runs, path):
+    phases = sorted({p for r in runs for p in bytes_by_phase(r)})
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(runs)), 4.5))
+    bottom = np.zeros(len(runs))
+    for phase in phases:
+        values = np.array([bytes_by_phase(r).get(phase, 0.0) / MIB for r in runs])
+        ax.bar(range(len(runs)), values, bottom=bottom, label=phase)
+        bottom += values
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([describe(r).replace(" dp", "\ndp").replace(" pp", "\npp") for r in runs], fontsize=8)
+    ax.set_ylabel("MiB per step, busiest rank (logical)")
+    ax.set_title("GPT training step: communication by phase")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_memory(runs, path):
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(runs)), 4.5))
+    width = 0.8 / len(MODELLED_CATEGORIES)
+    for k, category in enumerate(MODELLED_CATEGORIES):
+        held = [memory_rows(r).get(category, (0, 0))[0] / MIB for r in runs]
+        model = [memory_rows(r).get(category, (0, 0))[1] / MIB for r in runs]
+        x = np.arange(len(runs)) + (k - 1.5) * width
+        ax.bar(x, held, width, label=f"{category} (held)")
+        ax.scatter(x, model, marker="_", s=200, color="black", zorder=3,
+                   label="bucket-plan model" if k == 0 else None)
+    ax.set_xticks(range(len(runs)))
+    ax.set_xticklabels([describe(r).replace(" dp", "\ndp").replace(" pp", "\npp") for r in runs], fontsize=8)
+    ax.set_ylabel("MiB held after the step, busiest rank")
+    ax.set_title("Memory per category: allocator vs model")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plan_lines(plan_json, top=8):
+    with open(plan_json) as f:
+        plan = json.load(f)
+    configs = [c for c in plan.get("configs", []) if c.get("fits", True)]
+    model = configs[0]["config"]["model"] if configs else {}
+    lines = [f"## Planner: {model.get('layers')} layers, hidden {model.get('hidden')}, {model.get('heads')} heads, "
+             f"seq {model.get('seq')}, vocabulary {model.get('vocab')} on {plan.get('cluster')} "
+             f"({len(configs)} feasible configurations, best {min(top, len(configs))} shown)", "",
+             "| rank | configuration | step s | tokens/s | TFLOP/s per GPU | MFU | memory per GPU GiB |",
+             "|---|---|---|---|---|---|---|"]
+    for i, c in enumerate(configs[:top]):
+        lines.append(f"| {i + 1} | {c['description']} | {c['step_s']:.4f} | {c['tokens_per_s']:.0f} | "
+                     f"{c['tflops_per_gpu']:.1f} | {c['mfu']:.3f} | {c['memory_per_gpu_bytes'] / 2**30:.2f} |")
+    return lines + [""]
+
+
+def report(runs, out_dir, plan_json=None):
+    """Markdown lines and the names of the pictures written for these train runs."""
+    lines, pictures = [], []
+    if runs:
+        oversubscribed = any(int(r.attrs.get("oversubscribed", 0)) for r in runs)
+        lines += ["## GPT training runs", ""]
+        if oversubscribed:
+            lines += ["Ranks were oversubscribed: step times measure the OS scheduler as much as the algorithms; "
+                      "bytes and memory are exact regardless.", ""]
+        lines += ["| run | configuration | final loss | step ms | MiB/step (busiest rank) | bytes vs model | "
+                  "memory vs model | bubble measured / model |", "|---|---|---|---|---|---|---|---|"]
+        for r in runs:
+            steps = r.tables["steps"]
+            b = bubble(r)
+            agreement = model_agreement(r)
+            lines.append(f"| {r.name} | {describe(r)} | {steps['loss'][-1]:.6f} | {steps['seconds'][-1] * 1e3:.1f} | "
+                         f"{sum(bytes_by_phase(r).values()) / MIB:.3f} | "
+                         f"{agreement if agreement else 'not recorded'} | {memory_agreement(r)} | "
+                         f"{f'{b[0]:.2f} / {b[1]:.2f}' if b else '—'} |")
+        lines.append("")
+        plot_bytes(runs, os.path.join(out_dir, "train_bytes.png"))
+        plot_memory(runs, os.path.join(out_dir, "train_memory.png"))
+        pictures += ["train_bytes.png", "train_memory.png"]
+        try:
+            import timeline  # the pipeline timeline picture, where the analysis scripts provide it
+        except ImportError:
+            timeline = None
+        if timeline is not None and hasattr(timeline, "plot_timeline"):
+            for r in runs:
+                if int(r.attrs.get("pp", 1)) > 1 and "timeline" in r.tables:
+                    name = f"timeline_{r.name}.png"
+                    timeline.plot_timeline(r, os.path.join(out_dir, name))
+                    pictures.append(name)
+    if plan_json and os.path.exists(plan_json):
+        lines += plan_lines(plan_json)
+    return lines, pictures

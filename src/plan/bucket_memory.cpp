@@ -1,0 +1,26 @@
+#include "plan/bucket_memory.hpp"
+
+#include "core/error.hpp"
+
+namespace mdtp {
+
+ZeroHeldBytes zero_held_bytes(const BucketPlan& plan, int stage, bool offload, bool moments) {
+  require(stage >= 0 && stage <= 3, "ZeRO stage must be 0, 1, 2 or 3; got ", stage);
+  ZeroHeldBytes held;
+  if (stage == 0) {
+    std::int64_t unpadded = 0;
+    for (const Bucket& b : plan.buckets)
+      for (const BucketSlot& s : b.slots) unpadded += s.numel * static_cast<std::int64_t>(dtype_size(b.dtype));
+    held.parameters = held.gradients = unpadded;
+    held.optimizer_state = moments ? 2 * unpadded : 0;
+    return held;
+  }
+  const std::int64_t full = plan.padded_bytes(), shard = plan.shard_bytes();
+  held.parameters = stage < 3 ? full : shard;
+  held.gradients = (stage == 1 ? full : shard) + (offload ? shard : 0);
+  held.optimizer_state = moments ? 2 * shard : 0;
+  held.master_weights = offload ? shard : 0;
+  return held;
+}
+
+}  // namespace mdtp
