@@ -1,6 +1,7 @@
 #include "train/trainer.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -13,6 +14,9 @@
 #include "plan/bucket_memory.hpp"
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
+#include "run/stop_request.hpp"
+#include "train/nonfinite_check.hpp"
+#include "zero/nonfinite.hpp"
 #include "train/pipeline_report.hpp"
 #include "train/train_setup.hpp"
 
@@ -188,14 +192,39 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   PipelineReport report(plan.schedule, mesh, world);
   const int replica = mesh.comm("dp").rank(), m = plan.schedule.micro_batches;
   const double tokens = static_cast<double>(tc.batch * plan.model.block_size);
+  // ---- faults (docs/failures.md): SIGTERM/SIGINT stop the run after a step, agreed by all ranks;
+  // a non-finite step is named (and skipped with --skip-nonfinite, else training stops).
+  run::StopRequest stop_request;
+  std::string nonfinite;  // why training stopped on a non-finite value, "" when it did not
+  // ---- end faults
   for (std::int64_t s = 0; s < tc.steps; ++s) {
     const StepTokens batch = step_tokens(plan.data, state.data_position, replica, plan);
     ledger.clear();
+    ledger.set_step(state.step + 1);  // faults: named by the collective watchdog
     const auto t0 = std::chrono::steady_clock::now();
     engine.begin_step();
     const StageStepResult run = executor.run_step(batch.micro_batches, model.loss_scale(m));
     engine.finish_gradients();
     const double loss = step_loss(model, mesh, run, m);
+    // ---- faults: a non-finite loss (the same on every rank) is diagnosed before the update.
+    if (!std::isfinite(loss)) {
+      const std::string what = fmt::format("step {}: the loss is {}; first non-finite gradient: {}", state.step + 1,
+                                           nonfinite_name(loss), locate_nonfinite_gradient(engine, mesh, world, true));
+      if (!tc.skip_nonfinite) {
+        nonfinite = what;
+        break;
+      }
+      // A skipped step still counts (so step numbers stay unique); its update is not applied.
+      result.skipped_nonfinite += 1;
+      state.step += 1;
+      state.data_position = (state.data_position + tc.batch) % plan.data.rows;
+      steps.row()(state.step)(loss)(std::nan(""))(0.0)(0.0);
+      if (progress) *progress << "skipped " << what << " (--skip-nonfinite)\n" << std::flush;
+      result.stop_signal = run::stop_signal_everywhere(stop_request, mesh.comm("world"));
+      if (result.stop_signal != 0) break;
+      continue;
+    }
+    // ---- end faults
     const auto t1 = std::chrono::steady_clock::now();
     if (s == 0 && !tc.dump_grads.empty()) {
       ledger.set_enabled(false);
@@ -222,6 +251,19 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
       *progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step, r.loss,
                                r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
                 << std::flush;
+    // ---- faults: a non-finite gradient norm (global) with a finite loss: the update is applied
+    // already, so training stops even with --skip-nonfinite; then a stop signal, agreed by all.
+    if (!std::isfinite(norm)) {
+      nonfinite = fmt::format("step {}: the gradient norm is {} (the update is applied; --skip-nonfinite skips only "
+                              "a non-finite loss); first non-finite gradient: {}",
+                              state.step, nonfinite_name(norm), locate_nonfinite_gradient(engine, mesh, world, false));
+      break;
+    }
+    if (const int signal = run::stop_signal_everywhere(stop_request, mesh.comm("world")); signal != 0) {
+      result.stop_signal = signal;
+      break;
+    }
+    // ---- end faults
   }
 
   const MemoryTracker& tracker = backend->allocator().tracker();
@@ -234,7 +276,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);
 
-  if (!tc.save.empty()) save_checkpoint(tc.save, model, engine, state, world);
+  if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);  // faults: not a NaN state
   if (!tc.out.empty()) {
     // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
     // what is particular to training.  Collective (host names are gathered), so outside the ledger.
@@ -244,12 +286,21 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     ledger.set_enabled(true);
     const Attributes training = training_attributes(tc, plan);
     attrs.insert(training.begin(), training.end());
+    // faults: how the run ended (docs/failures.md).
+    attrs["skipped_nonfinite_steps"] = result.skipped_nonfinite;
+    attrs["stopped_by"] = std::string(!nonfinite.empty()      ? "non-finite"
+                                      : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
+                                                                : "");
     run::run_on_root(world, [&] {
       ResultsFile(tc.out).append_run("train", attrs,
                                      {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
                                       {"timeline", report.timeline()}, {"memory", memory}});
     });
   }
+  // faults: every rank holds the same line; main prints it on every rank and exits 2.
+  if (!nonfinite.empty())
+    throw_error(nonfinite, "; training stopped", tc.out.empty() ? "" : " (results written)",
+                tc.save.empty() ? "" : ", no checkpoint saved");
   return result;
 }
 

@@ -22,7 +22,7 @@ import tempfile
 
 
 def run(mpiexec, mdtp, ranks, args, d):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MDTP_BLAS_THREADS="1")
     command = [mpiexec, "-n", str(ranks), mdtp, "train", *args, "--save", "ckpt.h5", "--dump-grads", "grads.h5",
                "--out", "results.h5"]
     print("$", " ".join(command), flush=True)

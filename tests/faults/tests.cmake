@@ -47,3 +47,14 @@ if(MDTP_FAULTS_PYTHON)
   set_tests_properties(faults_bad_inputs_options faults_bad_inputs_files faults_determinism_tp2_np2
                        faults_determinism_dp2_np2 PROPERTIES LABELS "faults;cli;mpi" TIMEOUT 300)
 endif()
+
+if(MDTP_FAULTS_PYTHON)
+  # Graceful stop on a signal, the immediate exit on a second one, and non-finite steps, through
+  # `mdtp train` (tests/faults/test_stop.py).
+  foreach(case signal twice nonfinite)
+    add_test(NAME faults_train_${case}
+             COMMAND ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_stop.py --mdtp $<TARGET_FILE:mdtp>
+                     --mpiexec ${MPIEXEC_EXECUTABLE} ${case})
+    set_tests_properties(faults_train_${case} PROPERTIES LABELS "faults;mpi" TIMEOUT 240)
+  endforeach()
+endif()
