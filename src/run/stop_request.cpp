@@ -2,12 +2,8 @@
 
 #include <unistd.h>
 
-#include <memory>
-
-#include "comm/communicator.hpp"
 #include "core/error.hpp"
-#include "core/memory.hpp"
-#include "core/tensor.hpp"
+#include "run/rank_stats.hpp"
 
 namespace mdtp::run {
 namespace {
@@ -54,20 +50,8 @@ StopRequest::~StopRequest() {
 
 int StopRequest::signal_here() const { return g_signal; }
 
-int stop_signal_everywhere(const StopRequest& request, Communicator& world) {
-  auto flag = Tensor::empty({1}, DType::f64, std::make_shared<HostAllocator>(), MemCategory::other);
-  flag.data<double>()[0] = request.signal_here();
-  CommLedger* ledger = world.ledger();
-  const bool recording = ledger != nullptr && ledger->enabled();
-  if (ledger != nullptr) ledger->set_enabled(false);
-  try {
-    world.all_reduce(flag, ReduceOp::max);
-  } catch (...) {
-    if (ledger != nullptr) ledger->set_enabled(recording);
-    throw;
-  }
-  if (ledger != nullptr) ledger->set_enabled(recording);
-  return static_cast<int>(flag.data<double>()[0]);
+int stop_signal_everywhere(const StopRequest& request, MPI_Comm world, WaitPolicy policy) {
+  return static_cast<int>(mean_max_over_ranks(static_cast<double>(request.signal_here()), world, policy).max);
 }
 
 }  // namespace mdtp::run

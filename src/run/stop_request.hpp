@@ -8,13 +8,13 @@
 // only records the signal, and the ranks agree once per step, all at the same point of the
 // loop, with one max all-reduce over "world" (stop_signal_everywhere) and act on it together.
 // That all-reduce is bookkeeping, not the model's traffic: it is kept out of the ledger.
+#include <mpi.h>
+
 #include <csignal>
 
-namespace mdtp {
+#include "comm/wait_policy.hpp"
 
-class Communicator;
-
-namespace run {
+namespace mdtp::run {
 
 // The exit status of a run stopped by a signal after writing its results: sysexits' EX_TEMPFAIL
 // ("try again later": it resumes from its checkpoint).
@@ -38,14 +38,14 @@ class StopRequest {
 };
 
 // Collective over `world`: the largest signal number any rank received (0: none), the same on
-// every rank.  Not recorded in world's ledger.
-int stop_signal_everywhere(const StopRequest& request, Communicator& world);
-inline bool stop_requested_everywhere(const StopRequest& request, Communicator& world) {
-  return stop_signal_everywhere(request, world) != 0;
+// every rank.  Talks to MPI directly (host memory whatever the device, never in a ledger) and
+// waits under `policy`.
+int stop_signal_everywhere(const StopRequest& request, MPI_Comm world, WaitPolicy policy);
+inline bool stop_requested_everywhere(const StopRequest& request, MPI_Comm world, WaitPolicy policy) {
+  return stop_signal_everywhere(request, world, policy) != 0;
 }
 
 // "SIGTERM", "SIGINT", else "signal N".
 const char* signal_name(int signal);
 
-}  // namespace run
-}  // namespace mdtp
+}  // namespace mdtp::run

@@ -18,6 +18,8 @@ namespace mdtp {
 // world rank that finds one names it, identically on every rank:
 //   "'transformer.h.0.mlp.c_fc.weight' element 37 = NaN (world rank 1)"
 // or "no gradient element is non-finite" when none does.
-std::string locate_nonfinite_gradient(ZeroEngine& engine, const Mesh& mesh, MPI_Comm world, bool reduced);
+// Device gradients are copied to the host first (this is the rare path).
+std::string locate_nonfinite_gradient(ZeroEngine& engine, const Mesh& mesh, const Backend& backend, MPI_Comm world,
+                                      bool reduced);
 
 }  // namespace mdtp

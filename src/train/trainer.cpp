@@ -208,8 +208,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     const double loss = step_loss(model, mesh, run, m);
     // ---- faults: a non-finite loss (the same on every rank) is diagnosed before the update.
     if (!std::isfinite(loss)) {
+      const std::string where = locate_nonfinite_gradient(engine, mesh, *backend, world, true);
       const std::string what = fmt::format("step {}: the loss is {}; first non-finite gradient: {}", state.step + 1,
-                                           nonfinite_name(loss), locate_nonfinite_gradient(engine, mesh, world, true));
+                                           nonfinite_name(loss), where);
       if (!tc.skip_nonfinite) {
         nonfinite = what;
         break;
@@ -220,7 +221,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
       state.data_position = (state.data_position + tc.batch) % plan.data.rows;
       steps.row()(state.step)(loss)(std::nan(""))(0.0)(0.0);
       if (progress) *progress << "skipped " << what << " (--skip-nonfinite)\n" << std::flush;
-      result.stop_signal = run::stop_signal_everywhere(stop_request, mesh.comm("world"));
+      result.stop_signal = run::stop_signal_everywhere(stop_request, world, mesh.wait_policy());
       if (result.stop_signal != 0) break;
       continue;
     }
@@ -254,12 +255,13 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     // ---- faults: a non-finite gradient norm (global) with a finite loss: the update is applied
     // already, so training stops even with --skip-nonfinite; then a stop signal, agreed by all.
     if (!std::isfinite(norm)) {
+      const std::string where = locate_nonfinite_gradient(engine, mesh, *backend, world, false);
       nonfinite = fmt::format("step {}: the gradient norm is {} (the update is applied; --skip-nonfinite skips only "
                               "a non-finite loss); first non-finite gradient: {}",
-                              state.step, nonfinite_name(norm), locate_nonfinite_gradient(engine, mesh, world, false));
+                              state.step, nonfinite_name(norm), where);
       break;
     }
-    if (const int signal = run::stop_signal_everywhere(stop_request, mesh.comm("world")); signal != 0) {
+    if (const int signal = run::stop_signal_everywhere(stop_request, world, mesh.wait_policy()); signal != 0) {
       result.stop_signal = signal;
       break;
     }
@@ -276,7 +278,8 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);
 
-  if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);  // faults: not a NaN state
+  // faults: no checkpoint of a state a non-finite step stopped.
+  if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);
   if (!tc.out.empty()) {
     // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
     // what is particular to training.  Collective (host names are gathered), so outside the ledger.
