@@ -8,13 +8,17 @@
 // --allow-oversubscribed runs anyway and flags every output (attribute, printed warning).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
+#include "calibrate/calibrated_cluster.hpp"
 #include "calibrate/calibration_fit.hpp"
 #include "calibrate/collective_sweep.hpp"
 #include "cli/commands.hpp"
+#include "io/atomic_file.hpp"
+#include "run/root_task.hpp"
 #include "run/provenance.hpp"
 #include "run/rank_stats.hpp"
 #include "run/results_sink.hpp"
@@ -30,7 +34,26 @@ struct CalibrateOptions {
   std::int64_t gemm_size = 512;
   std::string out = "results/calibration.h5";
   bool allow_oversubscribed = false;
+  // The machine as a cluster file for `mdtp plan` / `mdtp cost` (empty: none written).
+  std::string cluster_out, cluster_name = "calibrated";
+  std::vector<std::string> peak_flops;  // DTYPE=FLOP/S, declared peaks per rank
 };
+
+// "f32=1.2e12,f64=6e11" → per-dtype rates; an mdtp::Error naming the item otherwise.
+std::map<DType, double> declared_peaks(const std::vector<std::string>& items) {
+  std::map<DType, double> peaks;
+  for (const std::string& item : items) {
+    const std::size_t eq = item.find('=');
+    require(eq != std::string::npos, "--peak-flops: expected DTYPE=FLOP/S items like f32=1.5e12; got '", item, "'");
+    char* end = nullptr;
+    const std::string value = item.substr(eq + 1);
+    const double rate = std::strtod(value.c_str(), &end);
+    require(!value.empty() && end == value.c_str() + value.size() && rate > 0 && std::isfinite(rate),
+            "--peak-flops: the rate of '", item, "' must be a positive number of flop/s");
+    peaks[parse_dtype(item.substr(0, eq))] = rate;
+  }
+  return peaks;
+}
 
 struct Occupancy {
   NodeOccupancy node;
@@ -104,6 +127,7 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
   require(world >= 2, "mdtp calibrate measures links between ranks: run it under mpiexec with at least 2 ranks; got ",
           world);
   const MeshConfig config = calibration_mesh(o, world);
+  const std::map<DType, double> peaks = declared_peaks(o.peak_flops);  // refused before any collective
   const Occupancy occupancy = refuse_oversubscribed(o.allow_oversubscribed);
 
   CommLedger ledger;
@@ -118,6 +142,11 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
   const std::vector<calibrate::GemmRate> gemm = calibrate::measure_gemm_rates(o.gemm_size, mesh, MPI_COMM_WORLD);
   const calibrate::CalibrationResult fit = calibrate::fit_calibration(points, gemm);
 
+  std::optional<cost::Cluster> cluster;
+  if (!o.cluster_out.empty()) {
+    const calibrate::HostMemory memory = calibrate::measure_host_memory(MPI_COMM_WORLD, occupancy.node.local_ranks);
+    cluster = calibrate::calibrated_cluster(fit, o.cluster_name, occupancy.node.local_ranks, memory, peaks);
+  }
   const std::string path = sink.append_run("calibrate", run_attributes(mesh, o, command_line, occupancy, all_correct),
                                            calibrate::calibrate_run_tables(points, fit));
   if (rank == 0) {
@@ -125,6 +154,13 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
     fmt::print("written: {}:{}{}\n", sink.path(), path,
                occupancy.oversubscribed() ? "   (flagged OVERSUBSCRIBED)" : "");
     if (!all_correct) fmt::print("mdtp calibrate: FAILED: some collective results were wrong (check column)\n");
+  }
+  if (cluster) {
+    run::run_on_root(MPI_COMM_WORLD, [&] { write_text_atomically(o.cluster_out, cost::cluster_json(*cluster)); });
+    if (rank == 0)
+      fmt::print("cluster file: {} ({} per node; GEMM f32 {:.1f} GFLOP/s, memory copy {:.1f} GB/s per rank){}\n",
+                 o.cluster_out, cluster->gpus_per_node, cluster->gemm_rate(DType::f32) / 1e9,
+                 cluster->stream_bandwidth() / 1e9, occupancy.oversubscribed() ? "   (OVERSUBSCRIBED: do not trust)" : "");
   }
   return all_correct ? 0 : 1;
 }
@@ -163,6 +199,11 @@ Command add_calibrate(CLI::App& root) {
   add(*app, "--gemm-size", o->gemm_size, "side of the square GEMM timed for the compute model")
       ->check(between(16, 8192));
   add(*app, "--out", o->out, "results file, created or appended to")->type_name("FILE.h5");
+  add(*app, "--cluster-out", o->cluster_out, "also write this machine as a cluster file for mdtp plan / mdtp cost")
+      ->type_name("FILE.json");
+  add(*app, "--cluster-name", o->cluster_name, "the cluster file's name");
+  add(*app, "--peak-flops", o->peak_flops, "declared peak GEMM rates per rank (default: the measured ones)")
+      ->type_name("DTYPE=FLOPS,...");
   app->add_flag("--allow-oversubscribed", o->allow_oversubscribed,
                 "run even with more ranks than cores (every output flagged)");
   return {app, true, [o](const std::string& command_line) { return run_calibrate(*o, command_line); }};

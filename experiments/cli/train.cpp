@@ -122,6 +122,8 @@ Command add_train(CLI::App& root) {
       ->check(between(0, 3));
   add(*app, "--zero-bucket-mb", c.zero.bucket_mb, "ZeRO bucket size cap, MiB");
   app->add_flag("--zero-offload", c.zero.offload, "ZeRO 1-3: master weights, moments and the update in host memory");
+  add_parsed(*app, "--recompute", c.recompute, [](const std::string& s) { return parse_activation_recompute(s); },
+             "none", "activation recomputation: none, or full (each block's forward again before its backward)");
   app->add_flag("--zero-keep-params", c.zero.keep_parameters_for_step,
                 "ZeRO 3: gather each unit's parameters once per step, not once per pass");
   add_dtype(*app, "--dtype", c.dtype, "f32 or f64");

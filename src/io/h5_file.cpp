@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 
 namespace mdtp {
 namespace {
@@ -302,26 +303,10 @@ void H5File::set_attribute(const std::string& object, const std::string& name, c
 }
 
 void write_atomically(const std::string& path, const std::function<void(H5File&)>& write) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  if (!target.parent_path().empty()) {
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
-  }
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  try {
-    {
-      H5File file = H5File::create(temp);
-      write(file);
-    }
-    std::error_code ec;
-    fs::rename(temp, target, ec);
-    require(!ec, "cannot move '", temp, "' to '", path, "': ", ec.message());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw;
-  }
+  replace_file_atomically(path, [&](const std::string& temp) {
+    H5File file = H5File::create(temp);
+    write(file);
+  });
 }
 
 }  // namespace mdtp

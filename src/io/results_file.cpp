@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -11,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 
 namespace mdtp {
 namespace {
@@ -170,33 +170,22 @@ ResultsFile::~ResultsFile() = default;
 // cheap beside the run it records.
 std::string ResultsFile::append_run(const std::string& kind, const Attributes& attributes,
                                     const std::map<std::string, Table>& tables) {
-  namespace fs = std::filesystem;
-  const std::string temp = path_ + ".tmp-" + std::to_string(::getpid());
   std::string group_path;
-  try {
+  replace_file_atomically(path_, [&](const std::string& temp) {
     hid_t opened = -1;
-    if (fs::exists(path_)) {
+    if (std::filesystem::exists(path_)) {
       Handle probe(open_existing(path_, H5F_ACC_RDONLY), H5Fclose, "open");  // still HDF5
-      fs::copy_file(path_, temp, fs::copy_options::overwrite_existing);
+      std::filesystem::copy_file(path_, temp, std::filesystem::copy_options::overwrite_existing);
       opened = open_existing(temp, H5F_ACC_RDWR);
     } else {
       H5E_BEGIN_TRY { opened = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); }
       H5E_END_TRY;
       require(opened >= 0, "cannot create HDF5 file '", temp, "' (next to '", path_, "')");
     }
-    {
-      Handle file(opened, H5Fclose, "open");
-      group_path = append_to(file.get(), kind, attributes, tables);
-      check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing " + temp);
-    }
-    std::error_code ec;
-    fs::rename(temp, path_, ec);
-    require(!ec, "cannot move '", temp, "' to '", path_, "': ", ec.message());
-  } catch (...) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw;
-  }
+    Handle file(opened, H5Fclose, "open");
+    group_path = append_to(file.get(), kind, attributes, tables);
+    check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing " + temp);
+  });
   return group_path;
 }
 

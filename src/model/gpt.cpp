@@ -46,6 +46,16 @@ int unit_of_parameter(const std::string& name, const GptConfig& config) {
   return block + 1;
 }
 
+ActivationRecompute parse_activation_recompute(std::string_view name) {
+  if (name == "none") return ActivationRecompute::none;
+  if (name == "full") return ActivationRecompute::full;
+  throw_error("activation recomputation must be none or full; got '", name, "'");
+}
+
+const char* activation_recompute_name(ActivationRecompute policy) {
+  return policy == ActivationRecompute::full ? "full" : "none";
+}
+
 // ---- ModelChunk ----------------------------------------------------------------------------------
 
 bool ModelChunk::has_head() const { return units_.last == unit_count(model_->config_) - 1; }
@@ -72,10 +82,21 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
             "; got ", x.defined() ? shape_string(x.shape()) : std::string("nothing"));
   }
   const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
-  saved.blocks.resize(static_cast<std::size_t>(std::max(0, last_block - first_block + 1)));
+  const std::size_t block_count = static_cast<std::size_t>(std::max(0, last_block - first_block + 1));
+  saved.blocks.resize(block_count);
+  const bool recompute = m.recompute_ == ActivationRecompute::full;
+  if (recompute) saved.block_inputs.resize(block_count);
   for (int u = first_block; u <= last_block; ++u) {
+    const auto i = static_cast<std::size_t>(u - first_block);
     if (hooks) hooks->before_forward(u, mb.index);
-    h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, saved.blocks[static_cast<std::size_t>(u - first_block)]);
+    if (recompute) {
+      // Keep the input only; what the block keeps for backward is dropped with `discarded`.
+      saved.block_inputs[i] = h;
+      BlockSaved discarded;
+      h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, discarded);
+    } else {
+      h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, saved.blocks[i]);
+    }
     if (hooks) hooks->after_forward(u, mb.index);
   }
   if (has_head()) {
@@ -104,8 +125,17 @@ Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSave
   }
   const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
   for (int u = last_block; u >= first_block; --u) {
+    const auto i = static_cast<std::size_t>(u - first_block);
+    TransformerBlock& block = *m.blocks_[static_cast<std::size_t>(u - 1)];
     if (hooks) hooks->before_backward_input(u, mb);
-    d = m.blocks_[static_cast<std::size_t>(u - 1)]->backward_input(d, saved.blocks[static_cast<std::size_t>(u - first_block)]);
+    if (!saved.block_inputs.empty()) {
+      // Full recomputation: the block's forward again (its parameters are in hand: the hook above
+      // gathered them under ZeRO-3), refilling its state; its output is not needed.
+      PhaseScope phase(m.ctx_.mesh.ledger(), "recompute");
+      block.forward(saved.block_inputs[i], saved.blocks[i]);
+      saved.block_inputs[i] = Tensor();
+    }
+    d = block.backward_input(d, saved.blocks[i]);
     if (hooks) hooks->after_backward_input(u, mb);
   }
   if (has_embedding()) {

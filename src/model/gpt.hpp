@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/block.hpp"
@@ -51,10 +52,22 @@ struct MicroBatch {
   int index = 0;  // 0-based within the step (hooks receive it)
 };
 
+// Activation recomputation (Korthikanti et al. 2022): `full` keeps only each transformer block's
+// input from its forward and runs the block's forward again, under the ledger phase `recompute`,
+// right before its backward-input pass (the re-run fills the block's state exactly as the first
+// did: mdtp's GPT has no dropout and its kernels are deterministic, so the gradients are
+// bit-identical to `none`).  Selective recomputation (the attention core alone) is the same as
+// `none` for mdtp's attention, which is the part that would be recomputed; it is not offered.
+enum class ActivationRecompute { none, full };
+// "none" | "full"; an mdtp::Error naming the value otherwise.
+ActivationRecompute parse_activation_recompute(std::string_view name);
+const char* activation_recompute_name(ActivationRecompute policy);
+
 // What one chunk keeps for one micro-batch.
 struct ChunkSaved {
   EmbeddingSaved embedding;
   std::vector<BlockSaved> blocks;
+  std::vector<Tensor> block_inputs;  // full recomputation: each block's input, until its backward
   LayerNormSaved ln_f;
   LmHeadSaved head;
   int microbatch = -1;
@@ -129,6 +142,10 @@ class GptModel {
   void reduce_gradients();
   void zero_gradients();
 
+  // Recomputation for the passes that follow (the default: none).
+  void set_recompute(ActivationRecompute policy) { recompute_ = policy; }
+  ActivationRecompute recompute() const { return recompute_; }
+
   // Hooks the engines attach (null: none; the model never owns them).
   void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
   UnitHooks* hooks() const { return hooks_; }
@@ -170,6 +187,7 @@ class GptModel {
   std::vector<std::vector<ModelParam>> unit_params_;
   std::vector<ModelParam> params_;
   UnitHooks* hooks_ = nullptr;
+  ActivationRecompute recompute_ = ActivationRecompute::none;
 };
 
 // The unit a parameter of this model belongs to, from its nanoGPT name (transformer.wte.weight and

@@ -18,6 +18,7 @@
 #include "train/nonfinite_check.hpp"
 #include "zero/nonfinite.hpp"
 #include "train/pipeline_report.hpp"
+#include "train/step_comm_config.hpp"
 #include "train/train_setup.hpp"
 
 namespace mdtp {
@@ -26,13 +27,6 @@ namespace {
 Table step_table() {
   Table t;
   t.integer("step").real("loss").real("grad_norm").real("seconds").real("tokens_per_s");
-  return t;
-}
-
-Table ledger_table() {
-  Table t;
-  t.integer("step").text("phase").text("group").text("op").integer("group_size").real("calls").real("logical_bytes")
-      .real("bus_bytes").real("seconds_mean").real("seconds_max");
   return t;
 }
 
@@ -151,6 +145,7 @@ Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
           {"optimizer", tc.optimizer.kind},
           {"lr", tc.optimizer.lr},
           {"grad_clip", tc.optimizer.grad_clip},
+          {"recompute", std::string(activation_recompute_name(tc.recompute))},
           {"zero_stage", std::int64_t{tc.zero.stage}},
           {"zero_bucket_mb", tc.zero.bucket_mb},
           {"zero_offload", std::int64_t{tc.zero.offload ? 1 : 0}},
@@ -176,6 +171,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
       tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
   const int stage = mesh.comm("pp").rank();
   GptModel model(*mode, plan.model, plan.micro_batch, stage_chunks(plan.partition, stage), "dp", kernels.get());
+  model.set_recompute(tc.recompute);
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
   // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
@@ -189,6 +185,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   state.data_position %= plan.data.rows;
 
   Table steps = step_table(), ledger_rows = ledger_table();
+  // ---- The whole-step communication plan beside the ledger (train/step_comm_config.hpp).
+  const auto comm_model = step_comm_model(tc, plan);
+  // ---- end
   PipelineReport report(plan.schedule, mesh, world);
   const int replica = mesh.comm("dp").rank(), m = plan.schedule.micro_batches;
   const double tokens = static_cast<double>(tc.batch * plan.model.block_size);
@@ -244,13 +243,16 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     r.tokens_per_second = tokens / r.seconds;
     result.steps.push_back(r);
     steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second);
-    for (const LedgerStat& stat : reduce_ledger_stats(ledger, world, mesh.wait_policy()))
-      ledger_rows.row()(r.step)(stat.key.phase)(stat.key.group)(collective_name(stat.key.op))(stat.group_size)(
-          stat.calls.max)(stat.logical_bytes.max)(stat.bus_bytes.max)(stat.seconds.mean)(stat.seconds.max);
+    // ---- The ledger with the model beside it (train/step_comm_config.hpp).
+    const std::vector<LedgerStat> stats = reduce_ledger_stats(ledger, world, mesh.wait_policy());
+    add_ledger_rows(ledger_rows, r.step, stats, comm_model);
+    result.ledger = ledger.summary();
+    // ---- end
     report.add_step(r.step, run);
     if (progress)
       *progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step, r.loss,
                                r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
+                << (s == 0 ? ledger_summary(stats, comm_model) + "\n" : std::string())  // the model beside the ledger
                 << std::flush;
     // ---- faults: a non-finite gradient norm (global) with a finite loss: the update is applied
     // already, so training stops even with --skip-nonfinite; then a stop signal, agreed by all.
@@ -274,6 +276,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     const auto category = static_cast<MemCategory>(c);
     result.memory_held.emplace_back(category, tracker.current(category));
     result.memory_model.emplace_back(category, modelled(held, category));
+    result.memory_peak.emplace_back(category, tracker.peak(category));
   }
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -50,6 +51,7 @@ struct TrainConfig {
   OptimizerConfig optimizer{};
   // ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
   ZeroConfig zero{};
+  ActivationRecompute recompute = ActivationRecompute::none;
   DType dtype = DType::f32;
   std::uint64_t seed = 1234;
   std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
@@ -81,10 +83,15 @@ struct TrainResult {
   std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step
+  // This rank's ledger totals per (phase, group, op) of the last step (tests hold them equal to
+  // the whole-step plan, cost/gpt_step_comm.hpp).
+  std::map<LedgerKey, LedgerTotals> ledger;
   // Bytes this rank holds per category after the last step (MemoryTracker::current), and what
   // the ZeRO engine's bucket plan says it holds (parameters, gradients, optimizer state, master
   // weights; -1 for the categories the plan does not cover).
   std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
+  // The peak bytes per category over the run (MemoryTracker::peak).
+  std::vector<std::pair<MemCategory, std::int64_t>> memory_peak;
   // Faults (docs/failures.md): the signal that stopped the run after a step (0: none; results and
   // checkpoint are written all the same), and the steps skipped for a non-finite loss.
   int stop_signal = 0;

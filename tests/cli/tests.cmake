@@ -33,7 +33,7 @@ mdtp_cli_help(cost --mode --world --tp --tp-depth --pp --layer --batch --seq --h
               --param-bytes --grad-bytes --pipeline --microbatches --chunks --json --heads --vocab --global-batch
               --micro-batch --tp-mode --gpus --schedule --recompute --cluster --zero-stage --no-dropout)
 mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
-              --warmup --iters --dtype --gemm-size --out --allow-oversubscribed)
+              --warmup --iters --dtype --gemm-size --out --cluster-out --cluster-name --peak-flops --allow-oversubscribed)
 mdtp_cli_help(bench --modes --layer --batch --seq --hidden --ffn --depth --dtype --warmup --reps --calibration --out
               --ranks-per-node --keep-gathered-3d --no-check)
 mdtp_cli_help(experiment --ranks --mpiexec --out --report --calibrate-ranks --calibrate-max-bytes --modes --layer

@@ -1,0 +1,466 @@
+// plan_step_comm: the calls of one GPT training step on a rank of one pipeline stage, written from
+// the algorithms of src/model (embedding.hpp, lm_head.hpp, block and attention through plan_step),
+// src/pipeline (boundary.hpp, executor.hpp), src/tp/parameter.hpp (reduce_gradients,
+// global_grad_norm), src/zero (gradient_reducer, shard_optimizer, parameter_gatherer) and the
+// trainer's loss — each a pure function of the configuration and the plans of src/plan.
+#include "cost/gpt_step_comm.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "cost/geometry.hpp"
+
+namespace mdtp::cost {
+
+namespace {
+
+// How the GPT pieces that are not Linears are split (model/model_split.hpp): the groups spanning
+// the residual's rows R, its column split C and the vocabulary split S ("" for none), and the
+// group over which the residual stream is replicated (what the pipeline boundary slices).
+struct SplitGroups {
+  std::string rows, cols, vocab, replicated;
+};
+
+SplitGroups split_groups(TpMode mode) {
+  switch (mode) {
+    case TpMode::none: return {"", "", "", ""};
+    case TpMode::d1: return {"", "", "tp", "tp"};
+    case TpMode::d1_sp: return {"tp", "", "tp", ""};
+    case TpMode::d2: return {"tp.col", "tp.row", "tp.col", ""};
+    case TpMode::d2p5: return {"tp.col-dep", "tp.row", "tp.col-dep", ""};
+    case TpMode::d3: return {"tp.input-weight", "tp.output", "tp.input-weight", ""};
+  }
+  return {};
+}
+
+const char* const kWte = "transformer.wte.weight";
+
+// Everything the plan reads off the configuration once.
+class StepShapes {
+ public:
+  explicit StepShapes(const StepCommConfig& c)
+      : config_(c), topology_(checked(c)), split_(split_groups(c.mesh.tp_mode)),
+        attention_(workload("attention")), mlp_(workload("mlp")), layernorm_(workload("layernorm")) {
+    rows_ = c.micro_batch * c.model.seq;
+    const Extent r = layernorm_.layernorms().front().x;
+    residual_rows_ = r.rows;
+    residual_cols_ = r.cols;
+    const std::int64_t S = size(split_.vocab);
+    vocab_local_ = (c.model.vocab + S - 1) / S;
+    hidden_local_ = c.model.hidden / size(split_.cols);
+    slices_ = size(split_.replicated);
+    require(residual_rows_ % slices_ == 0, "pipeline boundary: the ", residual_rows_,
+            " rows of a micro-batch's residual stream must divide over the ", slices_, " ranks of ",
+            split_.replicated, " that send a slice each");
+  }
+
+  const StepCommConfig& config() const { return config_; }
+  const Topology& topology() const { return topology_; }
+  const SplitGroups& split() const { return split_; }
+  int size(const std::string& group) const {
+    return group.empty() ? 1 : static_cast<int>(topology_.groups(group).front().size());
+  }
+  bool many(const std::string& group) const { return size(group) > 1; }
+  int dp() const { return topology_.dp(); }
+  DType dtype() const { return config_.dtype; }
+  std::int64_t rows() const { return rows_; }  // b·T: a replica's micro-batch rows
+  std::int64_t hidden_local() const { return hidden_local_; }  // H/|C|
+  std::int64_t vocab_local() const { return vocab_local_; }    // padded V/|S|
+  std::int64_t residual_elements() const { return residual_rows_ * residual_cols_; }
+  std::int64_t wire_elements() const { return residual_rows_ / slices_ * residual_cols_; }
+  int slices() const { return slices_; }
+  const Geometry& attention() const { return attention_; }
+  const Geometry& mlp() const { return mlp_; }
+  const Geometry& layernorm() const { return layernorm_; }
+
+ private:
+  static const MeshConfig& checked(const StepCommConfig& c) {
+    const GptShape& m = c.model;
+    require(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
+            "the GPT needs layers, hidden, heads, seq and vocab > 0; got layers=", m.layers, " hidden=", m.hidden,
+            " heads=", m.heads, " seq=", m.seq, " vocab=", m.vocab);
+    require(c.micro_batch > 0, "the micro-batch must be positive; got ", c.micro_batch);
+    require(c.micro_batches >= 1, "a step has at least one micro-batch; got ", c.micro_batches);
+    require(c.zero_stage >= 0 && c.zero_stage <= 3, "the ZeRO stage must be 0, 1, 2 or 3; got ", c.zero_stage);
+    return c.mesh;
+  }
+  Workload workload(const char* layer) const {
+    Workload w;
+    w.mode = config_.mesh.tp_mode;
+    w.mesh = config_.mesh;
+    w.layer = layer;
+    w.rows = config_.micro_batch * config_.model.seq;
+    w.hidden = config_.model.hidden;
+    w.ffn_hidden = config_.model.ffn();
+    w.dtype = config_.dtype;
+    w.options = config_.options;
+    return w;
+  }
+
+  StepCommConfig config_;
+  Topology topology_;
+  SplitGroups split_;
+  Geometry attention_, mlp_, layernorm_;
+  std::int64_t rows_ = 0, residual_rows_ = 0, residual_cols_ = 0, vocab_local_ = 0, hidden_local_ = 0;
+  int slices_ = 1;
+};
+
+// Collects counted calls, skipping groups of one rank where the code skips them.
+class CallList {
+ public:
+  CallList(const StepShapes& s, std::vector<CountedCall>& out) : s_(s), out_(out) {}
+  void add(const char* part, const char* phase, const std::string& group, CollectiveOp op, std::int64_t elements,
+           DType dtype, std::int64_t count) {
+    push(part, PlannedCall{phase, group, op, s_.size(group), elements, dtype}, count);
+  }
+  // Only where the group has more than one rank.
+  void add_if_many(const char* part, const char* phase, const std::string& group, CollectiveOp op,
+                   std::int64_t elements, DType dtype, std::int64_t count) {
+    if (s_.many(group)) add(part, phase, group, op, elements, dtype, count);
+  }
+  // The forward and backward calls of a layer plan (its grad-sync is the step's, not per pass).
+  void add_layer(const char* part, const Geometry& layer, std::int64_t count) {
+    for (const PlannedCall& c : plan_step(layer.workload()))
+      if (c.phase != "grad-sync") push(part, c, count);
+  }
+  // A layer's forward calls once more, as the recomputation before backward issues them.
+  void add_layer_recomputed(const char* part, const Geometry& layer, std::int64_t count) {
+    for (PlannedCall c : plan_step(layer.workload()))
+      if (c.phase == "forward") {
+        c.phase = "recompute";
+        push(part, c, count);
+      }
+  }
+
+ private:
+  // Identical calls of one part are one line with their counts added.
+  void push(const char* part, const PlannedCall& call, std::int64_t count) {
+    if (count <= 0) return;
+    for (CountedCall& c : out_)
+      if (c.part == part && c.call.phase == call.phase && c.call.group == call.group && c.call.op == call.op &&
+          c.call.elements == call.elements && c.call.dtype == call.dtype) {
+        c.count += count;
+        return;
+      }
+    out_.push_back(CountedCall{part, call, count});
+  }
+
+  const StepShapes& s_;
+  std::vector<CountedCall>& out_;
+};
+
+// The vocabulary-parallel embedding of one micro-batch (model/embedding.cpp): forward reduces the
+// looked-up partial rows over the rows' span (or all-reduces them over S when rows are not split);
+// its weight pass all-gathers dX over the rows' span.
+void embedding_calls(const StepShapes& s, CallList& list, std::int64_t count) {
+  const SplitGroups& g = s.split();
+  const std::int64_t partial = s.rows() * s.hidden_local();
+  if (!s.many(g.vocab)) return;
+  if (s.many(g.rows)) {
+    list.add("embedding", "forward", g.rows, CollectiveOp::reduce_scatter, partial, s.dtype(), count);
+    list.add("embedding", "backward", g.rows, CollectiveOp::all_gather, partial, s.dtype(), count);
+  } else {
+    list.add("embedding", "forward", g.vocab, CollectiveOp::all_reduce, partial, s.dtype(), count);
+  }
+}
+
+// ln_f, the tied head and the cross-entropy of one micro-batch (model/lm_head.cpp).
+void head_calls(const StepShapes& s, CallList& list, std::int64_t count) {
+  const SplitGroups& g = s.split();
+  list.add_layer("head", s.layernorm(), count);
+  const std::int64_t gathered = s.rows() * s.hidden_local(), logits = s.rows() * s.vocab_local();
+  const std::int64_t logit_rows = s.rows() / s.size(g.cols);
+  list.add_if_many("head", "forward", g.rows, CollectiveOp::all_gather, gathered, s.dtype(), count);
+  list.add_if_many("head", "forward", g.cols, CollectiveOp::reduce_scatter, logits, s.dtype(), count);
+  list.add_if_many("head", "forward", g.vocab, CollectiveOp::all_reduce, logit_rows, DType::f64, count);      // row max
+  list.add_if_many("head", "forward", g.vocab, CollectiveOp::all_reduce, logit_rows * 2, DType::f64, count);  // Σexp, target
+  list.add_if_many("head", "backward", g.cols, CollectiveOp::all_gather, logits, s.dtype(), count);
+  if (s.many(g.vocab)) {
+    if (s.many(g.rows)) list.add("head", "backward", g.rows, CollectiveOp::reduce_scatter, gathered, s.dtype(), count);
+    else list.add("head", "backward", g.vocab, CollectiveOp::all_reduce, gathered, s.dtype(), count);
+  }
+}
+
+// The parameters of one unit, in the model's order.
+void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string name, std::int64_t numel,
+               const std::vector<std::string>& partial, bool decays, int unit) {
+  BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit};
+  for (const std::string& g : partial)
+    if (!g.empty() && s.many(g)) in.partial_groups.push_back(g);
+  out.push_back(std::move(in));
+}
+
+void add_word_embedding(std::vector<BucketInput>& out, const StepShapes& s, int unit) {
+  add_param(out, s, kWte, s.vocab_local() * s.hidden_local(), {"embedding"}, true, unit);
+}
+
+void add_layernorm(std::vector<BucketInput>& out, const StepShapes& s, const std::string& prefix, int unit) {
+  const LayerNormShape& ln = s.layernorm().layernorms().front();
+  add_param(out, s, prefix + ".weight", ln.params[0].elements, ln.params[0].partial_grad_over, false, unit);
+  add_param(out, s, prefix + ".bias", ln.params[1].elements, ln.params[1].partial_grad_over, false, unit);
+}
+
+void add_linears(std::vector<BucketInput>& out, const StepShapes& s, const Geometry& layer,
+                 const std::vector<std::string>& names, int unit) {
+  const auto& linears = layer.linears();
+  for (std::size_t i = 0; i < linears.size(); ++i) {
+    const ParamShard& w = linears[i].params[0];
+    const ParamShard& b = linears[i].params[1];
+    add_param(out, s, names[i] + ".weight", w.elements, w.partial_grad_over, true, unit);
+    add_param(out, s, names[i] + ".bias", b.elements, b.partial_grad_over, false, unit);
+  }
+}
+
+std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition& partition, int stage) {
+  const int L = partition.n_layer(), head = L + 1;
+  const std::vector<UnitSpan> spans = partition.stage_units(stage);
+  auto holds = [&](int u) {
+    return std::any_of(spans.begin(), spans.end(), [&](const UnitSpan& r) { return r.first <= u && u <= r.last; });
+  };
+  std::vector<BucketInput> out;
+  if (holds(0)) {
+    add_word_embedding(out, s, 0);
+    add_param(out, s, "transformer.wpe.weight", s.config().model.seq * s.hidden_local(), {s.split().rows}, true, 0);
+  }
+  for (int i = 0; i < L; ++i) {
+    if (!holds(i + 1)) continue;
+    const std::string prefix = fmt::format("transformer.h.{}", i);
+    add_layernorm(out, s, prefix + ".ln_1", i + 1);
+    add_linears(out, s, s.attention(), {prefix + ".attn.c_attn", prefix + ".attn.c_proj"}, i + 1);
+    add_layernorm(out, s, prefix + ".ln_2", i + 1);
+    add_linears(out, s, s.mlp(), {prefix + ".mlp.c_fc", prefix + ".mlp.c_proj"}, i + 1);
+  }
+  if (holds(head)) {
+    if (!holds(0)) add_word_embedding(out, s, head);
+    add_layernorm(out, s, "transformer.ln_f", head);
+  }
+  return out;
+}
+
+BucketPlan bucket_plan_of(const StepShapes& s, const std::vector<BucketInput>& params) {
+  BucketOptions options;
+  options.dp = s.dp();
+  options.cap_bytes = bucket_cap_bytes(s.config().bucket_mb);
+  require(s.config().align_bytes > 0, "the ZeRO alignment must be positive; got align_bytes=", s.config().align_bytes);
+  options.align_bytes = s.config().align_bytes;
+  options.unit_aligned = s.config().zero_stage == 3;
+  return plan_buckets(params, options);
+}
+
+// ZeRO-3's gathers, replayed: the engine's hooks around every unit pass of the stage's action list
+// (zero/zero_engine.cpp, zero/parameter_gatherer.cpp).  Returns the all-gathers issued per bucket.
+std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartition& partition, const Schedule& schedule,
+                                         int stage, const std::vector<BucketInput>& params, const BucketPlan& plan) {
+  const int units = partition.n_layer() + 2, head = units - 1;
+  const std::vector<UnitSpan> spans = partition.stage_units(stage);
+  const bool tied = !spans.empty() && spans.front().first == 0 && spans.back().last == head;
+  std::vector<std::vector<std::size_t>> forward(static_cast<std::size_t>(units));
+  auto add_unique = [](std::vector<std::size_t>& list, std::size_t b) {
+    if (std::find(list.begin(), list.end(), b) == list.end()) list.push_back(b);
+  };
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    add_unique(forward[static_cast<std::size_t>(params[i].unit)], plan.place[i].bucket);
+    if (tied && params[i].unit == 0 && params[i].name == kWte)
+      add_unique(forward[static_cast<std::size_t>(head)], plan.place[i].bucket);
+  }
+  std::vector<std::vector<std::size_t>> backward = forward;
+  backward[0].clear();  // the embedding's backward-input pass reads no weight
+  auto reads = [&](int u, int direction) -> const std::vector<std::size_t>& {
+    return (direction > 0 ? forward : backward)[static_cast<std::size_t>(u)];
+  };
+  auto next_unit = [&](int u, int direction) {
+    for (const UnitSpan& r : spans)
+      if (r.first <= u && u <= r.last) return u + direction >= r.first && u + direction <= r.last ? u + direction : -1;
+    return -1;
+  };
+
+  const std::size_t n = plan.buckets.size();
+  std::vector<bool> materialised(n, false), pending(n, false), prefetched(n, false);
+  std::vector<int> users(n, 0);
+  std::vector<std::int64_t> gathers(n, 0);
+  const bool keep = s.config().keep_parameters;
+  auto start = [&](std::size_t b) {
+    if (materialised[b] || pending[b]) return;
+    pending[b] = true;
+    ++gathers[b];
+  };
+  auto acquire = [&](const std::vector<std::size_t>& list) {
+    for (std::size_t b : list) start(b);
+    for (std::size_t b : list) {
+      if (!materialised[b]) {
+        start(b);
+        pending[b] = false;
+        materialised[b] = true;
+      }
+      ++users[b];
+      prefetched[b] = false;
+    }
+  };
+  auto release = [&](const std::vector<std::size_t>& list) {
+    for (std::size_t b : list) {
+      if (users[b] > 0) --users[b];
+      if (!keep && users[b] == 0 && !prefetched[b]) materialised[b] = false;
+    }
+  };
+  auto pass = [&](int u, int direction) {
+    acquire(reads(u, direction));
+    const int next = next_unit(u, direction);
+    if (next >= 0)
+      for (std::size_t b : reads(next, direction)) {
+        prefetched[b] = true;
+        start(b);
+      }
+    release(reads(u, direction));
+  };
+  for (const Action& a : schedule.actions.at(static_cast<std::size_t>(stage))) {
+    const UnitSpan& r = spans.at(static_cast<std::size_t>(a.chunk));
+    if (a.op == PassKind::F)
+      for (int u = r.first; u <= r.last; ++u) pass(u, +1);
+    if (a.op == PassKind::B || a.op == PassKind::BW)
+      for (int u = r.last; u >= r.first; --u) pass(u, -1);
+  }
+  return gathers;  // release_all then frees everything: the next step starts alike
+}
+
+}  // namespace
+
+std::map<LedgerKey, LedgerTotals> StepCommPlan::totals() const {
+  std::map<LedgerKey, LedgerTotals> out;
+  for (const CountedCall& c : calls) {
+    const LedgerEntry e = to_ledger_entry(c.call);
+    LedgerTotals& t = out[LedgerKey{e.phase, e.group, e.op}];
+    t.calls += c.count;
+    t.logical_bytes += e.logical_bytes * c.count;
+    t.bus_bytes += e.bus_bytes * static_cast<double>(c.count);
+    t.group_size = e.group_size;
+  }
+  return out;
+}
+
+std::int64_t StepCommPlan::logical_bytes() const {
+  std::int64_t total = 0;
+  for (const auto& [key, t] : totals()) total += t.logical_bytes;
+  return total;
+}
+
+StagePartition stage_partition(const StepCommConfig& c) {
+  return StagePartition(static_cast<int>(c.model.layers), c.mesh.pp, c.chunks, c.pp_layers);
+}
+
+Schedule step_schedule(const StepCommConfig& c) {
+  return make_schedule(c.schedule, c.mesh.pp, c.micro_batches, c.chunks, c.group_size);
+}
+
+std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stage) {
+  const StepShapes s(config);
+  const StagePartition partition = stage_partition(config);
+  require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
+  return parameters_of(s, partition, stage);
+}
+
+BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage) {
+  const StepShapes s(config);
+  return bucket_plan_of(s, stage_parameters(config, stage));
+}
+
+StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
+  const StepShapes s(config);
+  const StagePartition partition = stage_partition(config);
+  const Schedule schedule = step_schedule(config);
+  require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
+  const int L = partition.n_layer(), head = L + 1, V = partition.virtual_stages(), pp = partition.stages();
+  const std::int64_t m = config.micro_batches;
+  const DType dt = s.dtype();
+  StepCommPlan out;
+  out.stage = stage;
+  CallList list(s, out.calls);
+
+  // Forward and backward: every (micro-batch, chunk) runs F, B and W once, whatever the schedule.
+  // Pipeline: per (micro-batch, chunk), a virtual stage after the first receives the activation
+  // and sends the input gradient back; one before the last sends the activation on and receives
+  // the output gradient.  Each receive of a slice is all-gathered over the replication group.
+  std::int64_t blocks = 0, receives = 0, sends = 0;
+  bool embedding = false, has_head = false;
+  for (int c = 0; c < partition.chunks(); ++c) {
+    const UnitSpan r = partition.stage_units(stage).at(static_cast<std::size_t>(c));
+    const int vs = partition.virtual_stage(stage, c);
+    embedding = embedding || r.first == 0;
+    has_head = has_head || r.last == head;
+    blocks += std::max(0, std::min(r.last, L) - std::max(r.first, 1) + 1);
+    if (vs > 0) receives += m, sends += m;
+    if (vs < V - 1) receives += m, sends += m;
+  }
+  list.add_layer("block", s.attention(), m * blocks);
+  list.add_layer("block", s.mlp(), m * blocks);
+  list.add_layer("block", s.layernorm(), 2 * m * blocks);
+  if (config.recompute_full) {
+    list.add_layer_recomputed("block", s.attention(), m * blocks);
+    list.add_layer_recomputed("block", s.mlp(), m * blocks);
+    list.add_layer_recomputed("block", s.layernorm(), 2 * m * blocks);
+  }
+  if (embedding) embedding_calls(s, list, m);
+  if (has_head) head_calls(s, list, m);
+  list.add("boundary", "pipeline", "pp", CollectiveOp::send, s.wire_elements(), dt, sends);
+  list.add("boundary", "pipeline", "pp", CollectiveOp::recv, s.wire_elements(), dt, receives);
+  if (s.slices() > 1)
+    list.add("boundary", "pipeline", s.split().replicated, CollectiveOp::all_gather, s.residual_elements(), dt,
+             receives);
+
+  // Gradient synchronisation.
+  const std::vector<BucketInput> params = parameters_of(s, partition, stage);
+  const BucketPlan plan = bucket_plan_of(s, params);
+  if (config.zero_stage == 0) {
+    for (const BucketInput& p : params) {
+      for (const std::string& g : p.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
+      list.add_if_many("grad-sync", "grad-sync", "dp", CollectiveOp::all_reduce, p.numel, p.dtype, 1);
+    }
+  } else {
+    for (const Bucket& b : plan.buckets) {
+      list.add_if_many("grad-sync", "grad-sync", "dp", CollectiveOp::reduce_scatter, b.padded, b.dtype, 1);
+      for (const std::string& g : b.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
+    }
+  }
+
+  // The loss: summed on the last stage over the logits' row split and the replicas, then broadcast.
+  if (stage == pp - 1) {
+    list.add_if_many("loss", "loss", s.split().cols, CollectiveOp::all_reduce, 1, DType::f64, 1);
+    list.add_if_many("loss", "loss", "dp", CollectiveOp::all_reduce, 1, DType::f64, 1);
+  }
+  list.add_if_many("loss", "loss", "pp", CollectiveOp::broadcast, 1, DType::f64, 1);
+
+  // The optimizer: the norm's sum (over dp first when the gradients are sharded), then at stages
+  // 1–2 every bucket's updated values all-gathered over dp.
+  if (config.zero_stage >= 1) list.add_if_many("optimizer", "optimizer", "dp", CollectiveOp::all_reduce, 1, DType::f64, 1);
+  list.add_if_many("optimizer", "optimizer", "tp-pp", CollectiveOp::all_reduce, 1, DType::f64, 1);
+  if (config.zero_stage == 1 || config.zero_stage == 2)
+    for (const Bucket& b : plan.buckets)
+      list.add_if_many("optimizer", "optimizer", "dp", CollectiveOp::all_gather, b.padded, b.dtype, 1);
+
+  // ZeRO-3's parameter gathers.
+  if (config.zero_stage == 3 && s.many("dp")) {
+    const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
+    for (std::size_t b = 0; b < plan.buckets.size(); ++b)
+      list.add("param-gather", "param-gather", "dp", CollectiveOp::all_gather, plan.buckets[b].padded,
+               plan.buckets[b].dtype, gathers[b]);
+  }
+  return out;
+}
+
+std::string format_step_comm(const StepCommPlan& plan) {
+  std::ostringstream os;
+  os << fmt::format("{:<13} {:<13} {:<16} {:<15} {:>4} {:>12} {:>7} {:>14}\n", "part", "phase", "group", "op", "n",
+                    "elements", "calls", "logical bytes");
+  for (const CountedCall& c : plan.calls) {
+    const LedgerEntry e = to_ledger_entry(c.call);
+    os << fmt::format("{:<13} {:<13} {:<16} {:<15} {:>4} {:>12} {:>7} {:>14}\n", c.part, c.call.phase, c.call.group,
+                      collective_name(c.call.op), c.call.group_size, c.call.elements, c.count,
+                      e.logical_bytes * c.count);
+  }
+  os << fmt::format("total logical bytes {}\n", plan.logical_bytes());
+  return os.str();
+}
+
+}  // namespace mdtp::cost

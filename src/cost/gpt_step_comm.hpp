@@ -1,0 +1,103 @@
+#pragma once
+// The byte-exact communication of one whole GPT training step on one rank, as `mdtp train` runs
+// it (src/train/trainer.cpp): every collective and point-to-point call, per (phase, group, op),
+// derived from the algorithms and the shared pure plans — the stage partition, the pipeline
+// schedule and the ZeRO bucket plan (src/plan) — never from a ledger.  The ledger of a real step
+// equals it on every rank (tests/step_comm); the trainer writes it beside the measurement.
+//
+// What one step issues, per rank of pipeline stage r (docs/performance-model.md, "The whole-step
+// byte plan"):
+//   forward, backward  per micro-batch and per chunk of the stage: each block's attention, MLP
+//                      and two LayerNorms (plan_step of those layers), the embedding on virtual
+//                      stage 0, the final LayerNorm + tied head + cross-entropy on the last one
+//   pipeline           per micro-batch and chunk: the residual shard received and sent forward,
+//                      its gradient received and sent backward (send/recv over `pp`); where the
+//                      residual is replicated over tp (1D), only a 1/tp row slice crosses and the
+//                      receiver all-gathers it over tp in this phase
+//   grad-sync          ZeRO 0: per parameter, its partial-sum groups then dp (reduce_gradients);
+//                      ZeRO 1–3: per bucket of the bucket plan, a reduce-scatter over dp and the
+//                      partial-sum all-reduces of the shard (the tied wte over `embedding`)
+//   loss               the last stage sums its loss over the logits' row split and dp; a
+//                      broadcast over pp gives it to every stage
+//   optimizer          the gradient norm (f64 all-reduce over dp at ZeRO ≥ 1, then tp-pp); ZeRO
+//                      1–2 all-gather every bucket's updated values over dp
+//   param-gather       ZeRO 3: the bucket all-gathers around each unit's forward and
+//                      backward-input passes, replayed from the schedule's action list exactly
+//                      as the engine acquires, prefetches and frees them
+// Ranks of one stage issue the same calls (the TP and DP coordinates change only roots and
+// peers), so a plan is per stage.  Group sizes of one rank are skipped as the code skips them.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "comm/ledger.hpp"
+#include "cost/cost_model.hpp"
+#include "cost/step_config.hpp"
+#include "mesh/topology.hpp"
+#include "plan/bucket_plan.hpp"
+#include "plan/schedule.hpp"
+#include "plan/stage_partition.hpp"
+#include "tp/context.hpp"
+
+namespace mdtp::cost {
+
+// One training step as the trainer runs it.
+struct StepCommConfig {
+  GptShape model;                  // layers, hidden (n_embd), heads, seq (block_size), vocab
+  std::int64_t micro_batch = 1;    // b: sequences per micro-batch per replica
+  MeshConfig mesh;                 // world, tp, tp_mode, tp_depth, pp (dp = world / (tp·pp))
+  TpOptions options{};
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int micro_batches = 1;           // m
+  int chunks = 1;                  // v
+  std::vector<int> pp_layers;      // blocks per virtual stage (empty: even)
+  int group_size = 0;              // interleaved micro-batch group (0: pp)
+  DType dtype = DType::f32;
+  // ZeRO (src/zero): stage 0 is the unsharded optimizer with reduce_gradients.
+  int zero_stage = 0;
+  double bucket_mb = 25.0;
+  std::int64_t align_bytes = 64;
+  bool keep_parameters = false;    // stage 3: gather each bucket once per step
+  // Full activation recomputation: every block's forward again (phase "recompute") before its
+  // backward-input pass.
+  bool recompute_full = false;
+};
+
+// One kind of call and how many times the step issues it on this rank.
+struct CountedCall {
+  std::string part;  // "block", "embedding", "head", "boundary", "loss", "grad-sync", "optimizer", "param-gather"
+  PlannedCall call;
+  std::int64_t count = 0;
+};
+
+struct StepCommPlan {
+  int stage = 0;
+  std::vector<CountedCall> calls;
+  // Totals per (phase, group, op) exactly as CommLedger::summary() totals a rank's ledger.
+  std::map<LedgerKey, LedgerTotals> totals() const;
+  std::int64_t logical_bytes() const;  // over every call
+};
+
+// The stage partition and the schedule of a configuration (the trainer builds the same).
+StagePartition stage_partition(const StepCommConfig& config);
+Schedule step_schedule(const StepCommConfig& config);
+
+// The parameters a stage's model holds, in the order GptModel::parameters() lists them (units
+// ascending; the head's own wte copy first in the head unit when the stage lacks the embedding),
+// with their shard sizes, the partial-sum groups of more than one rank, the weight-decay flag,
+// the dtype and the unit: the ZeRO engine's bucket-plan input, derived from the configuration.
+std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stage);
+// The ZeRO bucket plan of a stage (the engine's options: dp shards, the cap, the alignment,
+// unit-aligned buckets at stage 3).
+BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage);
+
+// Every call of one step on a rank of pipeline stage `stage`.  An mdtp::Error naming the value
+// for a configuration the trainer would refuse on shape grounds (Geometry, the partition, the
+// schedule, the ZeRO options).
+StepCommPlan plan_step_comm(const StepCommConfig& config, int stage);
+
+// The plan as text: one line per counted call (part, phase, group, op, elements × count, bytes).
+std::string format_step_comm(const StepCommPlan& plan);
+
+}  // namespace mdtp::cost
