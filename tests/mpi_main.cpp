@@ -10,7 +10,10 @@
 #include <sstream>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: the collective watchdog's thread may call MPI_Abort while a test is
+  // blocked in MPI_Wait (comm/collective_watchdog.hpp).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -72,7 +72,10 @@ int run(const Command& command, const std::string& command_line) {
       return kUsageError;
     }
   }
-  MPI_Init(nullptr, nullptr);
+  // MPI_THREAD_MULTIPLE: the collective watchdog's thread may call MPI_Abort while this thread
+  // is blocked in MPI_Wait (comm/collective_watchdog.hpp).
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
   int status = 0;
   try {
     status = command.run(command_line);
@@ -94,6 +97,8 @@ int main(int argc, char** argv) {
   root.get_formatter()->column_width(36);
   root.footer("Run `mdtp <command> --help` for a command's options.  Commands marked (MPI) run under mpiexec.");
   const std::vector<Command> commands = mdtp::cli::add_commands(root);
+  for (const auto& command : commands)
+    if (command.needs_mpi) mdtp::cli::add_collective_timeout(*command.app);
 
   if (argc < 2) {
     std::cerr << root.help();

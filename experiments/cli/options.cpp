@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
+#include "comm/collective_watchdog.hpp"
 #include "mdtp/build_info.hpp"
 
 namespace mdtp::cli {
@@ -80,6 +83,24 @@ CLI::Option* add_tp_mode(CLI::App& app, const std::string& name, TpMode& target,
 
 CLI::Option* add_dtype(CLI::App& app, const std::string& name, DType& target, const std::string& help) {
   return add_parsed(app, name, target, parse_dtype, dtype_name(target), help)->type_name("DTYPE");
+}
+
+CLI::Option* add_collective_timeout(CLI::App& app) {
+  CLI::Option* option = app.add_option_function<std::string>(
+      "--collective-timeout",
+      [](const std::string& text) {
+        try {
+          parse_collective_timeout(text);
+        } catch (const Error& e) {
+          throw CLI::ValidationError("--collective-timeout", e.what());
+        }
+        setenv("MDTP_COLLECTIVE_TIMEOUT", text.c_str(), 1);
+      },
+      fmt::format("Seconds any rank waits for a collective before it names the wait and aborts the job; 0: no "
+                  "limit (default $MDTP_COLLECTIVE_TIMEOUT, else {:g})",
+                  kDefaultCollectiveTimeout));
+  option->type_name("SECONDS");
+  return option;
 }
 
 std::string version_line() {

@@ -160,6 +160,12 @@ CLI::Option* add_parsed_list(CLI::App& app, const std::string& name, std::vector
 CLI::Option* add_tp_mode(CLI::App& app, const std::string& name, TpMode& target, const std::string& help);
 CLI::Option* add_dtype(CLI::App& app, const std::string& name, DType& target, const std::string& help);
 
+// --collective-timeout SECONDS on a command that runs collectives: the deadline of every blocking
+// wait (comm/collective_watchdog.hpp).  The value is checked while parsing and handed to the
+// communication layer as MDTP_COLLECTIVE_TIMEOUT (set before MPI starts; ranks started by
+// `mdtp experiment` inherit it), so the option and the variable are one setting.
+CLI::Option* add_collective_timeout(CLI::App& app);
+
 // `mdtp --version`: the version, the git commit and the build it comes from.
 std::string version_line();
 

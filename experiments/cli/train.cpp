@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "plan/schedule.hpp"
+#include "run/stop_request.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -63,8 +64,14 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
     std::cout << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
     if (!c.out.empty()) std::cout << "results: " << c.out << "\n";
+    // faults (docs/failures.md): a run stopped by a signal says so and exits kStoppedExit.
+    if (r.skipped_nonfinite > 0) std::cout << "skipped " << r.skipped_nonfinite << " steps with a non-finite loss\n";
+    if (r.stop_signal != 0)
+      std::cout << "mdtp train: stopped by " << run::signal_name(r.stop_signal) << " after step " << r.state.step
+                << (c.save.empty() ? "" : "; checkpoint written") << (c.out.empty() ? "" : "; results written")
+                << "\n" << std::flush;
   }
-  return 0;
+  return r.stop_signal != 0 ? run::kStoppedExit : 0;
 }
 
 // The model's shape; 0 (not given) takes it from the checkpoint, the data or kDefaultModel.
@@ -127,6 +134,9 @@ Command add_train(CLI::App& root) {
   add(*app, "--save", c.save, "checkpoint to write after the last step")->type_name("CKPT.h5");
   add(*app, "--dump-grads", c.dump_grads, "write the first step's reduced gradients")->type_name("FILE.h5");
   add(*app, "--out", c.out, "results file to append a /runs/NNNN-train group to")->type_name("FILE.h5");
+  // faults (docs/failures.md)
+  app->add_flag("--skip-nonfinite", c.skip_nonfinite,
+                "skip a step whose loss is NaN/Inf (counted in the results) instead of stopping");
   add(*app, "--device", o->device, "host, or cuda (a build with -DMDTP_CUDA=ON; one GPU per local rank)")
       ->check(one_of({"host", "cuda"}));
   return {app, true, [o](const std::string& command_line) { return run_train(o->config, o->device, command_line); }};

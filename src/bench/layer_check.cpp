@@ -103,7 +103,8 @@ CheckResult check_against_serial(LayerUnderTest& layer, const Tensor& y, const T
   }
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(errors.data(), static_cast<int>(errors.size()), MPI_DOUBLE, 0, world, &request), "MPI_Ibcast");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, mesh.wait_policy());
+  wait_mpi_request(request, MPI_STATUS_IGNORE, mesh.wait_policy(),
+                   WaitLabel{"world", "broadcast (layer check)", static_cast<std::int64_t>(errors.size()), nullptr});
   std::size_t k = 0;
   for (const auto& entry : got) {
     result.errors.push_back({entry.first, errors[k]});

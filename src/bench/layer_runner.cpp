@@ -23,7 +23,7 @@ struct PhaseSample {  // this rank, one step, one phase
 void barrier(MPI_Comm comm, WaitPolicy policy) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"world", "barrier (bench step)", -1, nullptr});
 }
 
 double relative_deviation(double value, double reference) {

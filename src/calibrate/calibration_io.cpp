@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <limits>
 
+#include "io/h5_file.hpp"
+
 namespace mdtp::calibrate {
 namespace {
 
@@ -43,7 +45,21 @@ LinkParameters load_calibration(const std::string& spec) {
     run = spec.substr(colon + 1);
   }
   require(std::filesystem::exists(path), "--calibration: no such file '", path, "'");
+  {
+    // Named before reading: a file that is not HDF5, a run or a table it lacks.
+    const H5File file = H5File::open_read(path, "--calibration");
+    if (!run.empty())
+      require(file.has(run.substr(1)), "--calibration: '", path, "' has no run '", run,
+              "' (omit :/runs/... for its latest calibrate run)");
+  }
   if (run.empty()) run = latest_calibration_run(path);
+  {
+    const H5File file = H5File::open_read(path, "--calibration");
+    for (const char* table : {"link_params", "collective_fits", "gemm_rates"})
+      require(file.has(run.substr(1) + "/" + table), "--calibration: run '", run, "' of '", path,
+              "' has no table '", table, "'; expected link_params, collective_fits and gemm_rates as `mdtp "
+              "calibrate` writes them");
+  }
   LinkParameters p;
   p.model.calibration = read_calibration(path, run);
   p.calibrated = true;

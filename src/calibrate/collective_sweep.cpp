@@ -95,7 +95,7 @@ class CollectiveCase {
 void barrier(MPI_Comm comm, WaitPolicy policy) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"calibration", "barrier", -1, nullptr});
 }
 
 // Element counts of the sweep for a group of n: each size rounded up to a multiple of n (the

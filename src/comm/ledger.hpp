@@ -73,6 +73,10 @@ class CommLedger {
 
   const std::string& phase() const { return phase_; }
   void set_phase(std::string phase) { phase_ = std::move(phase); }
+  // The training step under way, -1 when none (set by the trainer): not recorded in entries,
+  // only named by the collective watchdog when a wait outlives its deadline.
+  std::int64_t step() const { return step_; }
+  void set_step(std::int64_t step) { step_ = step; }
 
   // Totals per (phase, group, op) over this rank's entries.
   std::map<LedgerKey, LedgerTotals> summary() const;
@@ -80,6 +84,7 @@ class CommLedger {
  private:
   std::vector<LedgerEntry> entries_;
   std::string phase_;
+  std::int64_t step_ = -1;
   bool enabled_ = true;
 };
 

@@ -38,7 +38,8 @@ void all_reduce_doubles(std::vector<double>& values, MPI_Op op, MPI_Comm comm, W
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, op,
                            comm, &request),
             "MPI_Iallreduce");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
+                   WaitLabel{"ledger statistics", "all_reduce", static_cast<std::int64_t>(values.size()), nullptr});
 }
 
 // Every rank's keys, so that all ranks reduce the same rows in the same order.
@@ -50,7 +51,7 @@ std::set<LedgerKey> union_of_keys(const std::map<LedgerKey, LedgerTotals>& total
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm, &request),
             "MPI_Iallgather");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"ledger statistics", "all_gather", size, nullptr});
 
   std::vector<int> offsets(static_cast<std::size_t>(size), 0);
   for (std::size_t r = 1; r < offsets.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
@@ -58,7 +59,8 @@ std::set<LedgerKey> union_of_keys(const std::map<LedgerKey, LedgerTotals>& total
   check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                             MPI_CHAR, comm, &request),
             "MPI_Iallgatherv");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
+                   WaitLabel{"ledger statistics", "all_gatherv", static_cast<std::int64_t>(all.size()), nullptr});
 
   std::set<LedgerKey> keys;
   for (std::size_t r = 0; r < offsets.size(); ++r)

@@ -40,27 +40,34 @@ int mpi_count(std::int64_t elements) { return static_cast<int>(elements); }
 
 // One MPI request in flight.  It keeps the tensors it reads or writes alive until completion, so
 // a caller dropping its own reference early cannot free memory MPI still uses.
+// It also carries what names it when its wait outlives the collective deadline: the group, the
+// op, the element count the ledger records, and the ledger (phase and step at that moment).
 class MpiPendingOp final : public PendingOp {
  public:
-  MpiPendingOp(WaitPolicy policy, std::vector<Tensor> buffers)
-      : policy_(policy), buffers_(std::move(buffers)) {}
+  MpiPendingOp(WaitPolicy policy, std::vector<Tensor> buffers, std::string group, CollectiveOp op,
+               std::int64_t elements, const CommLedger* ledger)
+      : policy_(policy),
+        buffers_(std::move(buffers)),
+        group_(std::move(group)),
+        op_(op),
+        elements_(elements),
+        ledger_(ledger) {}
   ~MpiPendingOp() override {
     // A started collective cannot be cancelled; it must complete before its buffers go away.
-    if (request_ != MPI_REQUEST_NULL) wait_mpi_request(request_, MPI_STATUS_IGNORE, policy_);
+    if (request_ != MPI_REQUEST_NULL) wait_mpi_request(request_, MPI_STATUS_IGNORE, policy_, label());
   }
   MPI_Request* request() { return &request_; }
   // For a receive: after completion, the element count must be exactly `elements`.
-  void expect_received(std::int64_t elements, MPI_Datatype type, int peer, std::string group) {
+  void expect_received(std::int64_t elements, MPI_Datatype type, int peer) {
     expected_ = elements;
     type_ = type;
     peer_ = peer;
-    group_ = std::move(group);
   }
 
   void wait() override {
     if (complete_) return;
     MPI_Status status;
-    wait_mpi_request(request_, &status, policy_);
+    wait_mpi_request(request_, &status, policy_, label());
     on_complete(status);
   }
 
@@ -84,14 +91,19 @@ class MpiPendingOp final : public PendingOp {
             expected_, " elements but the message held ", received);
   }
 
+  WaitLabel label() const { return WaitLabel{group_, collective_name(op_), elements_, ledger_}; }
+
   WaitPolicy policy_;
   std::vector<Tensor> buffers_;
+  std::string group_;
+  CollectiveOp op_;
+  std::int64_t elements_;
+  const CommLedger* ledger_;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool complete_ = false;
   std::int64_t expected_ = -1;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   int peer_ = -1;
-  std::string group_;
 };
 
 int comm_rank(MPI_Comm comm) {
@@ -154,7 +166,7 @@ class MpiCommunicator final : public Communicator {
  protected:
   std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override {
     void* data = mpi_buffer(buffer);
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    auto pending = pending_op(CollectiveOp::all_reduce, buffer.numel(), {buffer});
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
                              mpi_datatype(buffer.dtype()), mpi_op(op), comm_, pending->request()),
               "MPI_Iallreduce");
@@ -169,7 +181,7 @@ class MpiCommunicator final : public Communicator {
       in = MPI_IN_PLACE;
     const int count = mpi_count(shard.numel());
     const MPI_Datatype type = mpi_datatype(shard.dtype());
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{shard, gathered});
+    auto pending = pending_op(CollectiveOp::all_gather, gathered.numel(), {shard, gathered});
     check_mpi(MPI_Iallgather(in, count, type, out, count, type, comm_, pending->request()),
               "MPI_Iallgather");
     return pending;
@@ -179,7 +191,7 @@ class MpiCommunicator final : public Communicator {
     const void* in = mpi_buffer(full);
     void* out = mpi_buffer(shard);
     const int count = mpi_count(shard.numel());
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{full, shard});
+    auto pending = pending_op(CollectiveOp::reduce_scatter, full.numel(), {full, shard});
     check_mpi(MPI_Ireduce_scatter_block(in, out, count, mpi_datatype(full.dtype()), mpi_op(op), comm_,
                                         pending->request()),
               "MPI_Ireduce_scatter_block");
@@ -188,7 +200,7 @@ class MpiCommunicator final : public Communicator {
 
   std::unique_ptr<PendingOp> start_broadcast(Tensor& buffer, int root) override {
     void* data = mpi_buffer(buffer);
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    auto pending = pending_op(CollectiveOp::broadcast, buffer.numel(), {buffer});
     check_mpi(MPI_Ibcast(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()),
                          root, comm_, pending->request()),
               "MPI_Ibcast");
@@ -204,7 +216,7 @@ class MpiCommunicator final : public Communicator {
       if (send == receive && in.bytes() > 0) send = MPI_IN_PLACE;
       buffers.push_back(out);
     }
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::move(buffers));
+    auto pending = pending_op(CollectiveOp::reduce, in.numel(), std::move(buffers));
     check_mpi(MPI_Ireduce(send, receive, mpi_count(in.numel()), mpi_datatype(in.dtype()),
                           mpi_op(op), root, comm_, pending->request()),
               "MPI_Ireduce");
@@ -214,7 +226,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_send(const Tensor& buffer, int peer, int tag) override {
     require_tag(tag, "send");
     const void* data = mpi_buffer(buffer);
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
+    auto pending = pending_op(CollectiveOp::send, buffer.numel(), {buffer});
     check_mpi(MPI_Isend(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()), peer,
                         tag, comm_, pending->request()),
               "MPI_Isend");
@@ -226,19 +238,23 @@ class MpiCommunicator final : public Communicator {
     void* data = mpi_buffer(buffer);
     const int count = mpi_count(buffer.numel());
     const MPI_Datatype type = mpi_datatype(buffer.dtype());
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{buffer});
-    pending->expect_received(count, type, peer, name());
+    auto pending = pending_op(CollectiveOp::recv, buffer.numel(), {buffer});
+    pending->expect_received(count, type, peer);
     check_mpi(MPI_Irecv(data, count, type, peer, tag, comm_, pending->request()), "MPI_Irecv");
     return pending;
   }
 
   std::unique_ptr<PendingOp> start_barrier() override {
-    auto pending = std::make_unique<MpiPendingOp>(policy_, std::vector<Tensor>{});
+    auto pending = pending_op(CollectiveOp::barrier, 0, {});
     check_mpi(MPI_Ibarrier(comm_, pending->request()), "MPI_Ibarrier");
     return pending;
   }
 
  private:
+  std::unique_ptr<MpiPendingOp> pending_op(CollectiveOp op, std::int64_t elements, std::vector<Tensor> buffers) const {
+    return std::make_unique<MpiPendingOp>(policy_, std::move(buffers), name(), op, elements, ledger());
+  }
+
   void require_tag(int tag, const char* op) const {
     require(tag <= tag_ub_, op, " on group '", name(), "': tag=", tag, " exceeds this MPI's MPI_TAG_UB of ",
             tag_ub_);

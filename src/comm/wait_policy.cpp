@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -25,17 +26,24 @@ void check_mpi(int rc, const char* call) {
   throw_error(call, " failed with MPI error ", rc, ": ", std::string(message, static_cast<std::size_t>(length)));
 }
 
-void wait_mpi_request(MPI_Request& request, MPI_Status* status, WaitPolicy policy) {
+void wait_mpi_request(MPI_Request& request, MPI_Status* status, WaitPolicy policy, const WaitLabel& label) {
+  CollectiveWatchdog& watchdog = CollectiveWatchdog::process();
   if (policy == WaitPolicy::library) {
+    // Blocked inside MPI_Wait, this thread cannot see the clock: the watchdog's thread does.
+    CollectiveWatchdog::Armed armed(watchdog, label);
     check_mpi(MPI_Wait(&request, status), "MPI_Wait");
     return;
   }
   // Each MPI_Test drives MPI's progress engine once; yielding between tests hands the core to
-  // the ranks this one is waiting for.
+  // the ranks this one is waiting for.  The clock read (a vDSO call) is cheap beside the yield.
+  const auto since = std::chrono::steady_clock::now();
+  const std::chrono::duration<double> timeout(watchdog.timeout());
   for (;;) {
     int done = 0;
     check_mpi(MPI_Test(&request, &done, status), "MPI_Test");
     if (done) return;
+    if (watchdog.enabled() && std::chrono::steady_clock::now() - since > timeout)
+      abort_on_deadline(label, watchdog.timeout());
     sched_yield();
   }
 }
@@ -82,7 +90,8 @@ NodeOccupancy measure_node_occupancy(MPI_Comm world) {
                            static_cast<int>(record), MPI_CHAR, world, &request),
             "MPI_Iallgather");
   // Polite: this runs before the policy is known, possibly on an oversubscribed node.
-  wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite,
+                   WaitLabel{"world", "all_gather (node occupancy)", static_cast<std::int64_t>(all.size()), nullptr});
 
   NodeOccupancy occupancy;
   occupancy.local_ranks = 0;

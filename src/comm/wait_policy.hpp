@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "comm/collective_watchdog.hpp"
+
 namespace mdtp {
 
 enum class WaitPolicy : std::uint8_t { polite, library };
@@ -34,8 +36,10 @@ WaitPolicy resolve_wait_policy(const NodeOccupancy& occupancy);
 // The same decision for an explicit setting (`setting` as MDTP_WAIT would hold it).
 WaitPolicy parse_wait_policy(std::string_view setting, const NodeOccupancy& occupancy);
 
-// Waits for `request` under `policy`; fills `status` (may be MPI_STATUS_IGNORE).
-void wait_mpi_request(MPI_Request& request, MPI_Status* status, WaitPolicy policy);
+// Waits for `request` under `policy`; fills `status` (may be MPI_STATUS_IGNORE).  The wait has
+// the process's deadline (comm/collective_watchdog.hpp); `label` is what it is named by when
+// the deadline passes.
+void wait_mpi_request(MPI_Request& request, MPI_Status* status, WaitPolicy policy, const WaitLabel& label);
 // Throws mdtp::Error naming the MPI call and the library's message unless rc == MPI_SUCCESS
 // (reachable when a communicator's error handler is MPI_ERRORS_RETURN).
 void check_mpi(int rc, const char* call);

@@ -1,8 +1,11 @@
 #include "cuda/nccl_communicator.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <utility>
 
+#include "comm/collective_watchdog.hpp"
 #include "comm/wait_policy.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_of_pointer.hpp"
@@ -77,8 +80,9 @@ struct NcclCommunicator::Queued {
 
 class NcclCommunicator::Pending final : public PendingOp {
  public:
-  Pending(NcclCommunicator* owner, std::shared_ptr<Record> record, std::vector<Tensor> keep_alive)
-      : owner_(owner), record_(std::move(record)), keep_alive_(std::move(keep_alive)) {}
+  Pending(NcclCommunicator* owner, std::shared_ptr<Record> record, std::vector<Tensor> keep_alive, CollectiveOp op,
+          std::int64_t elements)
+      : owner_(owner), record_(std::move(record)), keep_alive_(std::move(keep_alive)), op_(op), elements_(elements) {}
   ~Pending() override {
     // Buffers must not return to the pool while NCCL may still use them.
     if (!done_ && record_->launch) cuda_ok_in_destructor(cudaEventSynchronize(record_->launch->end), "cudaEventSynchronize");
@@ -86,7 +90,7 @@ class NcclCommunicator::Pending final : public PendingOp {
   void wait() override {
     if (done_) return;
     launch_if_queued();
-    MDTP_CUDA_CHECK(cudaEventSynchronize(record_->launch->end));
+    wait_within_deadline();
     finish();
   }
   bool test() override {
@@ -106,6 +110,31 @@ class NcclCommunicator::Pending final : public PendingOp {
     require(record_->launch != nullptr, "NCCL communicator '", owner_->name(),
             "': a send/recv was never launched because an earlier launch of its batch failed");
   }
+  // The collective deadline (comm/collective_watchdog.hpp) on a device wait: the event is polled
+  // instead of synchronised on, and when the deadline passes the NCCL communicator is aborted
+  // (ncclCommAbort: the kernels waiting for a silent peer return and the GPU is released) before
+  // the line is printed and the job aborted.
+  void wait_within_deadline() {
+    CollectiveWatchdog& watchdog = CollectiveWatchdog::process();
+    if (!watchdog.enabled()) {
+      MDTP_CUDA_CHECK(cudaEventSynchronize(record_->launch->end));
+      return;
+    }
+    const auto since = std::chrono::steady_clock::now();
+    const std::chrono::duration<double> timeout(watchdog.timeout());
+    for (;;) {
+      const cudaError_t status = cudaEventQuery(record_->launch->end);
+      if (status == cudaSuccess) return;
+      if (status != cudaErrorNotReady) MDTP_CUDA_CHECK(status);
+      if (std::chrono::steady_clock::now() - since > timeout) {
+        if (owner_->nccl_ != nullptr) ncclCommAbort(owner_->nccl_);
+        owner_->nccl_ = nullptr;  // aborted: its destructor must not destroy it again
+        abort_on_deadline(WaitLabel{owner_->name(), collective_name(op_), elements_, owner_->ledger()},
+                          watchdog.timeout());
+      }
+      std::this_thread::yield();
+    }
+  }
   void finish() {
     float ms = 0.0f;
     MDTP_CUDA_CHECK(cudaEventElapsedTime(&ms, record_->launch->start, record_->launch->end));
@@ -116,6 +145,8 @@ class NcclCommunicator::Pending final : public PendingOp {
   NcclCommunicator* owner_;
   std::shared_ptr<Record> record_;
   std::vector<Tensor> keep_alive_;
+  CollectiveOp op_;
+  std::int64_t elements_;
   bool done_ = false;
   std::optional<double> seconds_;
 };
@@ -209,10 +240,11 @@ std::shared_ptr<NcclCommunicator::Launch> NcclCommunicator::begin_launch() {
 
 void NcclCommunicator::end_launch(const Launch& launch) { MDTP_CUDA_CHECK(cudaEventRecord(launch.end, stream_)); }
 
-std::unique_ptr<PendingOp> NcclCommunicator::launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive) {
+std::unique_ptr<PendingOp> NcclCommunicator::launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive,
+                                                      CollectiveOp op, std::int64_t elements) {
   auto record = std::make_shared<Record>();
   record->launch = std::move(launch);
-  return std::make_unique<Pending>(this, std::move(record), std::move(keep_alive));
+  return std::make_unique<Pending>(this, std::move(record), std::move(keep_alive), op, elements);
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, ReduceOp op) {
@@ -221,7 +253,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_reduce(Tensor& buffer, Re
   MDTP_CUDA_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
                                 nccl_op(op), nccl_, stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {buffer});
+  return launched(std::move(launch), {buffer}, CollectiveOp::all_reduce, buffer.numel());
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shard, Tensor& gathered) {
@@ -230,7 +262,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_all_gather(const Tensor& shar
   MDTP_CUDA_CHECK(ncclAllGather(shard.raw_data(), gathered.raw_data(), count_of(shard), nccl_type(shard.dtype()),
                                 nccl_, stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {shard, gathered});
+  return launched(std::move(launch), {shard, gathered}, CollectiveOp::all_gather, gathered.numel());
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
@@ -239,7 +271,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce_scatter(const Tensor& 
   MDTP_CUDA_CHECK(ncclReduceScatter(full.raw_data(), shard.raw_data(), count_of(shard), nccl_type(full.dtype()),
                                     nccl_op(op), nccl_, stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {full, shard});
+  return launched(std::move(launch), {full, shard}, CollectiveOp::reduce_scatter, full.numel());
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int root) {
@@ -248,7 +280,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_broadcast(Tensor& buffer, int
   MDTP_CUDA_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), count_of(buffer), nccl_type(buffer.dtype()),
                                 root, nccl_, stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {buffer});
+  return launched(std::move(launch), {buffer}, CollectiveOp::broadcast, buffer.numel());
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
@@ -259,7 +291,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_reduce(const Tensor& in, Tens
   MDTP_CUDA_CHECK(ncclReduce(in.raw_data(), recv, count_of(in), nccl_type(in.dtype()), nccl_op(op), root, nccl_,
                              stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {in, out});
+  return launched(std::move(launch), {in, out}, CollectiveOp::reduce, in.numel());
 }
 
 std::unique_ptr<PendingOp> NcclCommunicator::start_send(const Tensor& buffer, int peer, int) {
@@ -273,7 +305,8 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_recv(Tensor& buffer, int peer
 std::unique_ptr<PendingOp> NcclCommunicator::queue(bool is_send, const Tensor& buffer, int peer) {
   auto record = std::make_shared<Record>();
   queued_.push_back(Queued{is_send, buffer, peer, record});
-  return std::make_unique<Pending>(this, std::move(record), std::vector<Tensor>{buffer});
+  return std::make_unique<Pending>(this, std::move(record), std::vector<Tensor>{buffer},
+                                   is_send ? CollectiveOp::send : CollectiveOp::recv, buffer.numel());
 }
 
 void NcclCommunicator::flush_point_to_point() {
@@ -301,7 +334,7 @@ std::unique_ptr<PendingOp> NcclCommunicator::start_barrier() {
   MDTP_CUDA_CHECK(ncclAllReduce(barrier_word_.raw_data(), barrier_word_.raw_data(), 1, ncclFloat32, ncclSum, nccl_,
                                 stream_));
   end_launch(*launch);
-  return launched(std::move(launch), {});
+  return launched(std::move(launch), {}, CollectiveOp::barrier, 0);
 }
 
 std::unique_ptr<Communicator> make_nccl_communicator(std::string name, MPI_Comm group_comm, CommLedger* ledger,

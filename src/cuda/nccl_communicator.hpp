@@ -96,7 +96,8 @@ class NcclCommunicator final : public Communicator {
   void release();  // the destructor's work, also for a constructor that throws
   std::shared_ptr<Launch> begin_launch();
   void end_launch(const Launch& launch);
-  std::unique_ptr<PendingOp> launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive);
+  std::unique_ptr<PendingOp> launched(std::shared_ptr<Launch> launch, std::vector<Tensor> keep_alive, CollectiveOp op,
+                                      std::int64_t elements);
   std::unique_ptr<PendingOp> queue(bool is_send, const Tensor& buffer, int peer);
 
   MPI_Comm comm_;

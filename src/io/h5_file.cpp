@@ -2,8 +2,10 @@
 
 #include <hdf5.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
+#include <bit>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -11,6 +13,9 @@
 
 namespace mdtp {
 namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "H5File writes its buffers as little-endian file types and checksums those bytes");
 
 // Closes one HDF5 identifier on scope exit.
 struct Closer {
@@ -24,6 +29,21 @@ struct Closer {
 herr_t collect(hid_t, const char* name, const H5L_info_t*, void* out) {
   static_cast<std::vector<std::string>*>(out)->push_back(name);
   return 0;
+}
+
+constexpr const char* kChecksum = "crc32";
+
+// zlib's crc32 takes at most UINT_MAX bytes per call.
+std::uint32_t crc32_of(const void* data, std::size_t bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) {
+    const uInt chunk = static_cast<uInt>(std::min<std::size_t>(bytes, 1u << 30));
+    crc = crc32(crc, p, chunk);
+    p += chunk;
+    bytes -= chunk;
+  }
+  return static_cast<std::uint32_t>(crc);
 }
 
 hid_t object_of(hid_t file, const std::string& object) {
@@ -122,25 +142,48 @@ bool H5File::is_integer(const std::string& dataset) const {
   return H5Tget_class(type.id) == H5T_INTEGER;
 }
 
+void H5File::read_checked(const std::string& dataset, long long memory_type, void* buffer, std::size_t count) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer stored{H5Dget_type(d.id), H5Tclose};
+  herr_t status = -1;
+  // The stored bytes as they are in the file (its own type as the memory type), to checksum them.
+  H5E_BEGIN_TRY { status = H5Dread(d.id, stored.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "' (the file may be truncated)");
+  if (const auto expected = int_attribute(dataset, kChecksum)) {
+    const std::uint32_t got = crc32_of(buffer, count * H5Tget_size(stored.id));
+    require(static_cast<std::int64_t>(got) == *expected, what_, " file '", path_, "': dataset '", dataset,
+            "' fails its checksum (crc32 stored ", *expected, ", computed ", got,
+            "); the file is corrupt — restore it or write it again");
+  }
+  H5E_BEGIN_TRY { status = H5Tconvert(stored.id, static_cast<hid_t>(memory_type), count, buffer, nullptr, H5P_DEFAULT); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot convert dataset '", dataset, "'");
+}
+
 std::vector<double> H5File::read_real(const std::string& dataset) const {
   require(is_real(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold floating-point values");
   std::vector<double> values(static_cast<std::size_t>(shape_numel(shape(dataset))));
-  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
-  herr_t status = -1;
-  H5E_BEGIN_TRY { status = H5Dread(d.id, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()); }
-  H5E_END_TRY;
-  require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "'");
+  {
+    Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+    Closer type{H5Dget_type(d.id), H5Tclose};
+    require(H5Tget_size(type.id) <= sizeof(double), what_, " file '", path_, "': dataset '", dataset, "' holds ",
+            H5Tget_size(type.id), "-byte reals; expected at most 8 bytes");
+  }
+  read_checked(dataset, H5T_NATIVE_DOUBLE, values.data(), values.size());
   return values;
 }
 
 std::vector<std::int32_t> H5File::read_int32(const std::string& dataset) const {
   require(is_integer(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold integers (int32)");
   std::vector<std::int64_t> wide(static_cast<std::size_t>(shape_numel(shape(dataset))));
-  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
-  herr_t status = -1;
-  H5E_BEGIN_TRY { status = H5Dread(d.id, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, wide.data()); }
-  H5E_END_TRY;
-  require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "'");
+  {
+    Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+    Closer type{H5Dget_type(d.id), H5Tclose};
+    require(H5Tget_size(type.id) <= sizeof(std::int64_t), what_, " file '", path_, "': dataset '", dataset,
+            "' holds ", H5Tget_size(type.id), "-byte integers; expected at most 8 bytes");
+  }
+  read_checked(dataset, H5T_NATIVE_INT64, wide.data(), wide.size());
   std::vector<std::int32_t> values(wide.size());
   for (std::size_t i = 0; i < wide.size(); ++i) {
     require(wide[i] >= INT32_MIN && wide[i] <= INT32_MAX, what_, " file '", path_, "': dataset '", dataset,
@@ -148,6 +191,27 @@ std::vector<std::int32_t> H5File::read_int32(const std::string& dataset) const {
     values[i] = static_cast<std::int32_t>(wide[i]);
   }
   return values;
+}
+
+bool H5File::has_checksum(const std::string& dataset) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  return H5Aexists(d.id, kChecksum) > 0;
+}
+
+std::optional<std::string> H5File::string_attribute(const std::string& object, const std::string& name) const {
+  hid_t o = object_of(static_cast<hid_t>(id_), object);
+  if (o < 0) return std::nullopt;
+  Closer oc{o, H5Oclose};
+  if (H5Aexists(o, name.c_str()) <= 0) return std::nullopt;
+  Closer attr{H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose};
+  Closer type{H5Aget_type(attr.id), H5Tclose};
+  require(H5Tget_class(type.id) == H5T_STRING && !H5Tis_variable_str(type.id), what_, " file '", path_,
+          "': attribute '", name, "' of '", object.empty() ? "/" : object, "' must be a fixed-length string");
+  std::string value(H5Tget_size(type.id), '\0');
+  require(H5Aread(attr.id, type.id, value.data()) >= 0, what_, " file '", path_, "': cannot read attribute '", name,
+          "'");
+  value.resize(std::min(value.size(), value.find('\0')));
+  return value;
 }
 
 std::optional<std::int64_t> H5File::int_attribute(const std::string& object, const std::string& name) const {
@@ -171,14 +235,21 @@ void H5File::create_group(const std::string& group) {
 
 namespace {
 
+// `data` holds `bytes` bytes already in `file_type`'s layout (the host is little-endian, as the
+// file types are), so the checksum is that of the bytes the file stores.
 void write_dataset(hid_t file, const std::string& path, const std::string& dataset, const Shape& shape,
-                   hid_t file_type, hid_t mem_type, const void* data) {
+                   hid_t file_type, const void* data, std::size_t bytes) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
   Closer space{H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose};
   Closer d{H5Dcreate2(file, dataset.c_str(), file_type, space.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose};
   require(d.id >= 0, "HDF5 file '", path, "': cannot create dataset '", dataset, "'");
-  require(H5Dwrite(d.id, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "HDF5 file '", path,
+  require(H5Dwrite(d.id, file_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0, "HDF5 file '", path,
           "': cannot write dataset '", dataset, "'");
+  const std::int64_t crc = crc32_of(data, bytes);
+  Closer aspace{H5Screate(H5S_SCALAR), H5Sclose};
+  Closer attr{H5Acreate2(d.id, kChecksum, H5T_STD_I64LE, aspace.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  require(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &crc) >= 0, "HDF5 file '", path,
+          "': cannot write the checksum of dataset '", dataset, "'");
 }
 
 void write_attribute(hid_t file, const std::string& path, const std::string& object, const std::string& name,
@@ -199,14 +270,21 @@ void H5File::write_real(const std::string& dataset, const Shape& shape, const st
   require(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "write_real: ", values.size(),
           " values for shape ", shape_string(shape));
   require(storage == DType::f32 || storage == DType::f64, "write_real stores f32 or f64; got ", dtype_name(storage));
-  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, storage == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE,
-                H5T_NATIVE_DOUBLE, values.data());
+  if (storage == DType::f64) {
+    write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, H5T_IEEE_F64LE, values.data(),
+                  values.size() * sizeof(double));
+    return;
+  }
+  const std::vector<float> narrow(values.begin(), values.end());
+  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, H5T_IEEE_F32LE, narrow.data(),
+                narrow.size() * sizeof(float));
 }
 
 void H5File::write_int32(const std::string& dataset, const Shape& shape, const std::vector<std::int32_t>& values) {
   require(static_cast<std::int64_t>(values.size()) == shape_numel(shape), "write_int32: ", values.size(),
           " values for shape ", shape_string(shape));
-  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, H5T_STD_I32LE, H5T_NATIVE_INT32, values.data());
+  write_dataset(static_cast<hid_t>(id_), path_, dataset, shape, H5T_STD_I32LE, values.data(),
+                values.size() * sizeof(std::int32_t));
 }
 
 void H5File::set_attribute(const std::string& object, const std::string& name, std::int64_t value) {

@@ -3,6 +3,13 @@
 // of reals or int32 at any path, integer/real/string attributes — with errors that name the file
 // and the object.  write_atomically() writes through a temporary file renamed into place, so an
 // existing file is never truncated by a run that fails half-way.
+//
+// Integrity: every dataset written here carries an attribute `crc32` (zlib's CRC-32 of the bytes
+// stored, in the file's little-endian layout), and every read verifies it, so a byte flipped on
+// disk is an mdtp::Error naming the file and the dataset instead of a silently wrong tensor.
+// Datasets without the attribute (files written before it existed, or by other tools) are read
+// unverified.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,6 +40,9 @@ class H5File {
   std::vector<double> read_real(const std::string& dataset) const;        // any float type
   std::vector<std::int32_t> read_int32(const std::string& dataset) const;  // any integer type that fits
   std::optional<std::int64_t> int_attribute(const std::string& object, const std::string& name) const;
+  std::optional<std::string> string_attribute(const std::string& object, const std::string& name) const;
+  // Whether `dataset` carries a checksum (then every read of it verifies the checksum).
+  bool has_checksum(const std::string& dataset) const;
 
   void create_group(const std::string& group);
   // Stored as f32 or f64 (`storage`); values are float64 in memory.
@@ -45,6 +55,9 @@ class H5File {
  private:
   H5File(long long id, std::string path, std::string what) : id_(id), path_(std::move(path)), what_(std::move(what)) {}
   long long open_dataset(const std::string& dataset) const;  // caller closes
+  // Reads `dataset` whole into `buffer` (room for count * max(file, `memory_type`) size bytes),
+  // verifies its checksum on the stored bytes, then converts in place to `memory_type`.
+  void read_checked(const std::string& dataset, long long memory_type, void* buffer, std::size_t count) const;
   long long id_ = -1;  // hid_t
   std::string path_, what_;
 };

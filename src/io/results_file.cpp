@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 
 namespace mdtp {
 namespace {
@@ -126,27 +127,9 @@ hid_t open_existing(const std::string& path, unsigned flags) {
   return file;
 }
 
-}  // namespace
-
-ResultsFile::ResultsFile(const std::string& path) : path_(path) {
-  if (std::filesystem::exists(path)) {
-    file_ = open_existing(path, H5F_ACC_RDWR);
-  } else {
-    if (auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
-      std::filesystem::create_directories(parent);
-    H5E_BEGIN_TRY { file_ = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT); }
-    H5E_END_TRY;
-    require(file_ >= 0, "cannot create HDF5 file '", path, "'");
-  }
-}
-
-ResultsFile::~ResultsFile() {
-  if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));
-}
-
-std::string ResultsFile::append_run(const std::string& kind, const Attributes& attributes,
-                                    const std::map<std::string, Table>& tables) {
-  hid_t file = static_cast<hid_t>(file_);
+// Writes /runs/<next number>-<kind> into the open file `file`; returns its path.
+std::string append_to(hid_t file, const std::string& kind, const Attributes& attributes,
+                      const std::map<std::string, Table>& tables) {
   htri_t has_runs = H5Lexists(file, "runs", H5P_DEFAULT);
   if (has_runs <= 0) {
     Handle g(H5Gcreate2(file, "runs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose, "creating /runs");
@@ -164,7 +147,45 @@ std::string ResultsFile::append_run(const std::string& kind, const Attributes& a
                "creating " + group_path);
   for (const auto& [name, value] : attributes) write_attribute(group.get(), name, value);
   for (const auto& [name, table] : tables) write_table(group.get(), name, table);
-  check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing " + path_);
+  return group_path;
+}
+
+}  // namespace
+
+ResultsFile::ResultsFile(const std::string& path) : path_(path) {
+  // Checked now, written only by append_run: an existing file must be HDF5 (never replaced).
+  if (std::filesystem::exists(path)) {
+    Handle probe(open_existing(path, H5F_ACC_RDONLY), H5Fclose, "open");
+  } else if (auto parent = std::filesystem::path(path).parent_path(); !parent.empty()) {
+    std::filesystem::create_directories(parent);
+  }
+}
+
+ResultsFile::~ResultsFile() = default;
+
+// Appending in place would leave a file that a kill or a full disk interrupted half-way with its
+// earlier runs unreadable (HDF5 keeps no journal).  So the run is appended to a copy, which is
+// renamed over the file only once complete and closed: the file always holds either the earlier
+// runs or all of them.  Results files are small (tables of a few thousand rows), so the copy is
+// cheap beside the run it records.
+std::string ResultsFile::append_run(const std::string& kind, const Attributes& attributes,
+                                    const std::map<std::string, Table>& tables) {
+  std::string group_path;
+  replace_file_atomically(path_, [&](const std::string& temp) {
+    hid_t opened = -1;
+    if (std::filesystem::exists(path_)) {
+      Handle probe(open_existing(path_, H5F_ACC_RDONLY), H5Fclose, "open");  // still HDF5
+      std::filesystem::copy_file(path_, temp, std::filesystem::copy_options::overwrite_existing);
+      opened = open_existing(temp, H5F_ACC_RDWR);
+    } else {
+      H5E_BEGIN_TRY { opened = H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT); }
+      H5E_END_TRY;
+      require(opened >= 0, "cannot create HDF5 file '", temp, "' (next to '", path_, "')");
+    }
+    Handle file(opened, H5Fclose, "open");
+    group_path = append_to(file.get(), kind, attributes, tables);
+    check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing " + temp);
+  });
   return group_path;
 }
 

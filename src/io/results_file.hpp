@@ -5,8 +5,9 @@
 //                                  world size, mesh, mode, dtype, MPI library, compiler, wait
 //                                  policy, oversubscription, …)
 //   /runs/<NNNN>-<kind>/<table>    compound datasets, one per Table
-// An existing file is opened for appending; a file that is not HDF5 is refused, never replaced.
-// Only one process writes (rank 0 in the drivers).
+// An existing file is appended to; a file that is not HDF5 is refused, never replaced.  Each
+// append writes a copy and renames it into place, so an interrupted append (a kill, a full disk)
+// leaves the earlier runs as they were.  Only one process writes (rank 0 in the drivers).
 #include <map>
 #include <string>
 #include <variant>
@@ -20,7 +21,8 @@ using Attributes = std::map<std::string, AttributeValue>;
 
 class ResultsFile {
  public:
-  explicit ResultsFile(const std::string& path);  // creates or opens for appending
+  // Checks `path` (an existing file must be HDF5; a new one's directory is made); writes nothing.
+  explicit ResultsFile(const std::string& path);
   ~ResultsFile();
   ResultsFile(const ResultsFile&) = delete;
   ResultsFile& operator=(const ResultsFile&) = delete;
@@ -32,7 +34,6 @@ class ResultsFile {
 
  private:
   std::string path_;
-  long long file_ = -1;  // hid_t
 };
 
 // Reads back a table (tests; analysis happens in Python).

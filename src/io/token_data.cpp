@@ -30,6 +30,8 @@ TokenData read_token_file(const std::string& path) {
     require(shape[0] == data.rows && shape[1] == data.seq, "token data file '", path, "': inputs is [", data.rows,
             ", ", data.seq, "] but targets is ", shape_string(shape));
   }
+  require(data.rows > 0 && data.seq > 0, "token data file '", path, "' holds no tokens (inputs is [", data.rows, ", ",
+          data.seq, "]); expected at least one row");
   data.inputs = file.read_int32("inputs");
   data.targets = file.read_int32("targets");
   if (auto v = file.int_attribute("/", "vocab_size")) {
@@ -50,6 +52,8 @@ TokenData text_corpus_tokens(const std::string& path, std::int64_t seq) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   const std::string text = buffer.str();
+  require(static_cast<std::int64_t>(text.size()) > seq, "the text corpus '", path, "' holds ", text.size(),
+          " characters; one sequence of T=", seq, " needs at least ", seq + 1);
   std::array<std::int32_t, 256> id{};
   id.fill(-1);
   for (unsigned char c : text) id[c] = 0;

@@ -25,7 +25,8 @@ std::vector<std::string> gather_host_names(MPI_Comm world, WaitPolicy policy) {
   check_mpi(MPI_Iallgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
                            MPI_CHAR, world, &request),
             "MPI_Iallgather");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
+                   WaitLabel{"world", "all_gather (host names)", static_cast<std::int64_t>(all.size()), nullptr});
   std::vector<std::string> names;
   for (int r = 0; r < size; ++r) {
     const char* begin = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;

@@ -8,13 +8,13 @@ namespace {
 void all_reduce_in_place(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, WaitPolicy policy) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, &request), "MPI_Iallreduce");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"rank statistics", "all_reduce", count, nullptr});
 }
 
 void broadcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, WaitPolicy policy) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(data, count, type, root, comm, &request), "MPI_Ibcast");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"rank statistics", "broadcast", count, nullptr});
 }
 
 }  // namespace

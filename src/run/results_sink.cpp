@@ -17,13 +17,10 @@ constexpr WaitPolicy kPolicy = WaitPolicy::polite;
 std::string check_destination(const std::string& path) {
   try {
     namespace fs = std::filesystem;
-    if (fs::exists(path)) {
-      ResultsFile probe(path);  // opens an HDF5 file for appending, refuses anything else
-      return "";
-    }
+    if (fs::exists(path)) ResultsFile probe(path);  // refuses anything but an HDF5 file
     fs::path parent = fs::path(path).parent_path();
     if (parent.empty()) parent = ".";
-    fs::create_directories(parent);
+    fs::create_directories(parent);  // an append writes a copy here and renames it over the file
     if (access(parent.c_str(), W_OK) != 0) return "cannot write results into directory '" + parent.string() + "'";
     return "";
   } catch (const std::exception& e) {
@@ -40,7 +37,7 @@ ResultsSink::ResultsSink(std::string path, MPI_Comm world) : path_(std::move(pat
   // it read (a calibration kept in this same file) before rank 0 opens it.
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(world_, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, kPolicy);
+  wait_mpi_request(request, MPI_STATUS_IGNORE, kPolicy, WaitLabel{"world", "barrier (results file)", -1, nullptr});
   std::string problem = rank_ == 0 ? check_destination(path_) : "";
   problem = broadcast_string(problem, 0, world_, kPolicy);
   require(problem.empty(), "results file: ", problem);

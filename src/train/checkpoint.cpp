@@ -6,6 +6,7 @@
 #include "mesh/mesh.hpp"
 #include "io/h5_file.hpp"
 #include "run/root_task.hpp"
+#include "train/checkpoint_provenance.hpp"
 #include "train/stage_gather.hpp"
 
 namespace mdtp {
@@ -89,6 +90,7 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
   run::run_on_root(world, [&] {
     write_atomically(path, [&](H5File& file) {
       write_config(file, model.config());
+      write_checkpoint_provenance(file, model.mode().context().mesh.topology());  // code version and mesh
       write_tensors(file, "", values, storage);
       file.create_group("optim");
       file.set_attribute("optim", "step", state.step);

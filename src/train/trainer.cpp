@@ -1,6 +1,7 @@
 #include "train/trainer.hpp"
 
 #include <chrono>
+#include <cmath>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -14,6 +15,9 @@
 #include "plan/unit_passes.hpp"
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
+#include "run/stop_request.hpp"
+#include "train/nonfinite_check.hpp"
+#include "zero/nonfinite.hpp"
 #include "train/pipeline_report.hpp"
 #include "train/step_comm_config.hpp"
 #include "train/train_setup.hpp"
@@ -189,14 +193,40 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   PipelineReport report(plan.schedule, mesh, world);
   const int replica = mesh.comm("dp").rank(), m = plan.schedule.micro_batches;
   const double tokens = static_cast<double>(tc.batch * plan.model.block_size);
+  // ---- faults (docs/failures.md): SIGTERM/SIGINT stop the run after a step, agreed by all ranks;
+  // a non-finite step is named (and skipped with --skip-nonfinite, else training stops).
+  run::StopRequest stop_request;
+  std::string nonfinite;  // why training stopped on a non-finite value, "" when it did not
+  // ---- end faults
   for (std::int64_t s = 0; s < tc.steps; ++s) {
     const StepTokens batch = step_tokens(plan.data, state.data_position, replica, plan);
     ledger.clear();
+    ledger.set_step(state.step + 1);  // faults: named by the collective watchdog
     const auto t0 = std::chrono::steady_clock::now();
     engine.begin_step();
     const StageStepResult run = executor.run_step(batch.micro_batches, model.loss_scale(m));
     engine.finish_gradients();
     const double loss = step_loss(model, mesh, run, m);
+    // ---- faults: a non-finite loss (the same on every rank) is diagnosed before the update.
+    if (!std::isfinite(loss)) {
+      const std::string where = locate_nonfinite_gradient(engine, mesh, *backend, world, true);
+      const std::string what = fmt::format("step {}: the loss is {}; first non-finite gradient: {}", state.step + 1,
+                                           nonfinite_name(loss), where);
+      if (!tc.skip_nonfinite) {
+        nonfinite = what;
+        break;
+      }
+      // A skipped step still counts (so step numbers stay unique); its update is not applied.
+      result.skipped_nonfinite += 1;
+      state.step += 1;
+      state.data_position = (state.data_position + tc.batch) % plan.data.rows;
+      steps.row()(state.step)(loss)(std::nan(""))(0.0)(0.0);
+      if (progress) *progress << "skipped " << what << " (--skip-nonfinite)\n" << std::flush;
+      result.stop_signal = run::stop_signal_everywhere(stop_request, world, mesh.wait_policy());
+      if (result.stop_signal != 0) break;
+      continue;
+    }
+    // ---- end faults
     const auto t1 = std::chrono::steady_clock::now();
     if (s == 0 && !tc.dump_grads.empty()) {
       ledger.set_enabled(false);
@@ -226,6 +256,20 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
                                r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
                 << (s == 0 ? ledger_summary(stats, comm_model) + "\n" : std::string())  // the model beside the ledger
                 << std::flush;
+    // ---- faults: a non-finite gradient norm (global) with a finite loss: the update is applied
+    // already, so training stops even with --skip-nonfinite; then a stop signal, agreed by all.
+    if (!std::isfinite(norm)) {
+      const std::string where = locate_nonfinite_gradient(engine, mesh, *backend, world, false);
+      nonfinite = fmt::format("step {}: the gradient norm is {} (the update is applied; --skip-nonfinite skips only "
+                              "a non-finite loss); first non-finite gradient: {}",
+                              state.step, nonfinite_name(norm), where);
+      break;
+    }
+    if (const int signal = run::stop_signal_everywhere(stop_request, world, mesh.wait_policy()); signal != 0) {
+      result.stop_signal = signal;
+      break;
+    }
+    // ---- end faults
   }
 
   const MemoryTracker& tracker = backend->allocator().tracker();
@@ -239,7 +283,8 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);
 
-  if (!tc.save.empty()) save_checkpoint(tc.save, model, engine, state, world);
+  // faults: no checkpoint of a state a non-finite step stopped.
+  if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);
   if (!tc.out.empty()) {
     // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
     // what is particular to training.  Collective (host names are gathered), so outside the ledger.
@@ -249,12 +294,21 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     ledger.set_enabled(true);
     const Attributes training = training_attributes(tc, plan);
     attrs.insert(training.begin(), training.end());
+    // faults: how the run ended (docs/failures.md).
+    attrs["skipped_nonfinite_steps"] = result.skipped_nonfinite;
+    attrs["stopped_by"] = std::string(!nonfinite.empty()      ? "non-finite"
+                                      : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
+                                                                : "");
     run::run_on_root(world, [&] {
       ResultsFile(tc.out).append_run("train", attrs,
                                      {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
                                       {"timeline", report.timeline()}, {"memory", memory}});
     });
   }
+  // faults: every rank holds the same line; main prints it on every rank and exits 2.
+  if (!nonfinite.empty())
+    throw_error(nonfinite, "; training stopped", tc.out.empty() ? "" : " (results written)",
+                tc.save.empty() ? "" : ", no checkpoint saved");
   return result;
 }
 

@@ -61,6 +61,9 @@ struct TrainConfig {
   std::string out;         // results file (a /runs/<n>-train group is appended)
   std::string command_line;
   TrainDevice device{};
+  // A step whose loss is NaN/Inf is skipped (its update not applied, counted in the results)
+  // instead of stopping the run (docs/failures.md).
+  bool skip_nonfinite = false;
 };
 
 // Defaults for an unspecified model shape (a small character-level GPT).
@@ -89,6 +92,10 @@ struct TrainResult {
   std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
   // The peak bytes per category over the run (MemoryTracker::peak).
   std::vector<std::pair<MemCategory, std::int64_t>> memory_peak;
+  // Faults (docs/failures.md): the signal that stopped the run after a step (0: none; results and
+  // checkpoint are written all the same), and the steps skipped for a non-finite loss.
+  int stop_signal = 0;
+  std::int64_t skipped_nonfinite = 0;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.

@@ -80,7 +80,7 @@ struct TestGroup {
 
 inline WaitPolicy test_wait_policy() { return resolve_wait_policy(measure_node_occupancy(MPI_COMM_WORLD)); }
 
-inline void polite_wait(MPI_Request& request) { wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite); }
+inline void polite_wait(MPI_Request& request) { wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite, WaitLabel{"test", "wait", -1, nullptr}); }
 
 // Collective over the world: one communicator per spec.  Blocking communicator constructors
 // spin for ~0.6 s each at 27 ranks on 2 cores, so the whole world is MPI_Comm_idup'ed (waited
