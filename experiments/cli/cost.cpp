@@ -9,6 +9,7 @@
 
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
+#include "cli/step_options.hpp"
 #include "cost/report.hpp"
 #include "cost/step_model.hpp"
 #include "cost/step_report.hpp"
@@ -127,25 +128,10 @@ int run_layer(const CostOptions& o, const CLI::App& app) {
   return 0;
 }
 
-cost::StepConfig step_config(const CostOptions& o) {
-  cost::StepConfig c;
-  c.model = cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab};
-  c.global_batch = o.global_batch;
-  c.micro_batch = o.micro_batch;
-  c.mode = o.tp_mode;
-  c.tp = o.tp;
-  c.depth = o.tp_depth;
-  c.pp = o.pp;
-  require(o.tp * o.pp > 0 && o.gpus % (o.tp * o.pp) == 0, "--gpus ", o.gpus, " must be divisible by tp x pp = ", o.tp,
-          " x ", o.pp);
-  c.dp = o.gpus / (o.tp * o.pp);
-  c.schedule = cost::parse_pipeline_schedule(o.schedule);
-  c.chunks = o.chunks;
-  c.zero = o.zero_stage;
-  c.recompute = cost::parse_recompute(o.recompute);
-  c.dtype = o.dtype;
-  c.dropout = !o.no_dropout;
-  return c;
+cost::StepConfig model_step_config(const CostOptions& o) {
+  return step_config(StepChoice{cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab}, o.global_batch,
+                                o.micro_batch, o.tp_mode, o.tp, o.tp_depth, o.pp, o.gpus, o.chunks, o.zero_stage,
+                                o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{}});
 }
 
 // The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
@@ -155,7 +141,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
                                                  "--gpus", "--tp-mode"});
   const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
   if (!o.zero) {
-    const cost::StepEstimate e = cost::estimate_step(step_config(o), cluster);
+    const cost::StepEstimate e = cost::estimate_step(model_step_config(o), cluster);
     std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
     return 0;
   }
@@ -163,7 +149,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   std::vector<cost::StepEstimate> rows;
   for (int stage = 0; stage <= 3; ++stage) {
     per_stage.zero_stage = stage;
-    const cost::StepConfig c = step_config(per_stage);
+    const cost::StepConfig c = model_step_config(per_stage);
     if (stage == 3 && c.pp > 1) continue;  // the step model does not combine ZeRO-3 with a pipeline
     rows.push_back(cost::estimate_step(c, cluster));
   }

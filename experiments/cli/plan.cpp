@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/step_options.hpp"
 #include "cost/planner.hpp"
 #include "cost/step_report.hpp"
 
@@ -77,25 +78,10 @@ cost::OverlapAssumptions overlap_of(const PlanOptions& o) {
 }
 
 int run_one(const PlanOptions& o, const cost::Cluster& cluster) {
-  cost::StepConfig c;
-  c.model = o.model;
-  c.global_batch = o.global_batch;
-  c.micro_batch = o.micro_batch;
-  c.mode = o.mode;
-  c.tp = o.tp;
-  c.depth = o.depth;
-  c.pp = o.pp;
-  require(o.tp * o.pp > 0 && o.gpus % (o.tp * o.pp) == 0, "--gpus ", o.gpus, " must be divisible by tp x pp = ", o.tp,
-          " x ", o.pp);
-  c.dp = o.gpus / (o.tp * o.pp);
-  c.schedule = cost::parse_pipeline_schedule(o.schedule);
-  c.chunks = o.chunks;
-  c.zero = o.zero;
-  c.recompute = cost::parse_recompute(o.recompute);
-  c.dtype = o.dtype;
-  c.dropout = !o.no_dropout;
-  c.overlap = overlap_of(o);
-  const cost::StepEstimate e = cost::estimate_step(c, cluster);
+  const cost::StepEstimate e = cost::estimate_step(
+      step_config(StepChoice{o.model, o.global_batch, o.micro_batch, o.mode, o.tp, o.depth, o.pp, o.gpus, o.chunks,
+                             o.zero, o.schedule, o.recompute, o.dtype, !o.no_dropout, overlap_of(o)}),
+      cluster);
   std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
   return 0;
 }

@@ -1,0 +1,30 @@
+#include "cli/step_options.hpp"
+
+#include "core/error.hpp"
+#include "cost/pipeline_bubble.hpp"
+
+namespace mdtp::cli {
+
+cost::StepConfig step_config(const StepChoice& o) {
+  require(o.tp * o.pp > 0 && o.gpus % (o.tp * o.pp) == 0, "--gpus ", o.gpus, " must be divisible by tp x pp = ", o.tp,
+          " x ", o.pp);
+  cost::StepConfig c;
+  c.model = o.model;
+  c.global_batch = o.global_batch;
+  c.micro_batch = o.micro_batch;
+  c.mode = o.mode;
+  c.tp = o.tp;
+  c.depth = o.depth;
+  c.pp = o.pp;
+  c.dp = o.gpus / (o.tp * o.pp);
+  c.schedule = cost::parse_pipeline_schedule(o.schedule);
+  c.chunks = o.chunks;
+  c.zero = o.zero;
+  c.recompute = cost::parse_recompute(o.recompute);
+  c.dtype = o.dtype;
+  c.dropout = o.dropout;
+  c.overlap = o.overlap;
+  return c;
+}
+
+}  // namespace mdtp::cli
