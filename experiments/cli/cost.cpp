@@ -3,6 +3,8 @@
 // (src/cost/report.hpp); or the ZeRO table (--zero), or the pipeline bubble (--pipeline); or, given
 // --heads, the whole training step of a GPT on a cluster (src/cost/step_model.hpp, as `mdtp plan`
 // evaluates one configuration), with --zero per ZeRO stage.
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -165,11 +167,9 @@ int run_model(const CostOptions& o, const CLI::App& app) {
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
     const cost::MemorySplit& m = e.memory;
-    char line[200];
-    std::snprintf(line, sizeof line, "%5d  %10.2f  %9.2f  %9.2f  %11.2f  %8.2f  %4s  %9.4f  %8.4f\n", e.config.zero,
-                  m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
-                  e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
-    std::cout << line;
+    fmt::print("{:5d}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", e.config.zero,
+               m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
+               e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
   }
   return 0;
 }

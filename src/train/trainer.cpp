@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -155,6 +156,36 @@ Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
           {"data", plan.data.source}};
 }
 
+// What this rank holds per category after the run, its peaks, and the bucket plan's model.
+void record_memory(TrainResult& result, const ZeroEngine& engine, const ZeroConfig& zero, const Backend& backend) {
+  const MemoryTracker& tracker = backend.allocator().tracker();
+  const ZeroHeldBytes held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments());
+  for (std::size_t c = 0; c < kMemCategoryCount; ++c) {
+    const auto category = static_cast<MemCategory>(c);
+    result.memory_held.emplace_back(category, tracker.current(category));
+    result.memory_model.emplace_back(category, modelled(held, category));
+    result.memory_peak.emplace_back(category, tracker.peak(category));
+  }
+}
+
+// A /runs/NNNN-train group: the provenance every run carries (code, machine, mesh, MPI,
+// oversubscription; collective, host names are gathered, so outside the ledger), the training
+// settings, how the run ended, and the tables.  Rank 0 writes.
+void write_results(const TrainConfig& tc, const TrainPlan& plan, const Mesh& mesh, MPI_Comm world,
+                   const Backend& backend, std::int64_t skipped_nonfinite, const std::string& stopped_by,
+                   const std::map<std::string, Table>& tables) {
+  CommLedger& ledger = mesh.ledger();
+  ledger.set_enabled(false);
+  Attributes attrs = run::collect_provenance(
+      mesh, world, {tc.command_line, tp_mode_name(tc.tp_mode), dtype_name(tc.dtype), backend.name()});
+  ledger.set_enabled(true);
+  const Attributes training = training_attributes(tc, plan);
+  attrs.insert(training.begin(), training.end());
+  attrs["skipped_nonfinite_steps"] = skipped_nonfinite;
+  attrs["stopped_by"] = stopped_by;
+  run::run_on_root(world, [&] { ResultsFile(tc.out).append_run("train", attrs, tables); });
+}
+
 }  // namespace
 
 TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress) {
@@ -272,38 +303,20 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     // ---- end faults
   }
 
-  const MemoryTracker& tracker = backend->allocator().tracker();
-  const ZeroHeldBytes held = zero_held_bytes(engine.plan(), tc.zero.stage, tc.zero.offload, engine.has_moments());
-  for (std::size_t c = 0; c < kMemCategoryCount; ++c) {
-    const auto category = static_cast<MemCategory>(c);
-    result.memory_held.emplace_back(category, tracker.current(category));
-    result.memory_model.emplace_back(category, modelled(held, category));
-    result.memory_peak.emplace_back(category, tracker.peak(category));
-  }
+  record_memory(result, engine, tc.zero, *backend);
   Table memory = memory_table();
   add_memory_rows(memory, result, stage, mesh, *backend);
 
   // faults: no checkpoint of a state a non-finite step stopped.
   if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);
   if (!tc.out.empty()) {
-    // Every run carries the same provenance (code, machine, mesh, MPI, oversubscription), then
-    // what is particular to training.  Collective (host names are gathered), so outside the ledger.
-    ledger.set_enabled(false);
-    Attributes attrs = run::collect_provenance(
-        mesh, world, {tc.command_line, tp_mode_name(tc.tp_mode), dtype_name(tc.dtype), backend->name()});
-    ledger.set_enabled(true);
-    const Attributes training = training_attributes(tc, plan);
-    attrs.insert(training.begin(), training.end());
     // faults: how the run ended (docs/failures.md).
-    attrs["skipped_nonfinite_steps"] = result.skipped_nonfinite;
-    attrs["stopped_by"] = std::string(!nonfinite.empty()      ? "non-finite"
-                                      : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
-                                                                : "");
-    run::run_on_root(world, [&] {
-      ResultsFile(tc.out).append_run("train", attrs,
-                                     {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
-                                      {"timeline", report.timeline()}, {"memory", memory}});
-    });
+    const std::string stopped_by = !nonfinite.empty()        ? "non-finite"
+                                   : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
+                                                             : "";
+    write_results(tc, plan, mesh, world, *backend, result.skipped_nonfinite, stopped_by,
+                  {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
+                   {"timeline", report.timeline()}, {"memory", memory}});
   }
   // faults: every rank holds the same line; main prints it on every rank and exits 2.
   if (!nonfinite.empty())
