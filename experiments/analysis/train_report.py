@@ -8,8 +8,8 @@ time; communication bytes per step and rank by phase (and, where the run recorde
 beside the ledger, whether they agree to the byte); bytes held per memory category on the busiest
 rank beside the ZeRO bucket plan's model; for pipelined runs, the measured bubble beside the
 schedule's.  Pictures: train_bytes.png (bytes per phase per configuration), train_memory.png (held
-vs model per category) and, where the `timeline` module can draw it, one pipeline timeline per
-pipelined run.  With `plan_json` (what `mdtp plan --json` printed), the planner's ranking.
+vs model per category) and one pipeline timeline per pipelined run (timeline.py), measured beside
+the same order replayed at unit pass times.  With `plan_json` (what `mdtp plan --json` printed), the planner's ranking.
 """
 from __future__ import annotations
 
@@ -169,16 +169,13 @@ def report(runs, out_dir, plan_json=None):
         plot_bytes(runs, os.path.join(out_dir, "train_bytes.png"))
         plot_memory(runs, os.path.join(out_dir, "train_memory.png"))
         pictures += ["train_bytes.png", "train_memory.png"]
-        try:
-            import timeline  # the pipeline timeline picture, where the analysis scripts provide it
-        except ImportError:
-            timeline = None
-        if timeline is not None and hasattr(timeline, "plot_timeline"):
-            for r in runs:
-                if int(r.attrs.get("pp", 1)) > 1 and "timeline" in r.tables:
-                    name = f"timeline_{r.name}.png"
-                    timeline.plot_timeline(r, os.path.join(out_dir, name))
-                    pictures.append(name)
+        import timeline  # the pipeline timeline picture (timeline.py, beside this file)
+        for r in runs:
+            if int(r.attrs.get("pp", 1)) > 1 and len(r.tables.get("timeline", [])) > 0:
+                name = f"timeline_{r.name}.png"
+                step, rows = timeline.step_rows(r)
+                timeline.draw(r, step, rows, os.path.join(out_dir, name), replay=True)
+                pictures.append(name)
     if plan_json and os.path.exists(plan_json):
         lines += plan_lines(plan_json)
     return lines, pictures
