@@ -4,29 +4,11 @@
 #include <random>
 
 #include "core/backend.hpp"
+#include "test_values.hpp"
 
 using namespace mdtp;
-
-namespace {
-
-std::vector<double> random_values(std::size_t n, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<double> v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
-
-double rel_inf(const std::vector<double>& got, const std::vector<double>& ref) {
-  double num = 0.0, den = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    num = std::max(num, std::abs(got[i] - ref[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return den == 0.0 ? num : num / den;
-}
-
-}  // namespace
+using mdtp::testing::random_values;
+using mdtp::testing::rel_inf;
 
 TEST_CASE("gemm with every transpose combination", "[core][gemm]") {
   auto be = make_host_backend();

@@ -9,29 +9,15 @@
 
 #include "core/backend.hpp"
 #include "core/vector_math.hpp"
+#include "test_values.hpp"
 
 using namespace mdtp;
+using mdtp::testing::random_values;
+using mdtp::testing::rel_inf;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<double> random_values(std::size_t n, unsigned seed, double lo = -1.0, double hi = 1.0) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  std::vector<double> v(n);
-  for (auto& x : v) x = dist(gen);
-  return v;
-}
-
-double rel_inf(const std::vector<double>& got, const std::vector<double>& ref) {
-  double num = 0.0, den = 0.0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    num = std::max(num, std::abs(got[i] - ref[i]));
-    den = std::max(den, std::abs(ref[i]));
-  }
-  return den == 0.0 ? num : num / den;
-}
 
 // got and ref agree within `ulps` units in the last place of T, or are the same special value.
 template <class T>
