@@ -92,26 +92,37 @@ def bubble(run):
     return float(np.mean(pipeline["bubble_measured"])), float(np.mean(pipeline["bubble_model"]))
 
 
-def plot_bytes(runs, path):
-    phases = sorted({p for r in runs for p in bytes_by_phase(r)})
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(runs)), 4.5))
-    bottom = np.zeros(len(runs))
-    for phase in phases:
-        values = np.array([bytes_by_phase(r).get(phase, 0.0) / MIB for r in runs])
-        ax.bar(range(len(runs)), values, bottom=bottom, label=phase)
-        bottom += values
+def per_run_axes(runs):
+    """A figure with one x position per run."""
+    return plt.subplots(figsize=(max(6, 1.4 * len(runs)), 4.5))
+
+
+def save_per_run(fig, ax, runs, ylabel, title, legend_size, path):
+    """Labels each run's x position with its configuration, then writes and closes the figure."""
     ax.set_xticks(range(len(runs)))
     ax.set_xticklabels([describe(r).replace(" dp", "\ndp").replace(" pp", "\npp") for r in runs], fontsize=8)
-    ax.set_ylabel("MiB per step, busiest rank (logical)")
-    ax.set_title("GPT training step: communication by phase")
-    ax.legend(fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=legend_size)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def plot_bytes(runs, path):
+    phases = sorted({p for r in runs for p in bytes_by_phase(r)})
+    fig, ax = per_run_axes(runs)
+    bottom = np.zeros(len(runs))
+    for phase in phases:
+        values = np.array([bytes_by_phase(r).get(phase, 0.0) / MIB for r in runs])
+        ax.bar(range(len(runs)), values, bottom=bottom, label=phase)
+        bottom += values
+    save_per_run(fig, ax, runs, "MiB per step, busiest rank (logical)", "GPT training step: communication by phase", 8,
+                 path)
+
+
 def plot_memory(runs, path):
-    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(runs)), 4.5))
+    fig, ax = per_run_axes(runs)
     width = 0.8 / len(MODELLED_CATEGORIES)
     for k, category in enumerate(MODELLED_CATEGORIES):
         held = [memory_rows(r).get(category, (0, 0))[0] / MIB for r in runs]
@@ -120,14 +131,8 @@ def plot_memory(runs, path):
         ax.bar(x, held, width, label=f"{category} (held)")
         ax.scatter(x, model, marker="_", s=200, color="black", zorder=3,
                    label="bucket-plan model" if k == 0 else None)
-    ax.set_xticks(range(len(runs)))
-    ax.set_xticklabels([describe(r).replace(" dp", "\ndp").replace(" pp", "\npp") for r in runs], fontsize=8)
-    ax.set_ylabel("MiB held after the step, busiest rank")
-    ax.set_title("Memory per category: allocator vs model")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_per_run(fig, ax, runs, "MiB held after the step, busiest rank", "Memory per category: allocator vs model", 7,
+                 path)
 
 
 def plan_lines(plan_json, top=8):
