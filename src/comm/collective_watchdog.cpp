@@ -3,10 +3,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "comm/ledger.hpp"
 #include "core/error.hpp"
@@ -54,6 +56,10 @@ namespace {
   const std::string text = line + "\n";
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);
+  // The launcher forwards a rank's output asynchronously and stops forwarding once it tears the
+  // job down on MPI_Abort: without a pause the line can be lost (seen with MPICH's hydra under
+  // load).  Half a second is nothing beside a deadline of seconds.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
   int initialized = 0, finalized = 0, level = MPI_THREAD_SINGLE;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);

@@ -8,3 +8,11 @@ mdtp_add_mpi_test(comm
           ${CMAKE_CURRENT_LIST_DIR}/test_comm_bench.cpp
   RANKS 1 2 3 4 8 27
   LIBS mdtp_comm)
+
+# Sync timing (wait for the last peer apart from the transfer): 2 and 3 ranks, one of them 1 s
+# late; the only timed assertions are that 1 s sleep against bounds at 0.5 s (robust to a loaded
+# machine).
+mdtp_add_mpi_test(comm_sync_timing
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sync_timing.cpp
+  RANKS 2 3
+  LIBS mdtp_comm)

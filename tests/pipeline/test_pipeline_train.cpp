@@ -10,7 +10,12 @@
 //     adds its rows for that token into wte's gradient in another association than one rank that
 //     also holds the head (head term first, then the rows, against rows first and the head's
 //     copy added by the `embedding` all-reduce): wte's first gradient differs by rounding, and
-//     through it every parameter after the second step — ≤ 1e-13 then ([repeated-tokens] cases);
+//     through it every parameter after the second step — ≤ 1e-10 then ([repeated-tokens] cases,
+//     the bound of every run whose sums differ in order): the attention's key bias has a gradient
+//     that is zero in exact arithmetic (softmax is invariant to a shift of a query's scores), so
+//     its gradient is rounding noise, which AdamW divides by √v + eps and turns into steps of
+//     ~lr·noise/eps; how far that noise differs between the two runs depends on the CPU's GEMM
+//     kernels (8.4e-13 measured on an AVX-512 EPYC (Zen 4), under 1e-13 on an AVX2 one (Zen 3));
 //   - m > 1 with clipping: ≤ 1e-10.
 // Tag [ci] runs a representative spread at this world size (every schedule, every mode, pp 2/3/4,
 // tp×pp×dp = 2×2×2, uneven splits, 3D × pp 2 at 16 ranks); [full] the whole matrix.
@@ -317,7 +322,7 @@ void run_case(const PipeCase& c, int index) {
     if (key == kWte) wte_err = e;
     else param_err = std::max(param_err, e);
     identical += pipe_params.at(key) == p ? 1 : 0;
-    CHECK(e <= (c.clip() ? 1e-10 : 1e-13));
+    CHECK(e <= (c.clip() || c.repeats ? 1e-10 : 1e-13));
   }
   // m = 1, no clipping, no token repeated within a micro-batch: the same operations in the same
   // order, so every tensor is bit-identical, the tied wte included.
