@@ -8,7 +8,8 @@ Writes into DIR:
   time_split.png       step time split into compute (kernels, timed directly) and the rest (waiting
                        on communication, scheduling), measured, beside the model's compute +
                        communication, per mode
-  comm_time.png        communication time per (mode, phase): measured vs modelled
+  comm_time.png        communication time per (mode, phase): measured vs modelled, and with sync timing
+                       the wait for the last peer (skew) as its own bar
   scaling.png          step time against world size per mode (only when several world sizes exist)
   calibration.png      time per call against size per collective, measured and fitted (calibrate runs)
   train_bytes.png,     the GPT training runs (train_report.py): bytes per phase, memory held vs the
@@ -109,13 +110,44 @@ def plot_time_split(runs, path):
     plt.close(fig)
 
 
+def sync_timed(run):
+    """True when the run timed its blocking collectives after a barrier (wait apart from transfer)."""
+    return int(run.attrs.get("sync_timing", 0)) == 1
+
+
+def phase_wait(run, phase):
+    row = phase_row(run, phase)
+    return float(row["wait_s"]) if "wait_s" in row.dtype.names else 0.0
+
+
+def skew_markdown(runs):
+    """Transfer and the wait for the last peer apart, per run (sync timing; older files lack it)."""
+    lines = ["", "Communication split into the transfer and the wait for the last peer to arrive (skew), per step "
+             "(max over ranks); the wait is measured only with sync timing (`--sync-timing`), without it every "
+             "call's time is issue to completion, wait included.", "",
+             "| mode / mesh | comm timing | transfer ms meas | transfer ms model | meas/model | wait (skew) ms |",
+             "|---|---|---|---|---|---|"]
+    for r in runs:
+        s = r.tables["summary"][0]
+        wait = s["wait_s"] if "wait_s" in s.dtype.names else 0.0
+        timing = "sync (transfer after barrier)" if sync_timed(r) else "issue to completion"
+        lines.append(f"| {s['mesh']} | {timing} | {s['comm_s'] * 1e3:.3f} | {s['comm_model_s'] * 1e3:.3f} | "
+                     f"{s['comm_ratio']:.2f} | {wait * 1e3:.3f}{'' if sync_timed(r) else ' (not measured)'} |")
+    return lines
+
+
 def plot_comm_time(runs, path):
     phases = ["forward", "backward", "grad-sync"]
     fig, axes = plt.subplots(1, len(phases), figsize=(5 * len(phases), 4.2), sharey=True)
     x = np.arange(len(runs))
     for ax, phase in zip(axes, phases):
-        ax.bar(x - 0.2, [phase_row(r, phase)["comm_s"] * 1e3 for r in runs], 0.4, label="measured")
-        ax.bar(x + 0.2, [phase_row(r, phase)["comm_model_s"] * 1e3 for r in runs], 0.4, label="model")
+        synced = any(sync_timed(r) for r in runs)
+        width, offsets = (0.27, (-0.27, 0.0)) if synced else (0.4, (-0.2, 0.2))
+        ax.bar(x + offsets[0], [phase_row(r, phase)["comm_s"] * 1e3 for r in runs], width,
+               label="measured transfer (sync timing)" if synced else "measured")
+        ax.bar(x + offsets[1], [phase_row(r, phase)["comm_model_s"] * 1e3 for r in runs], width, label="model")
+        if synced:  # skew: its own bar, never added to the transfer
+            ax.bar(x + 0.27, [phase_wait(r, phase) * 1e3 for r in runs], width, label="wait for last peer (skew)")
         ax.set_xticks(x, [r.attrs["mode"] for r in runs], fontsize=8)
         ax.set_yscale("log")  # measured and modelled can be orders of magnitude apart (oversubscription)
         ax.set_title(phase)
@@ -225,6 +257,7 @@ def markdown_summary(runs, calibrations, path_h5):
     lines.append("")
     lines.append("Times are per step (forward + backward + grad-sync), the maximum over ranks averaged over the "
                  "timed repetitions; bytes are logical bytes per step and rank (nccl-tests conventions).")
+    lines += skew_markdown(runs)
     used = used_calibration(runs, calibrations)
     if used is not None:
         lines += ["", f"Link parameters and GEMM rate of these runs: {used.name}", ""] + calibration_markdown(used)

@@ -6,7 +6,7 @@
 For each run: its configuration (mode, tp, pp, dp, schedule, ZeRO stage), final loss and step
 time; communication bytes per step and rank by phase (and, where the run recorded the cost model
 beside the ledger, whether they agree to the byte); bytes held per memory category on the busiest
-rank beside the ZeRO bucket plan's model; for pipelined runs, the measured bubble beside the
+rank beside the ZeRO bucket plan's model, and the kept-activation peak beside its model; for pipelined runs, the measured bubble beside the
 schedule's.  Pictures: train_bytes.png (bytes per phase per configuration), train_memory.png (held
 vs model per category) and one pipeline timeline per pipelined run (timeline.py), measured beside
 the same order replayed at unit pass times.  With `plan_json` (what `mdtp plan --json` printed), the planner's ranking.
@@ -62,6 +62,16 @@ def model_agreement(run):
     return "equal" if differ == 0 else f"DIFFERS ({differ} keys)"
 
 
+def comm_split(run):
+    """(transfer s, wait s, synchronised calls) of the run's last step, summed over the ledger's keys
+    (max over ranks per key); None when the ledger table predates the wait columns."""
+    ledger = last_step(run.tables.get("ledger"))
+    if ledger is None or len(ledger) == 0 or "wait_max" not in ledger.dtype.names:
+        return None
+    return (float(np.sum(ledger["seconds_max"])), float(np.sum(ledger["wait_max"])),
+            int(np.sum(ledger["synchronised_calls"])))
+
+
 def memory_rows(run):
     """{category: (held, model)} on the rank holding most in total, modelled categories only."""
     memory = run.tables.get("memory")
@@ -80,7 +90,11 @@ def memory_agreement(run):
     if memory is None or len(memory) == 0:
         return "—"
     modelled = memory[memory["model_bytes"] >= 0]
-    differ = int(np.sum(modelled["held_bytes"] != modelled["model_bytes"]))
+    # activations_kept is a peak over the run (docs/memory.md): its peak_bytes is what is modelled.
+    kept = np.array([(c.decode() if isinstance(c, bytes) else str(c)) == "activations_kept"
+                     for c in modelled["category"]], dtype=bool)
+    measured = np.where(kept, modelled["peak_bytes"], modelled["held_bytes"])
+    differ = int(np.sum(measured != modelled["model_bytes"]))
     return "equal on every rank" if differ == 0 else f"DIFFERS on {differ} (rank, category) rows"
 
 
@@ -170,6 +184,20 @@ def report(runs, out_dir, plan_json=None):
                          f"{sum(bytes_by_phase(r).values()) / MIB:.3f} | "
                          f"{agreement if agreement else 'not recorded'} | {memory_agreement(r)} | "
                          f"{f'{b[0]:.2f} / {b[1]:.2f}' if b else '—'} |")
+        lines.append("")
+        # Skew apart from transfer: the wait for the last peer is measured only under --sync-timing;
+        # without it each call's seconds run from issue to completion, waiting included.
+        lines += ["Communication of the last step: transfer and the wait for the last peer (skew), apart.", "",
+                  "| run | comm timing | transfer ms | wait (skew) ms | synchronised calls |", "|---|---|---|---|---|"]
+        for r in runs:
+            split = comm_split(r)
+            if split is None:
+                lines.append(f"| {r.name} | not recorded | — | — | — |")
+                continue
+            transfer, wait, synced = split
+            timing = "sync (transfer after barrier)" if synced > 0 else "issue to completion"
+            lines.append(f"| {r.name} | {timing} | {transfer * 1e3:.3f} | "
+                         f"{f'{wait * 1e3:.3f}' if synced > 0 else 'not measured'} | {synced} |")
         lines.append("")
         plot_bytes(runs, os.path.join(out_dir, "train_bytes.png"))
         plot_memory(runs, os.path.join(out_dir, "train_memory.png"))

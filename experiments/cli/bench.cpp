@@ -33,6 +33,7 @@ struct BenchOptions {
   std::string out = "results/bench.h5";
   int ranks_per_node = 0;
   bool keep_gathered_3d = false;
+  bool sync_timing = false;
 };
 
 std::vector<TpMode> selected_modes(const BenchOptions& o, int world) {
@@ -98,6 +99,7 @@ int run_bench(BenchOptions o, const std::string& command_line) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::vector<cost::Workload> cases = workloads(o, world);
   o.settings.check = !o.no_check;
+  o.settings.sync_timing = o.sync_timing || sync_timing_from_environment();
   const calibrate::LinkParameters links =
       o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);
 
@@ -127,6 +129,7 @@ int run_bench(BenchOptions o, const std::string& command_line) {
     rows.push_back(bench::summary_row(m, s));
     if (rank == 0) {
       fmt::print("{}   -> {}\n", rows.back(), path);
+      if (o.settings.sync_timing) fmt::print("{}\n", bench::skew_line(m, s));
       std::fflush(stdout);
     }
   }
@@ -134,6 +137,9 @@ int run_bench(BenchOptions o, const std::string& command_line) {
     fmt::print("\n== comparison (per step; times: max over ranks, mean over {} reps)\n{}\n", o.settings.reps,
                bench::summary_header());
     for (const auto& row : rows) fmt::print("{}\n", row);
+    if (o.settings.sync_timing)
+      fmt::print("(sync timing: comm is the transfer of the blocking collectives after a barrier on their group; "
+                 "the wait for the last peer is in the comm table's wait columns)\n");
     if (!all_good)
       fmt::print("\nmdtp bench: FAILED: a correctness check failed or measured bytes differ from the model "
                  "(marked '!'); see the check and comm tables\n");
@@ -174,6 +180,9 @@ Command add_bench(CLI::App& root) {
   add(*app, "--ranks-per-node", o->ranks_per_node, "placement for link classes (0: one node)");
   app->add_flag("--keep-gathered-3d", o->keep_gathered_3d,
                 "3d: keep gathered X and W for backward (fewer collectives, more memory)");
+  app->add_flag("--sync-timing", o->sync_timing,
+                "time each blocking collective after a barrier on its group: transfer and wait for the last peer "
+                "apart (also MDTP_SYNC_TIMING=1)");
   app->add_flag("--no-check", o->no_check, "skip the comparison with the serial recomputation (large sizes)");
   return {app, true, [o](const std::string& command_line) { return run_bench(*o, command_line); }};
 }

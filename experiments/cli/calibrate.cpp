@@ -8,6 +8,7 @@
 // --allow-oversubscribed runs anyway and flags every output (attribute, printed warning).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "calibrate/calibrated_cluster.hpp"
 #include "calibrate/calibration_fit.hpp"
 #include "calibrate/collective_sweep.hpp"
+#include "calibrate/sweep_prediction.hpp"
 #include "cli/commands.hpp"
 #include "io/atomic_file.hpp"
 #include "run/root_task.hpp"
@@ -37,7 +39,35 @@ struct CalibrateOptions {
   // The machine as a cluster file for `mdtp plan` / `mdtp cost` (empty: none written).
   std::string cluster_out, cluster_name = "calibrated";
   std::vector<std::string> peak_flops;  // DTYPE=FLOP/S, declared peaks per rank
+  // Fits cut at this size (calibration_fit.hpp); -1: from the L3 size and the ranks on the node.
+  std::vector<std::int64_t> cache_knees;  // empty: calibrate::cache_knees; {0}: none
+  bool sync_timing = false;
+  std::string predict_with;  // a calibration whose predictions are printed beside each point
+  // Sizes swept among the others but left out of the fit, which then predicts them.
+  std::vector<std::int64_t> hold_out;
+  bool cold_cache = false;
 };
+
+// The swept sizes: the series (or --sizes) with the held-out sizes merged in, in size order, so
+// that fitted and held-out points are measured interleaved, under the same conditions.
+std::vector<std::int64_t> sizes_with_hold_out(const calibrate::SweepSettings& s, const std::vector<std::int64_t>& hold_out) {
+  std::vector<std::int64_t> sizes = s.sizes;
+  if (sizes.empty())
+    for (std::int64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) sizes.push_back(bytes);
+  sizes.insert(sizes.end(), hold_out.begin(), hold_out.end());
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// A point measures a held-out size when its bytes are that size rounded up to whole elements
+// divisible by the group (collective_sweep.cpp), i.e. within one element per rank of it.
+bool held_out(const calibrate::SweepPoint& p, const std::vector<std::int64_t>& hold_out) {
+  const std::int64_t width = p.elements > 0 ? p.bytes / p.elements : 4;
+  for (std::int64_t h : hold_out)
+    if (p.bytes >= h && p.bytes - h < width * p.group_size) return true;
+  return false;
+}
 
 // "f32=1.2e12,f64=6e11" → per-dtype rates; an mdtp::Error naming the item otherwise.
 std::map<DType, double> declared_peaks(const std::vector<std::string>& items) {
@@ -115,12 +145,15 @@ Attributes run_attributes(const Mesh& mesh, const CalibrateOptions& o, const std
   a["sweep_warmup"] = static_cast<std::int64_t>(sweep.warmup);
   a["sweep_iters"] = static_cast<std::int64_t>(sweep.iterations);
   a["gemm_size"] = o.gemm_size;
+  a["sync_timing"] = static_cast<std::int64_t>(sweep.sync_timing ? 1 : 0);
+  a["held_out_sizes"] = static_cast<std::int64_t>(o.hold_out.size());
+  a["cache_flush_bytes"] = sweep.flush_bytes;
   a["all_correct"] = static_cast<std::int64_t>(all_correct ? 1 : 0);
   if (occupancy.oversubscribed()) a["warning"] = std::string("OVERSUBSCRIBED: times measure the OS scheduler");
   return a;
 }
 
-int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
+int run_calibrate(CalibrateOptions o, const std::string& command_line) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -128,10 +161,22 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
           world);
   const MeshConfig config = calibration_mesh(o, world);
   const std::map<DType, double> peaks = declared_peaks(o.peak_flops);  // refused before any collective
+  // A calibration to predict with is read before any collective, so a bad file fails every rank alike.
+  std::optional<calibrate::LinkParameters> predictor;
+  require(o.predict_with.empty() || o.hold_out.empty(),
+          "--predict-with and --hold-out both name what predicts the points; give one of them");
+  if (!o.predict_with.empty()) predictor = calibrate::load_calibration(o.predict_with);
   const Occupancy occupancy = refuse_oversubscribed(o.allow_oversubscribed);
 
   CommLedger ledger;
   Mesh mesh(config, MPI_COMM_WORLD, ledger);
+  o.sweep.sync_timing = o.sweep.sync_timing || o.sync_timing || sync_timing_from_environment();
+  if (!o.hold_out.empty()) o.sweep.sizes = sizes_with_hold_out(o.sweep, o.hold_out);
+  if (o.cold_cache) {  // twice the last-level cache written per rank evicts any earlier buffer
+    const std::vector<std::int64_t> l3 = calibrate::cache_knees(1);
+    require(o.sweep.sync_timing, "--cold-cache times each call alone and needs --sync-timing");
+    o.sweep.flush_bytes = l3.empty() ? (64ll << 20) : 2 * l3.back();
+  }
   calibrate::validate_sweep(o.sweep, mesh);
   run::ResultsSink sink(o.out, MPI_COMM_WORLD);
   if (rank == 0) print_header(mesh, o.sweep, occupancy, world);
@@ -140,17 +185,40 @@ int run_calibrate(const CalibrateOptions& o, const std::string& command_line) {
   bool all_correct = true;
   for (const auto& p : points) all_correct = all_correct && p.correct;
   const std::vector<calibrate::GemmRate> gemm = calibrate::measure_gemm_rates(o.gemm_size, mesh, MPI_COMM_WORLD);
-  const calibrate::CalibrationResult fit = calibrate::fit_calibration(points, gemm);
+  std::vector<std::int64_t> knees = o.cache_knees.empty() ? calibrate::cache_knees(occupancy.node.local_ranks) : o.cache_knees;
+  knees.erase(std::remove(knees.begin(), knees.end(), 0), knees.end());
+  std::vector<calibrate::SweepPoint> fitted, held;
+  for (const auto& p : points) (held_out(p, o.hold_out) ? held : fitted).push_back(p);
+  const calibrate::CalibrationResult fit = calibrate::fit_calibration(fitted, gemm, {}, knees);
+  if (!held.empty()) {  // the held-out points, predicted by the fit that never saw them
+    calibrate::LinkParameters own;
+    own.model.calibration = fit.calibration;
+    own.source = "this run's fit (held-out sizes excluded from it)";
+    own.calibrated = true;
+    predictor = own;
+  }
 
   std::optional<cost::Cluster> cluster;
   if (!o.cluster_out.empty()) {
     const calibrate::HostMemory memory = calibrate::measure_host_memory(MPI_COMM_WORLD, occupancy.node.local_ranks);
     cluster = calibrate::calibrated_cluster(fit, o.cluster_name, occupancy.node.local_ranks, memory, peaks);
   }
-  const std::string path = sink.append_run("calibrate", run_attributes(mesh, o, command_line, occupancy, all_correct),
-                                           calibrate::calibrate_run_tables(points, fit));
+  Attributes attributes = run_attributes(mesh, o, command_line, occupancy, all_correct);
+  attributes["cache_knees_bytes"] = fmt::format("{}", fmt::join(knees, ","));
+  std::map<std::string, Table> tables = calibrate::calibrate_run_tables(points, fit);
+  std::string prediction;
+  if (predictor) {
+    const std::vector<calibrate::SweepPoint>& predicted = held.empty() ? points : held;
+    tables.emplace("prediction", calibrate::prediction_table(predicted, predictor->model));
+    attributes["predicted_with"] = predictor->source;
+    prediction = calibrate::describe_prediction(predicted, predictor->model, predictor->source);
+  }
+  const std::string path = sink.append_run("calibrate", attributes, tables);
   if (rank == 0) {
     fmt::print("\n{}\n", calibrate::describe_fit(fit));
+    fmt::print("cache knees: {} bytes{}\n", knees.empty() ? std::string("none") : fmt::format("{}", fmt::join(knees, ", ")),
+               knees.empty() ? "" : " (fits cut there: cache, partly DRAM, DRAM)");
+    if (!prediction.empty()) fmt::print("\n{}\n", prediction);
     fmt::print("written: {}:{}{}\n", sink.path(), path,
                occupancy.oversubscribed() ? "   (flagged OVERSUBSCRIBED)" : "");
     if (!all_correct) fmt::print("mdtp calibrate: FAILED: some collective results were wrong (check column)\n");
@@ -204,6 +272,28 @@ Command add_calibrate(CLI::App& root) {
   add(*app, "--cluster-name", o->cluster_name, "the cluster file's name");
   add(*app, "--peak-flops", o->peak_flops, "declared peak GEMM rates per rank (default: the measured ones)")
       ->type_name("DTYPE=FLOPS,...");
+  add(*app, "--sizes", sweep.sizes, "explicit message sizes instead of --min-bytes/--factor/--max-bytes")
+      ->transform(byte_count())
+      ->type_name("BYTES,...");
+  add(*app, "--hold-out", o->hold_out,
+      "sizes swept with the others but left out of the fit; the fit's prediction for each is printed and recorded "
+      "(table prediction) beside the measured time")
+      ->transform(byte_count())
+      ->type_name("BYTES,...");
+  app->add_flag("--sync-timing", o->sync_timing,
+                "time each call alone after a barrier on its group (the transfer; median over calls), as the "
+                "ledger's sync timing does (also MDTP_SYNC_TIMING=1)");
+  app->add_flag("--cold-cache", o->cold_cache,
+                "with --sync-timing: evict the caches before each timed call (each rank writes 2x the L3), as a "
+                "layer's collective finds them after its GEMMs");
+  add(*app, "--cache-knees", o->cache_knees,
+      "cut the fits at these message sizes in bytes (default L3 / (2 * ranks on the node) and L3; 0: none)")
+      ->check(at_least(0))
+      ->type_name("BYTES,...");
+  add(*app, "--predict-with", o->predict_with,
+      "also print and record each point's time predicted by this calibration (FILE.h5[:/runs/NNNN-calibrate]), "
+      "with the ratio measured/predicted")
+      ->type_name("FILE");
   app->add_flag("--allow-oversubscribed", o->allow_oversubscribed,
                 "run even with more ranks than cores (every output flagged)");
   return {app, true, [o](const std::string& command_line) { return run_calibrate(*o, command_line); }};

@@ -48,6 +48,7 @@ struct CostOptions {
   std::string schedule = "1f1b", recompute = "none", cluster = "dgx-a100";
   int zero_stage = 0;
   bool no_dropout = false;
+  bool streaming_attention = false;
 };
 
 // Options a form needs, refused by name when missing.
@@ -133,7 +134,8 @@ int run_layer(const CostOptions& o, const CLI::App& app) {
 cost::StepConfig model_step_config(const CostOptions& o) {
   return step_config(StepChoice{cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab}, o.global_batch,
                                 o.micro_batch, o.tp_mode, o.tp, o.tp_depth, o.pp, o.gpus, o.chunks, o.zero_stage,
-                                o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{}});
+                                o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{},
+                                !o.streaming_attention});
 }
 
 // The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
@@ -216,6 +218,8 @@ void add_model_options(CLI::App& app, CostOptions& o) {
   add(app, "--cluster", o.cluster, "GPT step: a name in data/clusters/ or a path to a cluster JSON");
   add(app, "--zero-stage", o.zero_stage, "GPT step: ZeRO stage 0-3 (--zero prints all four)")->check(between(0, 3));
   app.add_flag("--no-dropout", o.no_dropout, "GPT step: no dropout masks (mdtp's GPT)");
+  app.add_flag("--streaming-attention", o.streaming_attention,
+               "GPT step: the attention kernel keeps no T×T probabilities (selective = none)");
 }
 
 }  // namespace

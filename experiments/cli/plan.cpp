@@ -22,6 +22,7 @@ struct PlanOptions {
   std::string cluster = "dgx-a100";
   DType dtype = DType::bf16;
   bool json = false, validate = false, no_dropout = false, no_dp_overlap = false, p2p_overlap = false;
+  bool streaming_attention = false;
   int top = 10, max_tp = 64;
   std::int64_t max_micro_batch = 16;
   std::vector<TpMode> modes;
@@ -49,6 +50,8 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   add(app, "--max-micro-batch", o.max_micro_batch, "search: the largest micro-batch tried");
   add_parsed_list(app, "--modes", o.modes, parse_tp_mode, "search: the TP modes tried");
   app.add_flag("--no-dropout", o.no_dropout, "the model has no dropout (mdtp's GPT): no masks stored or streamed");
+  app.add_flag("--streaming-attention", o.streaming_attention,
+               "the attention kernel keeps no T×T probabilities (FlashAttention-style): selective = none");
   app.add_flag("--no-dp-overlap", o.no_dp_overlap, "gradients reduced after backward, not under it");
   app.add_flag("--p2p-overlap", o.p2p_overlap, "pipeline sends hidden under compute");
   app.add_flag("--validate", o.validate, "print the Narayanan et al. 2021 validation table instead");
@@ -80,7 +83,8 @@ cost::OverlapAssumptions overlap_of(const PlanOptions& o) {
 int run_one(const PlanOptions& o, const cost::Cluster& cluster) {
   const cost::StepEstimate e = cost::estimate_step(
       step_config(StepChoice{o.model, o.global_batch, o.micro_batch, o.mode, o.tp, o.depth, o.pp, o.gpus, o.chunks,
-                             o.zero, o.schedule, o.recompute, o.dtype, !o.no_dropout, overlap_of(o)}),
+                             o.zero, o.schedule, o.recompute, o.dtype, !o.no_dropout, overlap_of(o),
+                             !o.streaming_attention}),
       cluster);
   std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
   return 0;
@@ -93,6 +97,7 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster) {
   r.gpus = o.gpus;
   r.dtype = o.dtype;
   r.dropout = !o.no_dropout;
+  r.attention_keeps_probabilities = !o.streaming_attention;
   r.overlap = overlap_of(o);
   r.max_tp = o.max_tp;
   r.max_micro_batch = o.max_micro_batch;

@@ -24,6 +24,7 @@ cost::StepConfig step_config(const StepChoice& o) {
   c.dtype = o.dtype;
   c.dropout = o.dropout;
   c.overlap = o.overlap;
+  c.attention_keeps_probabilities = o.attention_keeps_probabilities;
   return c;
 }
 

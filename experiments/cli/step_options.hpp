@@ -16,6 +16,7 @@ struct StepChoice {
   DType dtype = DType::bf16;
   bool dropout = true;
   cost::OverlapAssumptions overlap{};
+  bool attention_keeps_probabilities = true;  // false: --streaming-attention
 };
 
 // dp = gpus / (tp · pp); an mdtp::Error naming the value when it does not divide, or for an

@@ -62,6 +62,18 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
               << r.partition << "): " << r.steps.size() << " steps";
     if (!r.steps.empty()) std::cout << ", final loss " << r.steps.back().loss;
     std::cout << "\n";
+    // activation memory (docs/memory.md)
+    // With no step run nothing was measured: there is no comparison to report.
+    if (r.steps.empty())
+      std::cout << "activations: no step ran, nothing measured; model kept peak " << r.kept_activations.model
+                << " B, parameters inside a pass " << r.kept_activations.parameters_in_pass_model << " B\n";
+    else
+      std::cout << "activations: kept peak " << r.kept_activations.measured << " B on rank 0, model "
+                << r.kept_activations.model << " B; parameters inside a pass "
+                << r.kept_activations.parameters_in_pass << " B, model "
+                << r.kept_activations.parameters_in_pass_model << " B; "
+                << (r.kept_activations.equal_on_every_rank ? "equal on every rank" : "NOT equal on every rank")
+                << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
     if (!c.out.empty()) std::cout << "results: " << c.out << "\n";
     // faults (docs/failures.md): a run stopped by a signal says so and exits kStoppedExit.
@@ -123,7 +135,9 @@ Command add_train(CLI::App& root) {
   add(*app, "--zero-bucket-mb", c.zero.bucket_mb, "ZeRO bucket size cap, MiB");
   app->add_flag("--zero-offload", c.zero.offload, "ZeRO 1-3: master weights, moments and the update in host memory");
   add_parsed(*app, "--recompute", c.recompute, [](const std::string& s) { return parse_activation_recompute(s); },
-             "none", "activation recomputation: none, or full (each block's forward again before its backward)");
+             "none",
+             "activation recomputation: none, selective (the attention core's probabilities again from the kept "
+             "Q, K, V) or full (each block's forward again before its backward)");
   app->add_flag("--zero-keep-params", c.zero.keep_parameters_for_step,
                 "ZeRO 3: gather each unit's parameters once per step, not once per pass");
   add_dtype(*app, "--dtype", c.dtype, "f32 or f64");
@@ -137,6 +151,9 @@ Command add_train(CLI::App& root) {
   // faults (docs/failures.md)
   app->add_flag("--skip-nonfinite", c.skip_nonfinite,
                 "skip a step whose loss is NaN/Inf (counted in the results) instead of stopping");
+  app->add_flag("--sync-timing", c.sync_timing,
+                "time each blocking collective after a barrier on its group: transfer and wait for the last peer "
+                "apart in the ledger table (also MDTP_SYNC_TIMING=1)");
   add(*app, "--device", o->device, "host, or cuda (a build with -DMDTP_CUDA=ON; one GPU per local rank)")
       ->check(one_of({"host", "cuda"}));
   return {app, true, [o](const std::string& command_line) { return run_train(o->config, o->device, command_line); }};

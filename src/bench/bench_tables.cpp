@@ -13,7 +13,7 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // Averages of the per-rep rows of one phase: max over ranks, mean over reps.
 struct PhaseAverage {
-  double wall = 0, comm = 0, compute = 0, exposed = 0, wall_mean = 0, comm_mean = 0, compute_mean = 0;
+  double wall = 0, comm = 0, compute = 0, exposed = 0, wall_mean = 0, comm_mean = 0, compute_mean = 0, wait = 0;
 };
 PhaseAverage average_phase(const LayerMeasurement& m, const std::string& phase) {
   PhaseAverage a;
@@ -22,10 +22,12 @@ PhaseAverage average_phase(const LayerMeasurement& m, const std::string& phase) 
     if (s.phase != phase) continue;
     a.wall += s.wall.max, a.comm += s.comm.max, a.compute += s.compute.max, a.exposed += s.exposed.max;
     a.wall_mean += s.wall.mean, a.comm_mean += s.comm.mean, a.compute_mean += s.compute.mean;
+    a.wait += s.wait.max;
     ++n;
   }
   if (n > 0) {
     a.wall /= n, a.comm /= n, a.compute /= n, a.exposed /= n, a.wall_mean /= n, a.comm_mean /= n, a.compute_mean /= n;
+    a.wait /= n;
   }
   return a;
 }
@@ -37,6 +39,7 @@ Table comm_table(const LayerMeasurement& m, const Prediction& p) {
   t.real("bytes_mean").real("bytes_max").integer("bytes_model").real("bytes_ratio");
   t.real("bus_bytes_mean").real("bus_bytes_model");
   t.real("seconds_mean").real("seconds_max").real("seconds_model").real("time_ratio").integer("bytes_match");
+  t.real("wait_mean").real("wait_max").real("synchronised_calls");
   std::map<LedgerKey, const LedgerStat*> measured;
   for (const auto& s : m.comm) measured[s.key] = &s;
   std::set<LedgerKey> keys;
@@ -51,13 +54,16 @@ Table comm_table(const LayerMeasurement& m, const Prediction& p) {
     const MeanMax bytes = s ? per_step(s->logical_bytes) : MeanMax{};
     const MeanMax bus = s ? per_step(s->bus_bytes) : MeanMax{};
     const MeanMax secs = s ? per_step(s->seconds) : MeanMax{};
+    const MeanMax wait = s ? per_step(s->wait_seconds) : MeanMax{};
+    const MeanMax synchronised = s ? per_step(s->synchronised_calls) : MeanMax{};
     const auto model_bytes = static_cast<double>(model.logical_bytes);
     const bool match = bytes.mean == model_bytes && bytes.max == model_bytes &&
                        calls.max == static_cast<double>(model.calls) && calls.mean == calls.max;
     t.row()(key.phase)(key.group)(collective_name(key.op))(s ? s->group_size : model.group_size)(model.link)(model.algorithms)(
         calls.mean)(calls.max)(model.calls)(bytes.mean)(bytes.max)(model.logical_bytes)(
         model_bytes > 0 ? bytes.mean / model_bytes : 0.0)(bus.mean)(model.bus_bytes)(secs.mean)(secs.max)(
-        model.seconds)(model.seconds > 0 ? secs.max / model.seconds : 0.0)(match ? 1 : 0);
+        model.seconds)(model.seconds > 0 ? secs.max / model.seconds : 0.0)(match ? 1 : 0)(wait.mean)(wait.max)(
+        synchronised.mean);
   }
   return t;
 }
@@ -65,18 +71,18 @@ Table comm_table(const LayerMeasurement& m, const Prediction& p) {
 Table steps_table(const LayerMeasurement& m) {
   Table t;
   t.integer("rep").text("phase");
-  for (const char* f : {"wall", "comm", "compute", "gemm", "exposed"})
+  for (const char* f : {"wall", "comm", "compute", "gemm", "exposed", "wait"})
     t.real(std::string(f) + "_mean").real(std::string(f) + "_max");
   for (const auto& s : m.steps)
     t.row()(s.rep)(s.phase)(s.wall.mean)(s.wall.max)(s.comm.mean)(s.comm.max)(s.compute.mean)(s.compute.max)(
-        s.gemm.mean)(s.gemm.max)(s.exposed.mean)(s.exposed.max);
+        s.gemm.mean)(s.gemm.max)(s.exposed.mean)(s.exposed.max)(s.wait.mean)(s.wait.max);
   return t;
 }
 
 Table phases_table(const LayerMeasurement& m, const Prediction& p) {
   Table t;
   t.text("phase").real("wall_s").real("comm_s").real("compute_s").real("exposed_s").real("wall_mean_s").real("comm_mean_s");
-  t.real("compute_mean_s").real("comm_model_s").real("compute_model_s").real("total_model_s");
+  t.real("compute_mean_s").real("comm_model_s").real("compute_model_s").real("total_model_s").real("wait_s");
   std::vector<std::string> phases = step_phases();
   phases.push_back("step");
   for (const auto& phase : phases) {
@@ -86,7 +92,7 @@ Table phases_table(const LayerMeasurement& m, const Prediction& p) {
     const double compute_model = step ? p.compute_total()
                                       : (p.compute_seconds.count(phase) ? p.compute_seconds.at(phase) : 0.0);
     t.row()(phase)(a.wall)(a.comm)(a.compute)(a.exposed)(a.wall_mean)(a.comm_mean)(a.compute_mean)(comm_model)(compute_model)(
-        comm_model + compute_model);
+        comm_model + compute_model)(a.wait);
   }
   return t;
 }
@@ -124,13 +130,13 @@ Table summary_table(const LayerMeasurement& m, const BenchSummary& s) {
   t.real("bytes_measured").real("bytes_model").real("bytes_ratio").integer("bytes_match");
   t.real("comm_s").real("comm_model_s").real("comm_ratio").real("compute_s").real("compute_model_s");
   t.real("step_s").real("step_model_s").real("peak_bytes").real("peak_model_bytes").text("check");
-  t.real("check_error").real("oversubscription");
+  t.real("check_error").real("oversubscription").real("wait_s").integer("sync_timing");
   t.row()(std::string(tp_mode_name(w.mode)))(describe_mesh(w.mode, w.mesh))(w.layer)(w.mesh.world)(w.mesh.tp)(topology.dp())(w.mesh.tp_depth)(
       w.rows)(w.rows * topology.dp())(w.hidden)(w.ffn_hidden)(dtype_name(w.dtype))(s.bytes_measured)(s.bytes_model)(
       s.bytes_model > 0 ? s.bytes_measured / s.bytes_model : (s.bytes_measured == 0 ? 1.0 : 0.0))(
       s.bytes_match ? 1 : 0)(s.comm_measured)(s.comm_model)(s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0)(
       s.compute_measured)(s.compute_model)(s.step_measured)(s.step_model)(s.peak_bytes)(s.peak_model_bytes)(
-      check_verdict(m))(m.check.worst())(m.oversubscription);
+      check_verdict(m))(m.check.worst())(m.oversubscription)(s.wait_measured)(m.settings.sync_timing ? 1 : 0);
   return t;
 }
 
@@ -162,6 +168,7 @@ BenchSummary summarize(const LayerMeasurement& m, const Prediction& p) {
   }
   const PhaseAverage step = average_phase(m, "step");
   s.comm_measured = step.comm;
+  s.wait_measured = step.wait;
   s.compute_measured = step.compute;
   s.step_measured = step.wall;
   s.comm_model = p.comm_seconds();
@@ -196,6 +203,11 @@ void add_bench_attributes(Attributes& a, const LayerMeasurement& m, const BenchS
   a["check_error"] = m.check.worst();
   a["repeat_deviation"] = m.repeat_deviation;
   a["bytes_match"] = static_cast<std::int64_t>(s.bytes_match ? 1 : 0);
+  a["sync_timing"] = static_cast<std::int64_t>(m.settings.sync_timing ? 1 : 0);
+  a["comm_timing"] = std::string(m.settings.sync_timing
+                                     ? "blocking collectives: transfer after a barrier on the group (wait apart); "
+                                       "point-to-point and non-blocking calls: issue to completion"
+                                     : "every call issue to completion (wait for late peers included)");
   a["compute_timing"] = std::string("kernels timed directly around each Backend call (gemm + other)");
 }
 
@@ -221,6 +233,14 @@ std::string summary_row(const LayerMeasurement& m, const BenchSummary& s) {
       s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0, s.compute_measured * 1e3, s.compute_model * 1e3,
       s.step_measured * 1e3, s.step_model * 1e3, s.step_model > 0 ? s.step_measured / s.step_model : 0.0,
       s.peak_bytes / kMiB, s.peak_model_bytes / kMiB, check_verdict(m));
+}
+
+std::string skew_line(const LayerMeasurement& m, const BenchSummary& s) {
+  if (!m.settings.sync_timing) return "";
+  return fmt::format("{:<24} sync timing: transfer {:.3f} ms (model {:.3f} ms, ratio {:.2f}), wait for the last peer "
+                     "(skew) {:.3f} ms per step",
+                     "", s.comm_measured * 1e3, s.comm_model * 1e3,
+                     s.comm_model > 0 ? s.comm_measured / s.comm_model : 0.0, s.wait_measured * 1e3);
 }
 
 }  // namespace mdtp::bench

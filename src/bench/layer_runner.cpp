@@ -17,7 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct PhaseSample {  // this rank, one step, one phase
-  double wall = 0, comm = 0, gemm = 0, other = 0;
+  double wall = 0, comm = 0, gemm = 0, other = 0, wait = 0;
 };
 
 void barrier(MPI_Comm comm, WaitPolicy policy) {
@@ -59,7 +59,10 @@ class StepRunner {
     }
     PhaseSample s;
     s.wall = std::chrono::duration<double>(Clock::now() - start).count();
-    for (std::size_t e = first_entry; e < ledger_.entries().size(); ++e) s.comm += ledger_.entries()[e].seconds;
+    for (std::size_t e = first_entry; e < ledger_.entries().size(); ++e) {
+      s.comm += ledger_.entries()[e].seconds;
+      s.wait += ledger_.entries()[e].wait_seconds;
+    }
     s.gemm = timed_.seconds().gemm - kernels_before.gemm;
     s.other = timed_.seconds().other - kernels_before.other;
     return s;
@@ -74,9 +77,9 @@ class StepRunner {
 
 std::vector<StepTiming> reduce_timings(const std::vector<std::vector<PhaseSample>>& per_step, MPI_Comm world,
                                        WaitPolicy policy) {
-  // Per (step, phase) five numbers; the whole step is a sixth "phase" summed on this rank first,
+  // Per (step, phase) six numbers; the whole step is a sixth "phase" summed on this rank first,
   // because the max over ranks of a sum is not the sum of the maxima.
-  constexpr std::size_t kFields = 5;
+  constexpr std::size_t kFields = 6;
   const std::size_t phases = step_phases().size() + 1;
   std::vector<double> values;
   for (const auto& step : per_step) {
@@ -85,8 +88,9 @@ std::vector<StepTiming> reduce_timings(const std::vector<std::vector<PhaseSample
       const PhaseSample s = p < step.size() ? step[p] : total;
       if (p < step.size()) {
         total.wall += s.wall, total.comm += s.comm, total.gemm += s.gemm, total.other += s.other;
+        total.wait += s.wait;
       }
-      values.insert(values.end(), {s.wall, s.comm, s.gemm + s.other, s.gemm, s.wall - s.gemm - s.other});
+      values.insert(values.end(), {s.wall, s.comm, s.gemm + s.other, s.gemm, s.wall - s.gemm - s.other, s.wait});
     }
   }
   const std::vector<MeanMax> stats = run::mean_max_over_ranks(values, world, policy);
@@ -97,7 +101,7 @@ std::vector<StepTiming> reduce_timings(const std::vector<std::vector<PhaseSample
       StepTiming t;
       t.rep = static_cast<int>(r);
       t.phase = p < step_phases().size() ? step_phases()[p] : "step";
-      t.wall = v[0], t.comm = v[1], t.compute = v[2], t.gemm = v[3], t.exposed = v[4];
+      t.wall = v[0], t.comm = v[1], t.compute = v[2], t.gemm = v[3], t.exposed = v[4], t.wait = v[5];
       out.push_back(t);
     }
   }
@@ -156,6 +160,7 @@ LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettin
   m.workload = workload;
   m.settings = settings;
   CommLedger ledger;
+  ledger.set_sync_timing(settings.sync_timing);
   Mesh mesh(workload.mesh, world, ledger);
   const WaitPolicy policy = mesh.wait_policy();
   m.wait_policy = wait_policy_name(policy);

@@ -19,6 +19,9 @@
 //             sum over calls, so the two compare like for like
 //   compute   kernel time, timed directly around each Backend call (timed_backend.hpp): gemm +
 //             the rest (elementwise, reductions, copies)
+//   wait      with sync timing on (RunSettings::sync_timing, comm/ledger.hpp), the time the
+//             phase's blocking collectives waited at their barrier for the last peer to arrive:
+//             skew between ranks, kept out of comm, which is then the transfer alone
 //   exposed   wall − compute: the time this rank was not computing — waiting for communication,
 //             bookkeeping, and on an oversubscribed node time spent descheduled
 // Every timed step's output is also compared with the checked step's (sum of squares of this
@@ -41,6 +44,7 @@ struct RunSettings {
   bool check = true;
   std::uint64_t seed = 1234;        // parameters
   std::uint64_t input_seed = 4321;  // X and dY
+  bool sync_timing = false;         // time blocking collectives after a barrier (wait vs transfer)
 };
 
 inline const std::vector<std::string>& step_phases() {
@@ -53,6 +57,7 @@ struct StepTiming {
   int rep = 0;
   std::string phase;
   MeanMax wall, comm, compute, gemm, exposed;  // compute = gemm + other kernels; exposed = wall − compute
+  MeanMax wait;  // the wait for the last peer of the phase's synchronised calls (0 without sync timing)
 };
 
 struct MemoryStat {

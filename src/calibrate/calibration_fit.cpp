@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -56,8 +58,29 @@ std::vector<GemmRate> measure_gemm_rates(std::int64_t size, const Mesh& mesh, MP
   return rates;
 }
 
+std::vector<std::int64_t> cache_knees(int local_ranks) {
+  require(local_ranks >= 1, "cache_knees needs at least one rank on the node; got ", local_ranks);
+  std::ifstream in("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  std::string text;
+  if (!(in >> text) || text.empty()) return {};
+  std::int64_t scale = 1;
+  switch (text.back()) {
+    case 'K': scale = 1024; break;
+    case 'M': scale = 1024 * 1024; break;
+    case 'G': scale = 1024 * 1024 * 1024; break;
+    default: break;
+  }
+  if (scale > 1) text.pop_back();
+  try {
+    const std::int64_t l3 = std::stoll(text) * scale;
+    return {l3 / (2 * static_cast<std::int64_t>(local_ranks)), l3};
+  } catch (const std::exception&) {
+    return {};  // an unreadable size: no knees, one rate per algorithm
+  }
+}
+
 CalibrationResult fit_calibration(const std::vector<SweepPoint>& points, const std::vector<GemmRate>& gemm,
-                                  const cost::AlgorithmSelection& selection) {
+                                  const cost::AlgorithmSelection& selection, const std::vector<std::int64_t>& knees) {
   CalibrationResult r;
   r.gemm = gemm;
   for (const auto& g : gemm)
@@ -80,9 +103,14 @@ CalibrationResult fit_calibration(const std::vector<SweepPoint>& points, const s
     std::size_t begin = 0;
     while (begin < list.size()) {
       const cost::CollectiveAlgorithm algorithm = algorithm_of(*list[begin], selection);
+      // How many knees a size is past (0: in cache).
+      const auto past_knee = [&](const SweepPoint* p) {
+        return std::count_if(knees.begin(), knees.end(), [&](std::int64_t k) { return k > 0 && p->bytes >= k; });
+      };
+      const auto from_dram = past_knee(list[begin]);
       std::size_t end = begin;
       std::vector<FitSample> samples;
-      while (end < list.size() && algorithm_of(*list[end], selection) == algorithm) {
+      while (end < list.size() && algorithm_of(*list[end], selection) == algorithm && past_knee(list[end]) == from_dram) {
         samples.push_back({1.0, static_cast<double>(list[end]->bytes), list[end]->seconds_max});
         ++end;
       }
@@ -97,7 +125,8 @@ CalibrationResult fit_calibration(const std::vector<SweepPoint>& points, const s
       f.beta = fit.beta;
       r.calibration.fits.push_back(f);
       r.fit_quality.push_back({fit.points, fit.rms_relative_error});
-      r.fit_regimes.push_back(cost::algorithm_name(algorithm));
+      static const char* const kCacheRegime[] = {"", " (past cache knee)", " (past L3)"};
+      r.fit_regimes.push_back(std::string(cost::algorithm_name(algorithm)) + kCacheRegime[std::min<std::ptrdiff_t>(from_dram, 2)]);
       begin = end;
     }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "run/rank_stats.hpp"
@@ -103,12 +104,38 @@ void barrier(MPI_Comm comm, WaitPolicy policy) {
 std::vector<std::int64_t> sweep_elements(const SweepSettings& s, int n) {
   std::set<std::int64_t> counts;
   const auto width = static_cast<std::int64_t>(dtype_size(s.dtype));
-  for (std::int64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) {
+  std::vector<std::int64_t> sizes = s.sizes;
+  if (sizes.empty())
+    for (std::int64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) sizes.push_back(bytes);
+  for (std::int64_t bytes : sizes) {
     std::int64_t e = std::max<std::int64_t>(1, (bytes + width - 1) / width);
     e = (e + n - 1) / n * n;
     counts.insert(e);
   }
   return {counts.begin(), counts.end()};
+}
+
+// The loop time / iterations: the nccl-tests convention (calls pipeline into each other).
+double back_to_back_call_seconds(CollectiveCase& c, int iterations) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) c.call();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / iterations;
+}
+
+// Each call after a barrier on its group, timed alone; the median over the calls.  A non-empty
+// `flush` is written over before each call (outside the timing) to evict the call's buffers.
+double synchronised_call_seconds(CollectiveCase& c, Communicator& comm, int iterations, std::vector<char>& flush) {
+  std::vector<double> times;
+  for (int i = 0; i < iterations; ++i) {
+    if (!flush.empty()) std::memset(flush.data(), i & 0xff, flush.size());
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    c.call();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  const std::size_t mid = times.size() / 2;
+  return times.size() % 2 == 1 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
 }
 
 }  // namespace
@@ -129,11 +156,15 @@ void validate_sweep(const SweepSettings& s, const Mesh& mesh) {
   require(s.min_bytes >= 1, "--min-bytes must be at least 1; got ", s.min_bytes);
   require(s.max_bytes >= s.min_bytes, "--max-bytes (", s.max_bytes, ") must be at least --min-bytes (", s.min_bytes, ")");
   require(s.max_bytes <= (1ll << 31), "--max-bytes must be at most 2 GiB; got ", s.max_bytes);
+  require(s.flush_bytes >= 0 && s.flush_bytes <= (1ll << 32), "the cache flush must be between 0 and 4 GiB; got ",
+          s.flush_bytes);
   require(s.factor >= 2, "--factor must be at least 2; got ", s.factor);
   require(s.iterations >= 1, "--iters must be at least 1; got ", s.iterations);
   require(s.warmup >= 0, "--warmup must not be negative; got ", s.warmup);
   require(s.dtype == DType::f32 || s.dtype == DType::f64, "calibrate sweeps f32 or f64 buffers; got ",
           dtype_name(s.dtype));
+  for (std::int64_t bytes : s.sizes)
+    require(bytes >= 1 && bytes <= (1ll << 31), "--sizes: every size must be between 1 byte and 2 GiB; got ", bytes);
   require(!s.groups.empty(), "--groups must name at least one mesh group");
   require(!s.ops.empty(), "--ops must name at least one collective");
   for (const auto& g : s.groups)
@@ -162,6 +193,7 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& s, MPI_
   const bool was_enabled = ledger.enabled();
   ledger.set_enabled(false);
   std::vector<SweepPoint> points;
+  std::vector<char> flush(static_cast<std::size_t>(s.sync_timing ? s.flush_bytes : 0));
   for (const auto& group : swept_groups(s, mesh)) {
     Communicator& comm = mesh.comm(group);
     for (CollectiveOp op : s.ops) {
@@ -174,17 +206,17 @@ std::vector<SweepPoint> run_sweep(const Mesh& mesh, const SweepSettings& s, MPI_
         p.op = op;
         p.elements = elements;
         p.bytes = elements * static_cast<std::int64_t>(dtype_size(s.dtype));
-        p.iterations = iterations_at(s, p.bytes);
+        // A median needs more than the 3 calls the back-to-back loop settles for at large sizes.
+        p.iterations = s.sync_timing ? std::max(iterations_at(s, p.bytes), std::min(s.iterations, 7))
+                                     : iterations_at(s, p.bytes);
         c.fill_pattern();
         c.call();
         p.correct = run::all_ranks_agree(c.check(), world, policy);
         c.fill_zeros();
         for (int w = 0; w < s.warmup; ++w) c.call();
         barrier(world, policy);
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < p.iterations; ++i) c.call();
-        const double per_call =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / p.iterations;
+        const double per_call = s.sync_timing ? synchronised_call_seconds(c, comm, p.iterations, flush)
+                                              : back_to_back_call_seconds(c, p.iterations);
         const MeanMax t = run::mean_max_over_ranks(per_call, world, policy);
         p.seconds_mean = t.mean;
         p.seconds_max = t.max;

@@ -11,6 +11,12 @@
 //   algbw    S / t_max;  busbw = algbw · bus_factor(op, n)
 // Calls go through the mesh's Communicators (so the wait policy is the layers' own) with the
 // ledger switched off.
+// With sync_timing, each timed call is preceded by a barrier on its group and timed alone (the
+// transfer, as the ledger's sync timing records it, comm/ledger.hpp); the time per call is then
+// this rank's median over the calls (robust to a call that lost its core to another process; at
+// least 7 calls, or --iters if fewer),
+// reported as mean and maximum over ranks.  `sizes`, when not empty, replaces the geometric
+// series min·factor^k (a sweep at sizes a fit never saw, to test its predictions).
 #include <mpi.h>
 
 #include <string>
@@ -31,6 +37,12 @@ struct SweepSettings {
   int warmup = 5;
   int iterations = 20;  // at sizes ≤ 1 MiB; fewer above (iterations · 1 MiB / S, at least 3)
   DType dtype = DType::f32;
+  bool sync_timing = false;
+  // With sync_timing: before each timed call this rank writes over this many bytes of its own, so
+  // the call finds its buffers evicted from the caches, as a layer's collective does after the
+  // GEMMs between two calls (0: warm, the buffers stay cached from the previous call).
+  std::int64_t flush_bytes = 0;
+  std::vector<std::int64_t> sizes;  // bytes; empty: min_bytes, min_bytes·factor, ... ≤ max_bytes
 };
 
 struct SweepPoint {

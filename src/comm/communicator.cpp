@@ -122,24 +122,36 @@ void Communicator::require_rank(int rank, const char* role, const char* op) cons
 }
 
 template <class Start>
-CommHandle Communicator::launch(CollectiveOp op, std::int64_t elements, DType dtype, Start&& start) {
+CommHandle Communicator::launch(CollectiveOp op, std::int64_t elements, DType dtype, bool synchronise, Start&& start) {
   CommLedger* ledger = (ledger_ != nullptr && ledger_->enabled()) ? ledger_ : nullptr;
   LedgerEntry entry;
-  if (ledger != nullptr) entry = make_ledger_entry(op, name_, size_, elements, dtype, ledger->phase());
-  auto issued = std::chrono::steady_clock::now();
+  auto arrived = std::chrono::steady_clock::now();
+  if (ledger != nullptr) {
+    entry = make_ledger_entry(op, name_, size_, elements, dtype, ledger->phase());
+    entry.arrived = std::chrono::duration<double>(arrived.time_since_epoch()).count();
+    if (synchronise && ledger->sync_timing()) {
+      // Measurement only: the barrier is not an entry (comm/ledger.hpp), its time is the wait
+      // for the last member of the group; on one rank nobody is waited for.
+      if (size_ > 1) start_barrier()->wait();
+      auto everybody_there = std::chrono::steady_clock::now();
+      entry.wait_seconds = std::chrono::duration<double>(everybody_there - arrived).count();
+      entry.synchronised = true;
+      arrived = everybody_there;
+    }
+  }
   std::unique_ptr<PendingOp> pending = start();
-  return CommHandle(std::move(pending), ledger, std::move(entry), issued);
+  return CommHandle(std::move(pending), ledger, std::move(entry), arrived);
 }
 
-// ---- non-blocking -----------------------------------------------------------------------------
+// ---- validated calls (non-blocking, and the blocking ones with `synchronise`) -----------------------------------------------------------------------------
 
-CommHandle Communicator::iall_reduce(Tensor& buffer, ReduceOp op) {
+CommHandle Communicator::issue_all_reduce(Tensor& buffer, ReduceOp op, bool synchronise) {
   require_buffer(buffer, "buffer", "all_reduce");
-  return launch(CollectiveOp::all_reduce, buffer.numel(), buffer.dtype(),
+  return launch(CollectiveOp::all_reduce, buffer.numel(), buffer.dtype(), synchronise,
                 [&] { return start_all_reduce(buffer, op); });
 }
 
-CommHandle Communicator::iall_gather(const Tensor& shard, Tensor& gathered) {
+CommHandle Communicator::issue_all_gather(const Tensor& shard, Tensor& gathered, bool synchronise) {
   require_buffer(shard, "shard", "all_gather");
   require_buffer(gathered, "gathered", "all_gather");
   require_same_dtype(shard, "shard", gathered, "gathered", "all_gather", name_);
@@ -150,29 +162,29 @@ CommHandle Communicator::iall_gather(const Tensor& shard, Tensor& gathered) {
             "but is not this rank's slot (rows ", shard.dim(0) * rank_, "..", shard.dim(0) * (rank_ + 1),
             "); an in-place all_gather passes gathered.row_slice of its own slot");
   }
-  return launch(CollectiveOp::all_gather, gathered.numel(), gathered.dtype(),
+  return launch(CollectiveOp::all_gather, gathered.numel(), gathered.dtype(), synchronise,
                 [&] { return start_all_gather(shard, gathered); });
 }
 
-CommHandle Communicator::ireduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
+CommHandle Communicator::issue_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op, bool synchronise) {
   require_buffer(full, "full", "reduce_scatter");
   require_buffer(shard, "shard", "reduce_scatter");
   require_same_dtype(full, "full", shard, "shard", "reduce_scatter", name_);
   require_stacked(shard, "shard", full, "full", size_, "reduce_scatter", name_);
   require(!overlaps(full, shard), "reduce_scatter on group '", name_,
           "': shard overlaps full; expected separate buffers");
-  return launch(CollectiveOp::reduce_scatter, full.numel(), full.dtype(),
+  return launch(CollectiveOp::reduce_scatter, full.numel(), full.dtype(), synchronise,
                 [&] { return start_reduce_scatter(full, shard, op); });
 }
 
-CommHandle Communicator::ibroadcast(Tensor& buffer, int root) {
+CommHandle Communicator::issue_broadcast(Tensor& buffer, int root, bool synchronise) {
   require_rank(root, "root", "broadcast");
   require_buffer(buffer, "buffer", "broadcast");
-  return launch(CollectiveOp::broadcast, buffer.numel(), buffer.dtype(),
+  return launch(CollectiveOp::broadcast, buffer.numel(), buffer.dtype(), synchronise,
                 [&] { return start_broadcast(buffer, root); });
 }
 
-CommHandle Communicator::ireduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
+CommHandle Communicator::issue_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op, bool synchronise) {
   require_rank(root, "root", "reduce");
   require_buffer(in, "in", "reduce");
   if (rank_ == root) {
@@ -184,15 +196,31 @@ CommHandle Communicator::ireduce(const Tensor& in, Tensor& out, int root, Reduce
     require(!overlaps(in, out) || in.raw_data() == out.raw_data(), "reduce on group '", name_,
             "': out partly overlaps in; expected the same buffer (in place) or separate ones");
   }
-  return launch(CollectiveOp::reduce, in.numel(), in.dtype(),
+  return launch(CollectiveOp::reduce, in.numel(), in.dtype(), synchronise,
                 [&] { return start_reduce(in, out, root, op); });
+}
+
+CommHandle Communicator::iall_reduce(Tensor& buffer, ReduceOp op) { return issue_all_reduce(buffer, op, false); }
+
+CommHandle Communicator::iall_gather(const Tensor& shard, Tensor& gathered) {
+  return issue_all_gather(shard, gathered, false);
+}
+
+CommHandle Communicator::ireduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
+  return issue_reduce_scatter(full, shard, op, false);
+}
+
+CommHandle Communicator::ibroadcast(Tensor& buffer, int root) { return issue_broadcast(buffer, root, false); }
+
+CommHandle Communicator::ireduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
+  return issue_reduce(in, out, root, op, false);
 }
 
 CommHandle Communicator::isend(const Tensor& buffer, int peer, int tag) {
   require_rank(peer, "peer", "send");
   require(tag >= 0, "send on group '", name_, "': tag must be non-negative; got tag=", tag);
   require_buffer(buffer, "buffer", "send");
-  return launch(CollectiveOp::send, buffer.numel(), buffer.dtype(),
+  return launch(CollectiveOp::send, buffer.numel(), buffer.dtype(), false,
                 [&] { return start_send(buffer, peer, tag); });
 }
 
@@ -200,26 +228,28 @@ CommHandle Communicator::irecv(Tensor& buffer, int peer, int tag) {
   require_rank(peer, "peer", "recv");
   require(tag >= 0, "recv on group '", name_, "': tag must be non-negative; got tag=", tag);
   require_buffer(buffer, "buffer", "recv");
-  return launch(CollectiveOp::recv, buffer.numel(), buffer.dtype(),
+  return launch(CollectiveOp::recv, buffer.numel(), buffer.dtype(), false,
                 [&] { return start_recv(buffer, peer, tag); });
 }
 
 // ---- blocking ---------------------------------------------------------------------------------
 
-void Communicator::all_reduce(Tensor& buffer, ReduceOp op) { iall_reduce(buffer, op).wait(); }
+// A blocking collective is issued with `synchronise`: under sync timing it waits at a barrier
+// on its group first (launch).
+void Communicator::all_reduce(Tensor& buffer, ReduceOp op) { issue_all_reduce(buffer, op, true).wait(); }
 
 void Communicator::all_gather(const Tensor& shard, Tensor& gathered) {
-  iall_gather(shard, gathered).wait();
+  issue_all_gather(shard, gathered, true).wait();
 }
 
 void Communicator::reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) {
-  ireduce_scatter(full, shard, op).wait();
+  issue_reduce_scatter(full, shard, op, true).wait();
 }
 
-void Communicator::broadcast(Tensor& buffer, int root) { ibroadcast(buffer, root).wait(); }
+void Communicator::broadcast(Tensor& buffer, int root) { issue_broadcast(buffer, root, true).wait(); }
 
 void Communicator::reduce(const Tensor& in, Tensor& out, int root, ReduceOp op) {
-  ireduce(in, out, root, op).wait();
+  issue_reduce(in, out, root, op, true).wait();
 }
 
 void Communicator::send(const Tensor& buffer, int peer, int tag) { isend(buffer, peer, tag).wait(); }
@@ -244,7 +274,7 @@ void Communicator::sendrecv(const Tensor& out, int dst, Tensor& in, int src, int
 }
 
 void Communicator::barrier() {
-  launch(CollectiveOp::barrier, 0, DType::f32, [&] { return start_barrier(); }).wait();
+  launch(CollectiveOp::barrier, 0, DType::f32, false, [&] { return start_barrier(); }).wait();
 }
 
 }  // namespace mdtp

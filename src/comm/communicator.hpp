@@ -17,6 +17,9 @@
 //    (its time is issue → completion), so entries appear in completion order (sendrecv: the
 //    send, then the receive).  A handle destroyed without wait(), or assigned over while active,
 //    waits first.  A call issued while the ledger is disabled is not recorded.
+//  - with the ledger's sync timing on, a blocking collective (all_reduce, all_gather,
+//    reduce_scatter, broadcast, reduce) first waits at a barrier on its group, recorded as the
+//    entry's wait_seconds and not as an entry (comm/ledger.hpp); its seconds is then the transfer.
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -121,8 +124,15 @@ class Communicator {
 
  private:
   // Captures the phase and the clock, calls `start` (a start_* hook) and wraps its PendingOp.
+  // `synchronise`: a blocking collective, timed after a barrier when the ledger asks for it.
   template <class Start>
-  CommHandle launch(CollectiveOp op, std::int64_t elements, DType dtype, Start&& start);
+  CommHandle launch(CollectiveOp op, std::int64_t elements, DType dtype, bool synchronise, Start&& start);
+  // The validated calls behind the blocking and non-blocking collectives.
+  CommHandle issue_all_reduce(Tensor& buffer, ReduceOp op, bool synchronise);
+  CommHandle issue_all_gather(const Tensor& shard, Tensor& gathered, bool synchronise);
+  CommHandle issue_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op, bool synchronise);
+  CommHandle issue_broadcast(Tensor& buffer, int root, bool synchronise);
+  CommHandle issue_reduce(const Tensor& in, Tensor& out, int root, ReduceOp op, bool synchronise);
   void require_rank(int rank, const char* role, const char* op) const;
   void require_buffer(const Tensor& t, const char* what, const char* op) const;
   std::string name_;

@@ -1,5 +1,8 @@
 #include "comm/ledger.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 #include "core/error.hpp"
 
 namespace mdtp {
@@ -60,9 +63,19 @@ std::map<LedgerKey, LedgerTotals> CommLedger::summary() const {
     t.logical_bytes += e.logical_bytes;
     t.bus_bytes += e.bus_bytes;
     t.seconds += e.seconds;
+    t.wait_seconds += e.wait_seconds;
+    t.synchronised_calls += e.synchronised ? 1 : 0;
     t.group_size = e.group_size;
   }
   return totals;
+}
+
+bool sync_timing_from_environment() {
+  const char* value = std::getenv("MDTP_SYNC_TIMING");
+  const std::string_view v = value ? value : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw_error("MDTP_SYNC_TIMING='", v, "' is not a switch; expected 0 or 1");
 }
 
 PhaseScope::PhaseScope(CommLedger& ledger, std::string phase)

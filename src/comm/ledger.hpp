@@ -6,6 +6,17 @@
 //   logical bytes: all-reduce/broadcast/reduce/send/recv = buffer bytes,
 //                  all-gather/reduce-scatter = bytes of the full (gathered) buffer;
 //   bus bytes = logical * factor: all-reduce 2(n-1)/n, all-gather/reduce-scatter (n-1)/n, else 1.
+//
+// Wait versus transfer.  A call's issue-to-completion time on one rank includes waiting for the
+// last member of the group to arrive, which is skew between ranks, not communication.  With
+// synchronised timing on (CommLedger::set_sync_timing, MDTP_SYNC_TIMING=1, --sync-timing), a
+// blocking collective is preceded by a barrier on the same group: the barrier's time is the
+// entry's wait_seconds and the collective's own time, once everybody is there, is its seconds
+// (the transfer).  The barrier is measurement infrastructure and is never an entry itself, so the
+// byte totals per (phase, group, op) are the same with the mode on or off.  Point-to-point calls
+// and non-blocking calls are not synchronised (a barrier on the group of a send could deadlock
+// members that are not part of it, and a non-blocking call overlaps compute by design): their
+// seconds stay issue to completion and `synchronised` says which kind an entry is.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -38,7 +49,13 @@ struct LedgerEntry {
   DType dtype = DType::f32;
   std::int64_t logical_bytes = 0;
   double bus_bytes = 0.0;
-  double seconds = 0.0;     // issue to completion, as seen by this rank
+  double seconds = 0.0;     // issue to completion, or the transfer alone when `synchronised`
+  double wait_seconds = 0.0;  // synchronised: the wait for the last peer to arrive (skew); else 0
+  bool synchronised = false;  // seconds measured after a barrier on the group (sync timing)
+  // When this rank arrived at the call (steady clock, seconds since its epoch): on Linux one
+  // monotonic clock shared by the processes of a host, so arrivals on one host compare; it is not
+  // a common clock across hosts.
+  double arrived = 0.0;
   std::string phase;        // set by PhaseScope, "" when none
 };
 
@@ -57,6 +74,8 @@ struct LedgerTotals {
   std::int64_t logical_bytes = 0;
   double bus_bytes = 0.0;
   double seconds = 0.0;
+  double wait_seconds = 0.0;
+  std::int64_t synchronised_calls = 0;
   int group_size = 0;
 };
 
@@ -70,6 +89,9 @@ class CommLedger {
   void clear() { entries_.clear(); }
   bool enabled() const { return enabled_; }
   void set_enabled(bool on) { enabled_ = on; }
+  // Synchronised timing of blocking collectives (header comment); off by default.
+  bool sync_timing() const { return sync_timing_; }
+  void set_sync_timing(bool on) { sync_timing_ = on; }
 
   const std::string& phase() const { return phase_; }
   void set_phase(std::string phase) { phase_ = std::move(phase); }
@@ -86,7 +108,11 @@ class CommLedger {
   std::string phase_;
   std::int64_t step_ = -1;
   bool enabled_ = true;
+  bool sync_timing_ = false;
 };
+
+// MDTP_SYNC_TIMING: unset, "" or "0" off, "1" on; anything else is an mdtp::Error naming it.
+bool sync_timing_from_environment();
 
 // Sets the ledger's phase for a scope and restores the previous one on exit.
 class PhaseScope {

@@ -76,8 +76,9 @@ std::vector<LedgerStat> reduce_ledger_stats(const CommLedger& ledger, MPI_Comm c
   const auto totals = ledger.summary();
   const std::set<LedgerKey> keys = union_of_keys(totals, comm, size, policy);
 
-  // Per key: calls, logical bytes, bus bytes, seconds, present (1/0), group size.
-  constexpr std::size_t fields = 6;
+  // Per key: calls, logical bytes, bus bytes, seconds, present (1/0), group size, wait seconds,
+  // synchronised calls.
+  constexpr std::size_t fields = 8;
   std::vector<double> sums(keys.size() * fields, 0.0);
   std::size_t row = 0;
   for (const auto& key : keys) {
@@ -91,6 +92,8 @@ std::vector<LedgerStat> reduce_ledger_stats(const CommLedger& ledger, MPI_Comm c
       v[3] = t.seconds;
       v[4] = 1.0;
       v[5] = t.group_size;
+      v[6] = t.wait_seconds;
+      v[7] = static_cast<double>(t.synchronised_calls);
     }
     ++row;
   }
@@ -113,6 +116,8 @@ std::vector<LedgerStat> reduce_ledger_stats(const CommLedger& ledger, MPI_Comm c
     stat.seconds = {s[3] / size, m[3]};
     stat.ranks = static_cast<int>(s[4]);
     stat.group_size = static_cast<int>(m[5]);
+    stat.wait_seconds = {s[6] / size, m[6]};
+    stat.synchronised_calls = {s[7] / size, m[7]};
     stats.push_back(std::move(stat));
     ++row;
   }

@@ -23,6 +23,9 @@ struct LedgerStat {
   int group_size = 0;  // the largest group size recorded under the key
   int ranks = 0;       // ranks of `comm` that recorded the key at least once
   MeanMax calls, logical_bytes, bus_bytes, seconds;
+  // The wait for the last peer (skew) beside the transfer in `seconds`, and how many of the calls
+  // were timed that way (comm/ledger.hpp: sync timing); both 0 without sync timing.
+  MeanMax wait_seconds, synchronised_calls;
 };
 
 // Collective over `comm`: every rank must call it, and every rank gets the same table, ordered

@@ -188,7 +188,7 @@ void head_calls(const StepShapes& s, CallList& list, std::int64_t count) {
 // The parameters of one unit, in the model's order.
 void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string name, std::int64_t numel,
                const std::vector<std::string>& partial, bool decays, int unit) {
-  BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit};
+  BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit, "", 0};
   for (const std::string& g : partial)
     if (!g.empty() && s.many(g)) in.partial_groups.push_back(g);
   out.push_back(std::move(in));
@@ -238,8 +238,15 @@ std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition
     if (!holds(0)) add_word_embedding(out, s, head);
     add_layernorm(out, s, "transformer.ln_f", head);
   }
+  // ZeRO 1–3 on a 2.5D mesh shard the weights partial over tp.dep over dp × depth
+  // (zero/zero_layout.cpp, docs/zero.md §5).
+  if (s.config().zero_stage >= 1 && s.config().mesh.tp_mode == TpMode::d2p5)
+    fold_replica_group(out, "tp.dep", s.size("tp.dep"), kDpDepthGroup, s.dp());
   return out;
 }
+
+// The group a bucket is sharded over: the data-parallel group, or its own (2.5D weights).
+std::string shard_group(const Bucket& b) { return b.shard_group.empty() ? "dp" : b.shard_group; }
 
 BucketPlan bucket_plan_of(const StepShapes& s, const std::vector<BucketInput>& params) {
   BucketOptions options;
@@ -409,7 +416,7 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
     }
   } else {
     for (const Bucket& b : plan.buckets) {
-      list.add_if_many("grad-sync", "grad-sync", "dp", CollectiveOp::reduce_scatter, b.padded, b.dtype, 1);
+      list.add_if_many("grad-sync", "grad-sync", shard_group(b), CollectiveOp::reduce_scatter, b.padded, b.dtype, 1);
       for (const std::string& g : b.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
     }
   }
@@ -427,14 +434,14 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   list.add_if_many("optimizer", "optimizer", "tp-pp", CollectiveOp::all_reduce, 1, DType::f64, 1);
   if (config.zero_stage == 1 || config.zero_stage == 2)
     for (const Bucket& b : plan.buckets)
-      list.add_if_many("optimizer", "optimizer", "dp", CollectiveOp::all_gather, b.padded, b.dtype, 1);
+      list.add_if_many("optimizer", "optimizer", shard_group(b), CollectiveOp::all_gather, b.padded, b.dtype, 1);
 
   // ZeRO-3's parameter gathers.
-  if (config.zero_stage == 3 && s.many("dp")) {
+  if (config.zero_stage == 3) {
     const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
     for (std::size_t b = 0; b < plan.buckets.size(); ++b)
-      list.add("param-gather", "param-gather", "dp", CollectiveOp::all_gather, plan.buckets[b].padded,
-               plan.buckets[b].dtype, gathers[b]);
+      list.add_if_many("param-gather", "param-gather", shard_group(plan.buckets[b]), CollectiveOp::all_gather,
+                       plan.buckets[b].padded, plan.buckets[b].dtype, gathers[b]);
   }
   return out;
 }

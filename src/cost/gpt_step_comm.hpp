@@ -15,12 +15,13 @@
 //                      residual is replicated over tp (1D), only a 1/tp row slice crosses and the
 //                      receiver all-gathers it over tp in this phase
 //   grad-sync          ZeRO 0: per parameter, its partial-sum groups then dp (reduce_gradients);
-//                      ZeRO 1–3: per bucket of the bucket plan, a reduce-scatter over dp and the
-//                      partial-sum all-reduces of the shard (the tied wte over `embedding`)
+//                      ZeRO 1–3: per bucket of the bucket plan, a reduce-scatter over its shard
+//                      group (dp; dp × depth for 2.5D weights) and the partial-sum all-reduces of
+//                      the shard (the tied wte over `embedding`)
 //   loss               the last stage sums its loss over the logits' row split and dp; a
 //                      broadcast over pp gives it to every stage
 //   optimizer          the gradient norm (f64 all-reduce over dp at ZeRO ≥ 1, then tp-pp); ZeRO
-//                      1–2 all-gather every bucket's updated values over dp
+//                      1–2 all-gather every bucket's updated values over its shard group
 //   param-gather       ZeRO 3: the bucket all-gathers around each unit's forward and
 //                      backward-input passes, replayed from the schedule's action list exactly
 //                      as the engine acquires, prefetches and frees them
@@ -60,7 +61,8 @@ struct StepCommConfig {
   std::int64_t align_bytes = 64;
   bool keep_parameters = false;    // stage 3: gather each bucket once per step
   // Full activation recomputation: every block's forward again (phase "recompute") before its
-  // backward-input pass.
+  // backward-input pass.  Selective recomputation (the attention core from the kept Q, K, V)
+  // communicates nothing, so it leaves this false and the plan as under none.
   bool recompute_full = false;
 };
 

@@ -1,5 +1,7 @@
 #include "cost/layer_costs.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "cost/compute_model.hpp"
 #include "cost/geometry.hpp"
@@ -102,6 +104,16 @@ double sum_params(const Geometry& g) {
   return n;
 }
 
+// The ZeRO bucket plan's fold (plan/bucket_plan.hpp, fold_replica_group): parameters partial
+// over tp.dep get the combined dp × depth shard group.
+double sum_depth_replica_params(const Geometry& g) {
+  double n = 0.0;
+  for (const auto& p : g.params())
+    if (std::find(p.partial_grad_over.begin(), p.partial_grad_over.end(), "tp.dep") != p.partial_grad_over.end())
+      n += static_cast<double>(p.elements);
+  return n;
+}
+
 }  // namespace
 
 LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
@@ -179,6 +191,8 @@ LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, st
   a.input = E_r * delta;
 
   out.block_params = sum_params(attention) + sum_params(mlp) + 2 * sum_params(ln);
+  out.block_depth_replica_params =
+      sum_depth_replica_params(attention) + sum_depth_replica_params(mlp) + 2 * sum_depth_replica_params(ln);
   out.boundary_elements = E_r;
   out.tp_link = topology.link_class("tp");
 

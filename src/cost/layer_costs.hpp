@@ -64,6 +64,9 @@ struct ActivationBytes {
 struct LayerCosts {
   UnitCosts block, embedding, head;
   double block_params = 0.0;      // elements on one rank, one block
+  // Of block_params, the elements whose gradient is partial over exactly tp.dep (2.5D weights):
+  // ZeRO treats their depth copies as data-parallel replicas and shards them over dp × depth.
+  double block_depth_replica_params = 0.0;
   double embedding_params = 0.0;  // wte shard + wpe shard (first stage)
   double head_params = 0.0;       // final LayerNorm (+ the wte copy when pp > 1: counted by the caller)
   double wte_params = 0.0;        // the wte shard alone

@@ -57,6 +57,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
   base.dtype = r.dtype;
   base.dropout = r.dropout;
   base.overlap = r.overlap;
+  base.attention_keeps_probabilities = r.attention_keeps_probabilities;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
       r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;
@@ -99,6 +100,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
             if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
             c.zero = zero;
             for (Recompute recompute : recomputes) {
+              if (recompute == Recompute::selective && !c.attention_keeps_probabilities) continue;
               c.recompute = recompute;
               StepEstimate e = estimate_step(c, *costs, *placement, cluster);
               ++result.considered;

@@ -63,6 +63,7 @@ std::string describe(const StepConfig& c) {
   if (c.schedule == PipelineSchedule::interleaved) os << " v=" << c.chunks;
   os << " mb=" << c.micro_batch << " zero=" << c.zero << " recompute=" << recompute_name(c.recompute) << " "
      << dtype_name(c.dtype);
+  if (!c.attention_keeps_probabilities) os << " streaming-attention";
   return os.str();
 }
 

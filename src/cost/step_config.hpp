@@ -8,7 +8,10 @@
 //   parallelism  mode ∈ {1d, 1d-sp, 2d, 2.5d, 3d} on tp ranks (2.5d: depth d), pp stages with a
 //                schedule (gpipe, 1f1b, interleaved with v chunks, zb-h1), dp replicas, ZeRO 0–3
 //   recompute    none | selective (the attention core, Korthikanti et al. 2022) | full (every
-//                layer from its input)
+//                layer from its input); the attention kernel is an input: one that keeps the
+//                softmax probabilities (mdtp's, Megatron's unfused softmax) or a streaming kernel
+//                (FlashAttention-style) that keeps no T×T matrix, with which none and selective
+//                coincide — nothing to drop, nothing to recompute
 //   precision    dtype of parameters and activations; gradients are reduced in grad_dtype
 //                (Megatron: fp32 main gradients with bf16, the dtype with fp16), Adam keeps an
 //                fp32 master copy and two moments (12 B per parameter) with a 16-bit dtype
@@ -59,6 +62,9 @@ struct StepConfig {
   DType dtype = DType::bf16;
   bool dropout = true;  // GPT-3/Megatron train with dropout 0.1 (masks are stored, Korthikanti's 34)
   OverlapAssumptions overlap;
+  // false: a streaming attention kernel keeps no probabilities (nor their dropout mask and
+  // output, Korthikanti's 5as/h): the kept bytes lose that term under every policy.
+  bool attention_keeps_probabilities = true;
 
   int gpus() const { return tp * pp * dp; }
   std::int64_t microbatches() const { return global_batch / (micro_batch * dp); }
@@ -68,6 +74,10 @@ struct StepConfig {
   DType grad_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
   // Adam: fp32 moments (8 B), plus an fp32 master copy (4 B) when the dtype is 16-bit.
   double optimizer_bytes_per_param() const { return dtype_size(dtype) < 4 ? 12.0 : 8.0; }
+  // What recomputation actually does: selective is none with a streaming attention kernel.
+  Recompute effective_recompute() const {
+    return recompute == Recompute::selective && !attention_keeps_probabilities ? Recompute::none : recompute;
+  }
 };
 
 // Refuses (mdtp::Error naming the value) what no engine could run: sizes that do not divide,
@@ -75,7 +85,7 @@ struct StepConfig {
 // are Geometry's (they run when the layer costs are built).
 void validate(const StepConfig& config);
 
-// "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16"
+// "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16" (+ " streaming-attention")
 std::string describe(const StepConfig& config);
 
 }  // namespace mdtp::cost

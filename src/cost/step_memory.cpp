@@ -23,20 +23,30 @@ MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Clu
   const double K = c.optimizer_bytes_per_param();
   const double P = stage_parameters(c, costs, stage);
   m.parameter_elements = P;
-  m.parameters = P * delta / (c.zero >= 3 ? dp : 1.0);
+  // Elements of this stage per rank once ZeRO shards them: 2.5D weights (partial over tp.dep)
+  // over dp × depth, everything else over dp (plan/bucket_plan.hpp's fold).
+  const double folded = c.mode == TpMode::d2p5 && c.depth > 1
+                            ? static_cast<double>(c.layers_per_stage()) * costs.block_depth_replica_params
+                            : 0.0;
+  const double sharded = (P - folded) / dp + folded / (dp * c.depth);
+  m.parameters = (c.zero >= 3 ? sharded : P) * delta;
   if (c.zero >= 3) m.parameters += 2.0 * costs.block_params * delta;  // a gathered block, and the next
   const bool shard_gradients = c.zero >= 3 || (c.zero == 2 && c.pp == 1);
-  m.gradients = P * g / (shard_gradients ? dp : 1.0);
-  m.optimizer = P * K / (c.zero >= 1 ? dp : 1.0);
+  m.gradients = (shard_gradients ? sharded : P) * g;
+  m.optimizer = (c.zero >= 1 ? sharded : P) * K;
   m.reserved = cluster.reserved_bytes;
 
   // Micro-batches in flight and the layers each holds on this stage.
   m.in_flight = c.pp == 1 ? 1 : in_flight[static_cast<std::size_t>(stage)];
   const double layers_per_pass = static_cast<double>(c.layers_per_stage()) / c.chunks;
   const ActivationBytes& a = costs.block_activations;
-  m.activations = m.in_flight * layers_per_pass * a.kept(c.recompute);
-  if (c.recompute == Recompute::full) m.activations += a.full();  // the layer being recomputed
-  if (c.recompute == Recompute::selective) m.activations += a.core;
+  // A streaming attention kernel never holds the core's T×T tensors: not kept, not recomputed.
+  const Recompute r = c.effective_recompute();
+  const double core = c.attention_keeps_probabilities ? a.core : 0.0;
+  const double kept = r == Recompute::none ? core + a.rest : a.kept(r);
+  m.activations = m.in_flight * layers_per_pass * kept;
+  if (r == Recompute::full) m.activations += core + a.rest;  // the layer being recomputed
+  if (r == Recompute::selective) m.activations += a.core;   // the core being recomputed
   if (stage == c.pp - 1) {
     // The head runs on the last chunk's passes: at most the micro-batches in flight there.
     const int head_in_flight = c.pp == 1 ? 1 : std::max(1, m.in_flight / c.chunks);

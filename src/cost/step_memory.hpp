@@ -9,10 +9,13 @@
 //   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also g (not under a
 //                pipeline: mdtp's stage 2 keeps full gradients until the last micro-batch, §4.2),
 //                stage 3 also δ, plus one gathered block's parameters twice (in use + prefetched)
+//                (2.5D: its weights, whose depth copies are replicas, over dp × depth)
 //   activations  (peak micro-batches in flight on the stage, pipeline_bubble.hpp's
 //                peak_in_flight; 1 without a pipeline) × (its layers, per chunk when interleaved)
 //                × the kept bytes per layer (layer_costs.hpp: Korthikanti et al. 2022), plus, with
-//                recomputation, the working set of the one layer being recomputed; the last stage
+//                recomputation, the working set of the one layer being recomputed (selective:
+//                the core's 5as/h; without kept probabilities — a streaming attention kernel —
+//                that term is absent everywhere and selective is none); the last stage
 //                adds the head's kept bytes per micro-batch in flight
 //   reserved     the cluster's reserved_bytes (context, workspaces, communicator buffers)
 #include "cost/cluster.hpp"

@@ -36,7 +36,7 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
   const double L = static_cast<double>(c.layers_per_stage());
   StageWork w;
   w.forward = costs.block.forward.scaled(L);
-  w.backward_input = costs.block.recompute(c.recompute).scaled(L);
+  w.backward_input = costs.block.recompute(c.effective_recompute()).scaled(L);
   w.backward_input += costs.block.backward_input.scaled(L);
   w.backward_weight = costs.block.backward_weight.scaled(L);
   for (const UnitCosts* unit : {stage == 0 ? &costs.embedding : nullptr, stage == c.pp - 1 ? &costs.head : nullptr}) {
@@ -157,7 +157,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   const double tokens = static_cast<double>(c.global_batch) * static_cast<double>(c.model.seq);
   e.tokens_per_second = tokens / e.step_seconds;
   e.model_flops = model_flops(c.model, c.global_batch);
-  e.hardware_flops = hardware_flops(c.model, c.global_batch, c.recompute);
+  e.hardware_flops = hardware_flops(c.model, c.global_batch, c.effective_recompute());
   const double gpus = c.gpus(), peak = cluster.peak(c.dtype);
   e.tflops_per_gpu = e.hardware_flops / e.step_seconds / gpus / 1e12;
   e.mfu = e.model_flops / e.step_seconds / gpus / peak;

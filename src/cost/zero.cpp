@@ -1,6 +1,10 @@
 #include "cost/zero.hpp"
 
 #include <cmath>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/error.hpp"
 
@@ -58,6 +62,54 @@ std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config) {
   std::vector<ZeroStageCost> out;
   for (int stage = 0; stage <= 3; ++stage) out.push_back(zero_stage_cost(config, stage));
   return out;
+}
+
+ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro_batches, bool keep_parameters,
+                                    const std::map<LedgerKey, LedgerTotals>& ledger,
+                                    const std::map<LedgerKey, LedgerTotals>* model) {
+  require(stage >= 0 && stage <= 3, "ZeRO stages are 0, 1, 2 and 3; got stage=", stage);
+  ZeroPaperTraffic t;
+  t.factor = stage == 3 ? 3 : 2;
+  double padding = 0.0;
+  std::set<std::string> groups;
+  for (const Bucket& b : plan.buckets) {
+    const double size = static_cast<double>(dtype_size(b.dtype));
+    double elements = 0.0;
+    for (const BucketSlot& s : b.slots) elements += static_cast<double>(s.numel);
+    t.psi += elements;
+    t.paper_bus_bytes += t.factor * elements * (b.shards - 1) / b.shards * size;
+    // Stage 0 reduces parameter by parameter: no padding travels.
+    if (stage > 0 && b.shards > 1) padding += (static_cast<double>(b.padded) - elements) * size;
+    groups.insert(b.shard_group.empty() ? "dp" : b.shard_group);
+  }
+  auto data_parallel = [&](const std::map<LedgerKey, LedgerTotals>& calls) {
+    double bus = 0.0;
+    for (const auto& [key, totals] : calls)
+      if (groups.count(key.group) &&
+          (key.phase == "grad-sync" || key.phase == "optimizer" || key.phase == "param-gather"))
+        bus += totals.bus_bytes;
+    return bus;
+  };
+  t.ledger_bus_bytes = data_parallel(ledger);
+  if (model) t.model_bus_bytes = data_parallel(*model);
+
+  // What the paper leaves out, as it applies to this configuration.
+  std::vector<std::string> why;
+  if (padding > 0) why.push_back(fmt::format("bucket padding and alignment ({:.0f} B per collective pass)", padding));
+  if (stage >= 1 && plan.options.dp > 1) why.push_back("the gradient norm's 8-byte all-reduce over dp");
+  if (stage == 3 && keep_parameters) why.push_back("keep-params gathers each bucket once per step (2Psi, not 3Psi)");
+  if (stage == 3 && !keep_parameters)
+    why.push_back(fmt::format("stage 3 gathers per pass and micro-batch (m = {}: about 2m gathers per bucket; none "
+                              "for the embedding's backward, the tied wte again for the head)",
+                              micro_batches));
+  t.why = why.empty() ? "nothing (every parameter moves unpadded, as the paper counts)" : fmt::format("{}", fmt::join(why, "; "));
+  return t;
+}
+
+std::string ZeroPaperTraffic::line() const {
+  return fmt::format("ZeRO data-parallel bus bytes per step: paper {}Psi = {:.0f} B (Psi = {:.0f} elements), ledger "
+                     "{:.0f} B, model {:.0f} B; they differ by: {}",
+                     factor, paper_bus_bytes, psi, ledger_bus_bytes, model_bus_bytes, why);
 }
 
 }  // namespace mdtp::cost

@@ -14,8 +14,12 @@
 // sends and receives with bandwidth-optimal algorithms, up to (N_d−1)/N_d); bytes weigh the
 // gradient traffic by g and the parameter traffic by p.  Example Ψ = 7.5e9, N_d = 64, 2/2/12:
 // 120, 31.4, 16.6, 1.9 GB (1 GB = 1e9 B).
+#include <map>
 #include <string>
 #include <vector>
+
+#include "comm/ledger.hpp"
+#include "plan/bucket_plan.hpp"
 
 namespace mdtp::cost {
 
@@ -40,5 +44,26 @@ struct ZeroStageCost {
 ZeroStageCost zero_stage_cost(const ZeroConfig& config, int stage);
 // Stages 0, 1, 2, 3.
 std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config);
+
+// The paper's data-parallel traffic of one step beside a rank's ledger and the step plan's, in
+// bus bytes (what each rank sends, docs/zero.md §4.1).  The paper's figure is
+// k·Ψ·(n−1)/n·bytes with k = 2 at stages 0–2 (all-reduce, or reduce-scatter + all-gather) and
+// k = 3 at stage 3 (all-gather in forward and in backward + reduce-scatter), summed per bucket of
+// the rank's plan (Ψ_b its parameter elements, n_b the ranks it is sharded over: dp, or dp × depth
+// for 2.5D weights).  The ledger and the model count the grad-sync, optimizer and param-gather
+// calls over the shard groups.  `why` names what separates the figures.
+struct ZeroPaperTraffic {
+  double psi = 0.0;              // Ψ: parameter elements of the rank's buckets (padding excluded)
+  int factor = 2;                // k
+  double paper_bus_bytes = 0.0;
+  double ledger_bus_bytes = 0.0;
+  double model_bus_bytes = -1.0;  // -1 without a model
+  std::string why;
+  std::string line() const;       // one line for a run's log
+};
+// `model` may be null.  `micro_batches` and `keep_parameters` matter at stage 3.
+ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro_batches, bool keep_parameters,
+                                    const std::map<LedgerKey, LedgerTotals>& ledger,
+                                    const std::map<LedgerKey, LedgerTotals>* model);
 
 }  // namespace mdtp::cost

@@ -193,6 +193,83 @@ std::vector<std::int32_t> H5File::read_int32(const std::string& dataset) const {
   return values;
 }
 
+std::vector<double> H5File::read_real_block(const std::string& dataset, std::int64_t row0, std::int64_t rows,
+                                            std::int64_t col0, std::int64_t cols) const {
+  require(is_real(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold floating-point values");
+  const Shape dims = shape(dataset);
+  require(dims.size() == 1 || dims.size() == 2, what_, " file '", path_, "': a block of '", dataset,
+          "' needs a 1-D or 2-D dataset; it has shape ", shape_string(dims));
+  const std::int64_t total_rows = dims.size() == 1 ? 1 : dims[0], total_cols = dims.back();
+  require(row0 >= 0 && rows >= 0 && row0 + rows <= total_rows && col0 >= 0 && cols >= 0 && col0 + cols <= total_cols,
+          what_, " file '", path_, "': block rows [", row0, ", ", row0 + rows, ") x columns [", col0, ", ", col0 + cols,
+          ") lies outside dataset '", dataset, "' of shape ", shape_string(dims));
+  std::vector<double> values(static_cast<std::size_t>(rows * cols));
+  if (values.empty()) return values;
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer file_space{H5Dget_space(d.id), H5Sclose};
+  const hsize_t start2[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
+  const hsize_t count2[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  const bool vector = dims.size() == 1;
+  const hsize_t* start = vector ? start2 + 1 : start2;
+  const hsize_t* count = vector ? count2 + 1 : count2;
+  const int rank = vector ? 1 : 2;
+  herr_t status = H5Sselect_hyperslab(file_space.id, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  require(status >= 0, what_, " file '", path_, "': cannot select a block of dataset '", dataset, "'");
+  Closer memory_space{H5Screate_simple(rank, count, nullptr), H5Sclose};
+  H5E_BEGIN_TRY {
+    status = H5Dread(d.id, H5T_NATIVE_DOUBLE, memory_space.id, file_space.id, H5P_DEFAULT, values.data());
+  }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot read a block of dataset '", dataset,
+          "' (the file may be truncated)");
+  return values;
+}
+
+void H5File::verify_checksum(const std::string& dataset, std::size_t slab_bytes) const {
+  const auto expected = int_attribute(dataset, kChecksum);
+  if (!expected) return;
+  const Shape dims = shape(dataset);
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer stored{H5Dget_type(d.id), H5Tclose};
+  Closer file_space{H5Dget_space(d.id), H5Sclose};
+  const std::size_t element = H5Tget_size(stored.id);
+  // Elements per index of the first dimension; slabs of whole indices (at least one).
+  std::int64_t per_index = 1;
+  for (std::size_t i = 1; i < dims.size(); ++i) per_index *= dims[i];
+  const std::int64_t first_extent = dims.empty() ? 1 : dims[0];
+  const std::int64_t step =
+      std::max<std::int64_t>(1, static_cast<std::int64_t>(slab_bytes / std::max<std::size_t>(1, element * per_index)));
+  std::vector<unsigned char> buffer;
+  uLong crc = crc32(0L, Z_NULL, 0);
+  for (std::int64_t i0 = 0; i0 < first_extent; i0 += step) {
+    const std::int64_t n = std::min(step, first_extent - i0);
+    buffer.resize(static_cast<std::size_t>(n * per_index) * element);
+    herr_t status = -1;
+    if (dims.empty()) {
+      H5E_BEGIN_TRY { status = H5Dread(d.id, stored.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()); }
+      H5E_END_TRY;
+    } else {
+      std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
+      start[0] = static_cast<hsize_t>(i0);
+      count[0] = static_cast<hsize_t>(n);
+      H5Sselect_hyperslab(file_space.id, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
+      Closer memory_space{H5Screate_simple(static_cast<int>(dims.size()), count.data(), nullptr), H5Sclose};
+      H5E_BEGIN_TRY { status = H5Dread(d.id, stored.id, memory_space.id, file_space.id, H5P_DEFAULT, buffer.data()); }
+      H5E_END_TRY;
+    }
+    require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "' (the file may be truncated)");
+    for (std::size_t off = 0; off < buffer.size();) {
+      const uInt chunk = static_cast<uInt>(std::min<std::size_t>(buffer.size() - off, 1u << 30));
+      crc = crc32(crc, buffer.data() + off, chunk);
+      off += chunk;
+    }
+  }
+  const auto got = static_cast<std::uint32_t>(crc);
+  require(static_cast<std::int64_t>(got) == *expected, what_, " file '", path_, "': dataset '", dataset,
+          "' fails its checksum (crc32 stored ", *expected, ", computed ", got,
+          "); the file is corrupt — restore it or write it again");
+}
+
 bool H5File::has_checksum(const std::string& dataset) const {
   Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
   return H5Aexists(d.id, kChecksum) > 0;

@@ -41,8 +41,17 @@ class H5File {
   std::vector<std::int32_t> read_int32(const std::string& dataset) const;  // any integer type that fits
   std::optional<std::int64_t> int_attribute(const std::string& object, const std::string& name) const;
   std::optional<std::string> string_attribute(const std::string& object, const std::string& name) const;
-  // Whether `dataset` carries a checksum (then every read of it verifies the checksum).
+  // Whether `dataset` carries a checksum (then every whole read of it verifies the checksum).
   bool has_checksum(const std::string& dataset) const;
+  // A block of a 1-D or 2-D real dataset, read as an HDF5 hyperslab (nothing else of the dataset
+  // is read): rows [row0, row0 + rows) × columns [col0, col0 + cols), row-major (a 1-D dataset is
+  // one row: row0 = 0, rows = 1).  A block is not checksummed on its own: verify_checksum() checks
+  // the dataset.  An mdtp::Error when the block leaves the dataset.
+  std::vector<double> read_real_block(const std::string& dataset, std::int64_t row0, std::int64_t rows,
+                                      std::int64_t col0, std::int64_t cols) const;
+  // Verifies `dataset`'s checksum (if it has one) by streaming its stored bytes in slabs of about
+  // `slab_bytes` along the first dimension: memory stays bounded whatever the dataset's size.
+  void verify_checksum(const std::string& dataset, std::size_t slab_bytes = std::size_t{1} << 20) const;
 
   void create_group(const std::string& group);
   // Stored as f32 or f64 (`storage`); values are float64 in memory.

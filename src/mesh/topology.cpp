@@ -102,6 +102,26 @@ Topology::Topology(const MeshConfig& config)
       }
   }
 
+  // dp × depth: the union of the dp groups of a tp.dep group's members, ranks ascending.  The
+  // two axes are independent, so every member of the union yields the same union.
+  if (config_.tp_mode == TpMode::d2p5) {
+    std::vector<int> dp_of(config_.world), dep_of(config_.world), done(config_.world, 0);
+    for (std::size_t g = 0; g < groups_.at("dp").size(); ++g)
+      for (int r : groups_.at("dp")[g]) dp_of[r] = static_cast<int>(g);
+    for (std::size_t g = 0; g < groups_.at("tp.dep").size(); ++g)
+      for (int r : groups_.at("tp.dep")[g]) dep_of[r] = static_cast<int>(g);
+    auto& combined = groups_[kDpDepthGroup];
+    for (int r = 0; r < config_.world; ++r) {
+      if (done[r]) continue;
+      std::vector<int> members;
+      for (int slab : groups_.at("tp.dep")[dep_of[r]])
+        for (int s : groups_.at("dp")[dp_of[slab]]) members.push_back(s);
+      std::sort(members.begin(), members.end());
+      for (int s : members) done[s] = 1;
+      combined.push_back(std::move(members));
+    }
+  }
+
   for (const auto& [name, groups] : groups_) {
     std::vector<int> index(config_.world, -1);
     for (std::size_t g = 0; g < groups.size(); ++g)
@@ -116,6 +136,7 @@ std::vector<std::string> Topology::group_names() const {
   out.push_back("embedding");
   for (const auto& name : grid_.group_names())
     if (name != "tp") out.push_back(name);
+  if (config_.tp_mode == TpMode::d2p5) out.push_back(kDpDepthGroup);
   return out;
 }
 

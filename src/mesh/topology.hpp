@@ -10,6 +10,10 @@
 //   "embedding"                      first and last stage of each pp group (only the first when
 //                                    pp = 1): where tied embedding gradients are all-reduced
 //   "tp.row", "tp.col", ...          the TP mode's sub-groups (tp_grid.hpp) across all TP groups
+//   "dp-tp.dep"                      2.5D only: the ranks that differ only in their dp and depth
+//                                    coordinates, i.e. every data-parallel replica of a weight
+//                                    (the depth slabs hold the same weight shard); ZeRO shards
+//                                    those weights over it (docs/zero.md §5)
 //
 // Placement: ranks are packed onto nodes in rank order, node = rank / ranks_per_node
 // (ranks_per_node = 0: one node).  A group name whose groups all stay on one node gets the
@@ -32,6 +36,9 @@ struct MeshConfig {
   int tp_depth = 1;            // 2.5d only
   int ranks_per_node = 0;      // 0 = all ranks on one node
 };
+
+// The combined data-parallel × depth group of a 2.5D mesh (present only in 2.5D).
+inline constexpr const char* kDpDepthGroup = "dp-tp.dep";
 
 enum class LinkClass { intra_node, inter_node };
 const char* link_class_name(LinkClass link);  // "intra-node" | "inter-node"
@@ -57,7 +64,8 @@ class Topology {
   // "tp" then the TP mode's sub-group names.
   std::vector<std::string> tp_group_names() const { return grid_.group_names(); }
   // Every named group kind, in the fixed order the Mesh creates communicators: "world", the
-  // eight tokens, "embedding", then the TP sub-group names other than "tp".
+  // eight tokens, "embedding", then the TP sub-group names other than "tp", then (2.5D)
+  // kDpDepthGroup.
   std::vector<std::string> group_names() const;
 
   // All groups of a name (see the header comment), each in group-rank order.

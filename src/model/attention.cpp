@@ -25,7 +25,11 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
     : backend_(mode.context().backend), kernels_(kernels), config_(config) {
   const Mesh& mesh = mode.context().mesh;
   const std::int64_t H = config_.n_embd;
-  c_attn_ = mode.linear(LinearSpec{name + ".c_attn", H, 3 * H}, input);
+  // parameters() gives both Linears their GPT-2 InitSpecs (and c_attn its head-grouped column
+  // order) and initialize() draws them once: the Linears only allocate.
+  LinearSpec attn_spec{name + ".c_attn", H, 3 * H};
+  attn_spec.draw_initial_values = false;
+  c_attn_ = mode.linear(attn_spec, input);
   const Layout& qkv = c_attn_->output_layout();
   require(qkv.col_groups.size() <= 1, name, ": mode ", mode.name(), " splits the QKV columns over ",
           group_list(qkv.col_groups), "; attention needs at most one group");
@@ -40,22 +44,33 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
           "); use a global batch divisible by dp×", row_blocks);
   local_heads_ = config_.n_head / g;
   qkv_columns_ = head_grouped_columns(H, g);
-  c_proj_ = mode.linear(LinearSpec{name + ".c_proj", H, H}, qkv);
+  LinearSpec proj_spec{name + ".c_proj", H, H};
+  proj_spec.draw_initial_values = false;
+  c_proj_ = mode.linear(proj_spec, qkv);
   require_layout(c_proj_->output_layout(), input, name + ".c_proj output");
 }
 
-Tensor CausalSelfAttention::forward(const Tensor& x, AttentionSaved& saved) {
+Tensor CausalSelfAttention::forward(const Tensor& x, AttentionSaved& saved, bool keep_probabilities) {
   saved.qkv = c_attn_->forward(x, saved.c_attn);
   const std::int64_t rows = saved.qkv.rows(), T = config_.block_size;
   Tensor y = backend_.empty({rows, saved.qkv.cols() / 3}, saved.qkv.dtype(), MemCategory::activations);
   saved.probs = backend_.empty({rows / T, local_heads_, T, T}, saved.qkv.dtype(), MemCategory::activations);
   kernels_.attention_forward(saved.qkv, T, local_heads_, y, saved.probs);
+  if (!keep_probabilities) saved.probs = Tensor();
   return c_proj_->forward(y, saved.c_proj);
 }
 
 Tensor CausalSelfAttention::backward_input(const Tensor& dy, AttentionSaved& saved) {
   require(saved.qkv.defined(), "attention: backward called before forward (or twice for one micro-batch)");
   Tensor dattn = c_proj_->backward_input(dy, saved.c_proj);
+  if (!saved.probs.defined()) {
+    // Selective recomputation: the core's forward again (no communication); its output equals
+    // c_proj's kept input and is dropped, only the probabilities are needed.
+    const std::int64_t rows = saved.qkv.rows(), T = config_.block_size;
+    Tensor y = backend_.empty({rows, saved.qkv.cols() / 3}, saved.qkv.dtype(), MemCategory::activations);
+    saved.probs = backend_.empty({rows / T, local_heads_, T, T}, saved.qkv.dtype(), MemCategory::activations);
+    kernels_.attention_forward(saved.qkv, T, local_heads_, y, saved.probs);
+  }
   Tensor dqkv = backend_.empty(saved.qkv.shape(), saved.qkv.dtype(), MemCategory::activations);
   kernels_.attention_backward(dattn, saved.qkv, saved.probs, config_.block_size, local_heads_, dqkv);
   saved.qkv = Tensor();

@@ -24,7 +24,8 @@ namespace mdtp {
 // column blocks (logical order: all Q, all K, all V).
 std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t blocks);
 
-// What attention keeps for one micro-batch: its two Linears', Q·K·V and the softmax probabilities.
+// What attention keeps for one micro-batch: its two Linears', Q·K·V and the softmax probabilities
+// (the latter unless selective recomputation drops them: backward_input then recomputes them).
 struct AttentionSaved {
   LinearSaved c_attn, c_proj;
   Tensor qkv, probs;
@@ -36,11 +37,18 @@ class CausalSelfAttention {
   // config.block_size tokens are fed to every forward.
   CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
                       const GptConfig& config, const Layout& input, std::int64_t batch_per_replica);
-  Tensor forward(const Tensor& x, AttentionSaved& saved);
+  // keep_probabilities false: selective recomputation (Korthikanti et al. 2022) — the T×T
+  // probabilities are freed here and recomputed from the kept Q, K, V by backward_input.
+  Tensor forward(const Tensor& x, AttentionSaved& saved, bool keep_probabilities = true);
   // B: c_proj's, the attention core's and c_attn's input gradients; W: c_proj's then c_attn's.
+  // Without kept probabilities the core's forward (QKᵀ, mask, softmax) runs again first, with
+  // the same kernel on the same Q, K, V, so the probabilities are bitwise the forward's.
   Tensor backward_input(const Tensor& dy, AttentionSaved& saved);
   void backward_weight(AttentionSaved& saved);
   std::vector<ModelParam> parameters();
+  Linear& c_attn() { return *c_attn_; }
+  Linear& c_proj() { return *c_proj_; }
+  std::int64_t local_heads() const { return local_heads_; }
 
  private:
   const Backend& backend_;

@@ -18,12 +18,13 @@ TransformerBlock::TransformerBlock(const TensorParallelMode& mode, const GptKern
   ln_1_ = mode.layernorm(name + ".ln_1", H, residual);
   attn_ = std::make_unique<CausalSelfAttention>(mode, kernels, name + ".attn", config_, residual, batch_per_replica);
   ln_2_ = mode.layernorm(name + ".ln_2", H, residual);
-  mlp_ = std::make_unique<Mlp>(mode, name + ".mlp", H, 4 * H, residual);
+  // parameters() gives the MLP its GPT-2 InitSpecs and initialize() draws them once.
+  mlp_ = std::make_unique<Mlp>(mode, name + ".mlp", H, 4 * H, residual, /*draw_initial_values=*/false);
   require_layout(mlp_->output_layout(), residual, name + ".mlp output");
 }
 
-Tensor TransformerBlock::forward(const Tensor& x, BlockSaved& saved) {
-  Tensor h = attn_->forward(ln_1_->forward(x, saved.ln_1), saved.attn);
+Tensor TransformerBlock::forward(const Tensor& x, BlockSaved& saved, bool keep_probabilities) {
+  Tensor h = attn_->forward(ln_1_->forward(x, saved.ln_1), saved.attn, keep_probabilities);
   backend_.axpy(1.0, x, h);  // h = x + attn(ln_1(x))
   Tensor out = mlp_->forward(ln_2_->forward(h, saved.ln_2), saved.mlp);
   backend_.axpy(1.0, h, out);

@@ -20,12 +20,16 @@ class TransformerBlock {
   // `name` is the module prefix, "transformer.h.<i>".
   TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
                    const GptConfig& config, std::int64_t batch_per_replica);
-  Tensor forward(const Tensor& x, BlockSaved& saved);
+  // keep_probabilities false: selective recomputation of the attention core (attention.hpp).
+  Tensor forward(const Tensor& x, BlockSaved& saved, bool keep_probabilities = true);
   // B: the input gradient through the MLP, ln_2, attention and ln_1 (LayerNorm γ/β gradients
   // come with it); W: the MLP's then attention's weight gradients.
   Tensor backward_input(const Tensor& dy, BlockSaved& saved);
   void backward_weight(BlockSaved& saved);
   std::vector<ModelParam> parameters();
+  // The layers, for the activation-memory shapes (model/activation_bytes.hpp).
+  CausalSelfAttention& attention() { return *attn_; }
+  Mlp& mlp() { return *mlp_; }
 
  private:
   const Backend& backend_;

@@ -24,7 +24,7 @@ Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& 
   wte.replicated_over.push_back("embedding");
   wte.partial_grad_over = {"embedding"};
   wte.decays = true;
-  materialize(wte, ctx.mesh, ctx.backend, ctx.dtype, ctx.seed, InitSpec{});
+  materialize(wte, ctx, InitSpec{});
   return wte;
 }
 
@@ -42,7 +42,7 @@ GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& ker
   wpe_.replicated_over = as_list(complement_group(mode.tp_axes(), split_.cols));
   wpe_.partial_grad_over = as_list(split_.row_span);
   wpe_.decays = true;
-  materialize(wpe_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{});
+  materialize(wpe_, ctx_, InitSpec{});
   vocab_row0_ = shard_block(wte_.layout, ctx_.mesh, wte_.full_shape[0], wte_.full_shape[1], wte_.name).row0();
 }
 

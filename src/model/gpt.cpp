@@ -47,13 +47,18 @@ int unit_of_parameter(const std::string& name, const GptConfig& config) {
 }
 
 ActivationRecompute parse_activation_recompute(std::string_view name) {
-  if (name == "none") return ActivationRecompute::none;
-  if (name == "full") return ActivationRecompute::full;
-  throw_error("activation recomputation must be none or full; got '", name, "'");
+  for (ActivationRecompute p : {ActivationRecompute::none, ActivationRecompute::selective, ActivationRecompute::full})
+    if (name == activation_recompute_name(p)) return p;
+  throw_error("activation recomputation must be none, selective or full; got '", name, "'");
 }
 
 const char* activation_recompute_name(ActivationRecompute policy) {
-  return policy == ActivationRecompute::full ? "full" : "none";
+  switch (policy) {
+    case ActivationRecompute::none: return "none";
+    case ActivationRecompute::selective: return "selective";
+    case ActivationRecompute::full: return "full";
+  }
+  return "?";
 }
 
 // ---- ModelChunk ----------------------------------------------------------------------------------
@@ -71,6 +76,7 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
   if (has_embedding()) {
     m.validate_tokens(mb.inputs, "inputs");
     if (hooks) hooks->before_forward(0, mb.index);
+    m.sample_parameters();
     h = m.embedding_->forward(mb.inputs, saved.embedding);
     if (hooks) hooks->after_forward(0, mb.index);
   } else {
@@ -85,29 +91,34 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
   const std::size_t block_count = static_cast<std::size_t>(std::max(0, last_block - first_block + 1));
   saved.blocks.resize(block_count);
   const bool recompute = m.recompute_ == ActivationRecompute::full;
+  const bool keep_probabilities = m.recompute_ != ActivationRecompute::selective;
   if (recompute) saved.block_inputs.resize(block_count);
+  m.context_started(saved);
   for (int u = first_block; u <= last_block; ++u) {
     const auto i = static_cast<std::size_t>(u - first_block);
     if (hooks) hooks->before_forward(u, mb.index);
+    m.sample_parameters();
     if (recompute) {
       // Keep the input only; what the block keeps for backward is dropped with `discarded`.
       saved.block_inputs[i] = h;
       BlockSaved discarded;
       h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, discarded);
     } else {
-      h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, saved.blocks[i]);
+      h = m.blocks_[static_cast<std::size_t>(u - 1)]->forward(h, saved.blocks[i], keep_probabilities);
     }
     if (hooks) hooks->after_forward(u, mb.index);
   }
   if (has_head()) {
     m.validate_tokens(mb.targets, "targets");
     if (hooks) hooks->before_forward(L + 1, mb.index);
+    m.sample_parameters();
     const double sum = m.head_->forward(m.ln_f_->forward(h, saved.ln_f), mb.targets, saved.head);
     if (hooks) hooks->after_forward(L + 1, mb.index);
     if (loss_sum) *loss_sum = sum;
     h = Tensor();
   }
   saved.forward_done = true;
+  m.sample_kept();
   return h;
 }
 
@@ -120,6 +131,7 @@ Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSave
   Tensor d = dy;
   if (has_head()) {
     if (hooks) hooks->before_backward_input(L + 1, mb);
+    m.sample_parameters();
     d = m.ln_f_->backward_input(m.head_->backward_input(loss_scale, saved.head), saved.ln_f);
     if (hooks) hooks->after_backward_input(L + 1, mb);
   }
@@ -128,6 +140,7 @@ Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSave
     const auto i = static_cast<std::size_t>(u - first_block);
     TransformerBlock& block = *m.blocks_[static_cast<std::size_t>(u - 1)];
     if (hooks) hooks->before_backward_input(u, mb);
+    m.sample_parameters();
     if (!saved.block_inputs.empty()) {
       // Full recomputation: the block's forward again (its parameters are in hand: the hook above
       // gathered them under ZeRO-3), refilling its state; its output is not needed.
@@ -140,11 +153,13 @@ Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSave
   }
   if (has_embedding()) {
     if (hooks) hooks->before_backward_input(0, mb);
+    m.sample_parameters();
     m.embedding_->backward_input(d, saved.embedding);
     if (hooks) hooks->after_backward_input(0, mb);
     d = Tensor();
   }
   saved.input_done = true;
+  m.sample_kept();
   return d;
 }
 
@@ -168,7 +183,9 @@ void ModelChunk::backward_weight(ChunkSaved& saved, bool last_of_step) {
     m.embedding_->backward_weight(saved.embedding);
     if (hooks) hooks->grads_ready(0);
   }
+  m.context_finished(saved);
   saved = ChunkSaved{};
+  m.sample_kept();
 }
 
 Tensor ModelChunk::backward(const Tensor& dy, double loss_scale, ChunkSaved& saved, bool last_of_step) {
@@ -234,7 +251,10 @@ GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std:
   }
   for (const auto& unit : unit_params_)
     for (const ModelParam& p : unit) params_.push_back(p);
-  for (const ModelParam& p : params_) initialize(p, ctx_.mesh, ctx_.backend, ctx_.seed);
+  // Deferred parameters (TpContext::defer_parameters) have no storage: ZeRO-3 draws the values of
+  // each rank's shard (zero/zero_buffers.hpp) with the same initial_values().
+  if (!ctx_.defer_parameters)
+    for (const ModelParam& p : params_) initialize(p, ctx_.mesh, ctx_.backend, ctx_.seed);
 }
 
 bool GptModel::holds(int unit) const {
@@ -283,6 +303,7 @@ double GptModel::loss(std::span<const std::int32_t> inputs, std::span<const std:
   ChunkSaved saved;
   double local = 0.0;
   chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
+  context_finished(saved);  // no backward follows: the context dies here
   return reduce_loss(local, 1);
 }
 
@@ -305,6 +326,80 @@ double GptModel::forward_backward(std::span<const std::int32_t> inputs, std::spa
 void GptModel::reduce_gradients() {
   PhaseScope phase(ctx_.mesh.ledger(), "grad-sync");
   mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");
+}
+
+void GptModel::track_kept_activations(bool on) {
+  track_kept_ = on;
+  live_contexts_.clear();
+  kept_sample_ = KeptActivationSample{};
+}
+
+void GptModel::context_started(const ChunkSaved& saved) {
+  if (track_kept_) live_contexts_.push_back(&saved);
+}
+
+void GptModel::context_finished(const ChunkSaved& saved) {
+  if (!track_kept_) return;
+  std::erase(live_contexts_, &saved);
+}
+
+void GptModel::sample_kept() {
+  if (!track_kept_) return;
+  std::int64_t kept = 0;
+  for (const ChunkSaved* c : live_contexts_) kept += held_bytes(*c);
+  kept_sample_.kept_peak = std::max(kept_sample_.kept_peak, kept);
+  kept_sample_.allocator_peak =
+      std::max(kept_sample_.allocator_peak, ctx_.backend.allocator().tracker().current(MemCategory::activations));
+  kept_sample_.samples += 1;
+}
+
+void GptModel::sample_parameters() {
+  if (!track_kept_) return;
+  kept_sample_.parameters_in_pass_peak = std::max(kept_sample_.parameters_in_pass_peak,
+                                                  ctx_.backend.allocator().tracker().current(MemCategory::parameters));
+}
+
+ActivationShapes GptModel::activation_shapes() const {
+  ActivationShapes a;
+  const Mesh& mesh = ctx_.mesh;
+  const std::int64_t tokens = batch_ * config_.block_size, H = config_.n_embd;
+  a.dtype_bytes = static_cast<std::int64_t>(dtype_size(ctx_.dtype));
+  a.seq = config_.block_size;
+  a.tokens = tokens;
+  const ShardBlock r = shard_block(split_.residual, mesh, tokens, H, "residual stream");
+  a.residual_rows = r.rows;
+  a.residual_cols = r.cols;
+  // The head: G is the row-gathered final hidden state (ln_f's output itself without a row
+  // split); the logits' rows split over C, the vocabulary (padded) over S.
+  a.head_gathered_rows = split_.row_parts > 1 ? tokens : r.rows;
+  a.logits_rows = tokens / split_.col_parts;
+  a.vocab_cols = split_.padded_vocab(config_.vocab_size) / split_.vocab_parts;
+  for (const auto& block : blocks_) {
+    if (!block) continue;
+    CausalSelfAttention& attn = block->attention();
+    Mlp& mlp = block->mlp();
+    const ShardBlock qkv = shard_block(attn.c_attn().output_layout(), mesh, tokens, 3 * H, "QKV");
+    const ShardBlock core = shard_block(attn.c_proj().input_layout(), mesh, tokens, H, "attention output");
+    const ShardBlock fc = shard_block(mlp.fc1().output_layout(), mesh, tokens, mlp.fc1().spec().out_features, "fc1");
+    a.qkv_rows = qkv.rows;
+    a.qkv_cols = qkv.cols;
+    a.core_cols = core.cols;
+    a.local_heads = attn.local_heads();
+    a.mlp_rows = fc.rows;
+    a.mlp_cols = fc.cols;
+    // Where a mode gathers dY in backward_input and keeps the gathered tensor for the weight pass
+    // (tp/linear.hpp's LinearSaved::dy_gathered): 1D-SP's row-parallel Linears over tp, 3D's
+    // every Linear over its input layout's column group.
+    auto gathered = [&](const Linear& l) -> std::int64_t {
+      const std::vector<std::string>& cols = l.input_layout().col_groups;
+      if (mode_.kind() == TpMode::d1_sp) return cols.empty() ? 1 : group_size(mesh, "tp");
+      if (mode_.kind() == TpMode::d3) return cols.empty() ? 1 : group_size(mesh, cols.front());
+      return 1;
+    };
+    a.dy_gather = {gathered(attn.c_attn()), gathered(attn.c_proj()), gathered(mlp.fc1()), gathered(mlp.fc2())};
+    break;
+  }
+  return a;
 }
 
 void GptModel::zero_gradients() { mdtp::zero_gradients(raw_parameters(), ctx_.backend); }

@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/activation_bytes.hpp"
 #include "model/block.hpp"
 #include "model/embedding.hpp"
 #include "model/gpt_kernels.hpp"
@@ -52,14 +53,18 @@ struct MicroBatch {
   int index = 0;  // 0-based within the step (hooks receive it)
 };
 
-// Activation recomputation (Korthikanti et al. 2022): `full` keeps only each transformer block's
-// input from its forward and runs the block's forward again, under the ledger phase `recompute`,
-// right before its backward-input pass (the re-run fills the block's state exactly as the first
-// did: mdtp's GPT has no dropout and its kernels are deterministic, so the gradients are
-// bit-identical to `none`).  Selective recomputation (the attention core alone) is the same as
-// `none` for mdtp's attention, which is the part that would be recomputed; it is not offered.
-enum class ActivationRecompute { none, full };
-// "none" | "full"; an mdtp::Error naming the value otherwise.
+// Activation recomputation (Korthikanti et al. 2022), none of which changes a result (mdtp's GPT has
+// no dropout and its kernels are deterministic, so every recomputed number is bitwise the first):
+//   full       keeps only each transformer block's input from its forward and runs the block's
+//              forward again, under the ledger phase `recompute`, right before its backward-input
+//              pass (the re-run fills the block's state exactly as the first did);
+//   selective  keeps everything but the attention core's T×T probabilities, which the block's
+//              backward-input pass recomputes (QKᵀ, mask, softmax) from the kept Q, K, V — no
+//              communication, so no `recompute` phase appears in the ledger.
+// A streaming attention kernel that never keeps the probabilities would make selective and none
+// coincide; the memory model takes that as an input (model/activation_bytes.hpp).
+enum class ActivationRecompute { none, selective, full };
+// "none" | "selective" | "full"; an mdtp::Error naming the value otherwise.
 ActivationRecompute parse_activation_recompute(std::string_view name);
 const char* activation_recompute_name(ActivationRecompute policy);
 
@@ -146,6 +151,17 @@ class GptModel {
   void set_recompute(ActivationRecompute policy) { recompute_ = policy; }
   ActivationRecompute recompute() const { return recompute_; }
 
+  // Kept-activation sampling (docs/memory.md).  With tracking on, the model remembers the
+  // ChunkSaved of every micro-batch in flight (they must stay where forward saw them until their
+  // weight pass) and, at the end of every pass, adds up the bytes they hold (held_bytes) and reads
+  // the allocator's `activations` counter; the maxima over the passes since the last reset are
+  // kept_sample(); the `parameters` counter is read inside every unit's pass too.  Off by default: tracking costs a walk over the live contexts per pass.
+  void track_kept_activations(bool on);
+  const KeptActivationSample& kept_sample() const { return kept_sample_; }
+  void reset_kept_sample() { kept_sample_ = KeptActivationSample{}; }
+  // The local shapes that decide what a micro-batch keeps on this rank (activation_bytes.hpp).
+  ActivationShapes activation_shapes() const;
+
   // Hooks the engines attach (null: none; the model never owns them).
   void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
   UnitHooks* hooks() const { return hooks_; }
@@ -168,6 +184,10 @@ class GptModel {
  private:
   friend class ModelChunk;
   void validate_tokens(std::span<const std::int32_t> ids, const char* what) const;
+  void context_started(const ChunkSaved& saved);
+  void context_finished(const ChunkSaved& saved);
+  void sample_kept();
+  void sample_parameters();
 
   const TensorParallelMode& mode_;
   TpContext ctx_;
@@ -188,6 +208,9 @@ class GptModel {
   std::vector<ModelParam> params_;
   UnitHooks* hooks_ = nullptr;
   ActivationRecompute recompute_ = ActivationRecompute::none;
+  bool track_kept_ = false;
+  std::vector<const ChunkSaved*> live_contexts_;  // while tracking
+  KeptActivationSample kept_sample_;
 };
 
 // The unit a parameter of this model belongs to, from its nanoGPT name (transformer.wte.weight and

@@ -10,6 +10,7 @@
 //    from logical_rows on are zero padding, absent from checkpoints.
 //  - linear_weight: Linear weights are stored [in, out]; PyTorch (and checkpoints) use [out, in].
 #include <cstdint>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,23 @@ inline ModelParam model_param(Parameter* param, InitSpec init, bool linear_weigh
 // Writes param->value (this rank's shard) from init_value over logical indices ([in, out]
 // row-major for weights); padding rows are zero.  Gradients are zeroed.
 void initialize(const ModelParam& p, const Mesh& mesh, const Backend& backend, std::uint64_t seed);
+
+// The initial values initialize() gives the elements [first, first + n) of this rank's shard
+// (row-major over the shard), as they will be stored in `stored` (f32 or f64), into out[0, n):
+// what ZeRO-3 draws for the part of a parameter its data-parallel shard holds, bit for bit the
+// same as initialize() draws for the whole shard.
+void initial_values(const ModelParam& p, const Mesh& mesh, std::uint64_t seed, DType stored, std::int64_t first,
+                    std::int64_t n, double* out);
+
+// Reads the block [row0, row0 + rows) × [col0, col0 + cols) of a parameter's checkpoint tensor
+// (checkpoint_shape(); a 1-D tensor is one row), row-major.
+using CheckpointBlockReader =
+    std::function<std::vector<double>(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols)>;
+// The checkpoint's values of the elements [first, first + n) of this rank's shard into out[0, n),
+// reading only the blocks of the checkpoint tensor that hold the shard rows those elements cover
+// (one block per run of consecutive logical columns); padding rows are zero.  No communication.
+void checkpoint_values(const ModelParam& p, const Mesh& mesh, std::int64_t first, std::int64_t n,
+                       const CheckpointBlockReader& read, double* out);
 
 // The full logical tensor of `shard` (the parameter's value, gradient or an optimizer moment in the
 // parameter's layout), row-major in checkpoint_shape().  Collective over the "tp" group.

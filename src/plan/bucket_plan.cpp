@@ -15,6 +15,8 @@ std::int64_t round_up(std::int64_t n, std::int64_t multiple) { return (n + multi
 // What makes two parameters share a bucket.
 struct Kind {
   std::vector<std::string> partial_groups;
+  std::string shard_group;
+  int shards;
   bool decays;
   DType dtype;
   int unit;  // -1 unless unit_aligned
@@ -49,6 +51,9 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
   for (const BucketInput& p : params) {
     const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
     require(p.numel > 0, "bucket plan: parameter ", p.name, " has ", p.numel, " elements; expected at least one");
+    require(p.shards >= 0 && (p.shards == 0) == p.shard_group.empty(), "bucket plan: parameter ", p.name,
+            " is sharded over '", p.shard_group, "' of ", p.shards,
+            " ranks; expected a named group of at least one rank, or none and 0");
     require(options.align_bytes % size == 0, "bucket plan: align_bytes=", options.align_bytes,
             " is not a multiple of the ", size, "-byte elements of ", p.name, " (", dtype_name(p.dtype), ")");
   }
@@ -67,7 +72,8 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
     const BucketInput& p = params[i];
     if (options.unit_aligned && p.unit != current_unit) open.clear();
     current_unit = p.unit;
-    const Kind kind{p.partial_groups, p.decays, p.dtype, options.unit_aligned ? p.unit : -1};
+    const int shards = p.shard_group.empty() ? options.dp : p.shards;
+    const Kind kind{p.partial_groups, p.shard_group, shards, p.decays, p.dtype, options.unit_aligned ? p.unit : -1};
     const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
     const std::int64_t align = options.align_bytes / size;
     auto it = open.find(kind);
@@ -81,6 +87,8 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
     if (it == open.end()) {
       Bucket b;
       b.partial_groups = p.partial_groups;
+      b.shard_group = p.shard_group;
+      b.shards = shards;
       b.decays = p.decays;
       b.dtype = p.dtype;
       plan.buckets.push_back(std::move(b));
@@ -95,10 +103,24 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
   }
   for (Bucket& b : plan.buckets) {
     const std::int64_t align = options.align_bytes / static_cast<std::int64_t>(dtype_size(b.dtype));
-    b.padded = round_up(b.used, align * options.dp);
-    b.shard = b.padded / options.dp;
+    b.padded = round_up(b.used, align * b.shards);
+    b.shard = b.padded / b.shards;
   }
   return plan;
+}
+
+void fold_replica_group(std::vector<BucketInput>& params, const std::string& replica_group, int replica_size,
+                        const std::string& combined_group, int dp) {
+  require(replica_size >= 1 && dp >= 1, "bucket plan: a replica group of ", replica_size, " ranks over dp=", dp,
+          "; expected both >= 1");
+  if (replica_size == 1) return;
+  for (BucketInput& p : params) {
+    auto it = std::find(p.partial_groups.begin(), p.partial_groups.end(), replica_group);
+    if (it == p.partial_groups.end()) continue;
+    p.partial_groups.erase(it);
+    p.shard_group = combined_group;
+    p.shards = dp * replica_size;
+  }
 }
 
 }  // namespace mdtp

@@ -17,6 +17,9 @@
 //    shard also starts aligned.  Padding is zero and never read by a layer.
 //  - Units.  With `unit_aligned` (ZeRO-3) no bucket spans two units, so gathering one unit's
 //    buckets never materialises another unit's parameters.
+//  - Shard groups.  A bucket is cut over the data-parallel group, or over a wider group in which
+//    the parameter is also a data-parallel replica (2.5D weights: dp × depth, see
+//    fold_replica_group).  The shard group is part of a bucket's kind.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -35,6 +38,10 @@ struct BucketInput {
   bool decays = false;
   DType dtype = DType::f32;
   int unit = 0;  // 0 = embedding, 1 … L = blocks, L + 1 = head
+  // The group its bucket is sharded over and its size: empty and 0 for the data-parallel group
+  // (BucketOptions::dp shards).
+  std::string shard_group;
+  int shards = 0;
 };
 
 struct BucketOptions {
@@ -53,13 +60,15 @@ struct BucketSlot {
 
 struct Bucket {
   std::vector<std::string> partial_groups;
+  std::string shard_group;  // empty: the data-parallel group
+  int shards = 1;           // ranks it is cut over (BucketOptions::dp, or the shard group's size)
   bool decays = false;
   DType dtype = DType::f32;
   std::vector<BucketSlot> slots;  // in placement order
   std::vector<int> units;         // the distinct units of its parameters, descending
   std::int64_t used = 0;          // end of the last slot
-  std::int64_t padded = 0;        // elements: `used` rounded up to a multiple of dp · align
-  std::int64_t shard = 0;         // padded / dp
+  std::int64_t padded = 0;        // elements: `used` rounded up to a multiple of shards · align
+  std::int64_t shard = 0;         // padded / shards
   std::int64_t bytes() const { return padded * static_cast<std::int64_t>(dtype_size(dtype)); }
   std::int64_t shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(dtype)); }
 };
@@ -80,6 +89,17 @@ struct BucketPlan {
 
 // MiB (the `bucket_mb` option) → bytes; an mdtp::Error unless positive and finite.
 std::int64_t bucket_cap_bytes(double bucket_mb);
+
+// Treats `replica_group` (of `replica_size` ranks) as data-parallel for every parameter whose
+// gradient is partial over it: the group leaves its partial groups, and its bucket is sharded over
+// `combined_group` (data-parallel × replica, dp · replica_size ranks) instead.  The value of such a
+// parameter is identical over the group and its gradient is a sum over it, exactly what holds over
+// dp, so one reduce-scatter over the product replaces a reduce-scatter over dp and an all-reduce
+// of the shard over the group, and each shard (with its optimizer state) is replica_size× smaller.
+// For 2.5D: fold_replica_group(params, "tp.dep", d, "dp-tp.dep", dp).  A replica group of one
+// rank changes nothing.
+void fold_replica_group(std::vector<BucketInput>& params, const std::string& replica_group, int replica_size,
+                        const std::string& combined_group, int dp);
 
 // An mdtp::Error naming the value: dp < 1, cap ≤ 0, an alignment that is not a positive multiple
 // of every parameter's element size, or a parameter without elements.

@@ -22,6 +22,10 @@ struct TpContext {
   DType dtype = DType::f64;
   std::uint64_t seed = 1234;
   TpOptions options{};
+  // Parameters are created without storage (value and grad undefined; name, shapes, layout and
+  // InitSpecs known): ZeRO stage 3 allocates and initialises only each rank's data-parallel shard
+  // (zero/zero_buffers.hpp), so no rank ever holds its whole tensor-parallel shard of the model.
+  bool defer_parameters = false;
 };
 
 }  // namespace mdtp

@@ -21,8 +21,8 @@ LayerNorm::LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden
   }
   gamma_.name = name_ + ".weight";
   beta_.name = name_ + ".bias";
-  materialize(gamma_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{InitSpec::Kind::constant, 0.0, 1.0});
-  materialize(beta_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
+  materialize(gamma_, ctx_, InitSpec{InitSpec::Kind::constant, 0.0, 1.0});
+  materialize(beta_, ctx_, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
 }
 
 Tensor LayerNorm::forward(const Tensor& x, LayerNormSaved& saved) {

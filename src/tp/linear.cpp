@@ -34,14 +34,20 @@ LinearBase::LinearBase(const TpContext& ctx, LinearSpec spec, Layout input_layou
   weight_.replicated_over = as_list(complement_group(tp_axes, weight_axes));
   weight_.partial_grad_over = std::move(weight_partial_over);
   weight_.decays = true;
-  materialize(weight_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, spec_.weight_init);
+  if (spec_.draw_initial_values)
+    materialize(weight_, ctx_, spec_.weight_init);
+  else
+    allocate_zeroed(weight_, ctx_);
   if (spec_.bias) {
     bias_.name = spec_.name + ".bias";
     bias_.full_shape = {spec_.out_features};
     bias_.layout = Layout{output_layout_.name + ".bias", {}, output_layout_.col_groups};
     bias_.replicated_over = as_list(complement_group(tp_axes, output_layout_.col_groups));
     bias_.partial_grad_over = as_list(spanning_group(output_layout_.row_groups));
-    materialize(bias_, ctx_.mesh, ctx_.backend, ctx_.dtype, ctx_.seed, spec_.bias_init);
+    if (spec_.draw_initial_values)
+      materialize(bias_, ctx_, spec_.bias_init);
+    else
+      allocate_zeroed(bias_, ctx_);
   }
   expected_in_cols_ = shard_block(input_layout_, ctx_.mesh, full_rows(input_layout_, ctx_.mesh, 1),
                                   spec_.in_features, spec_.name + " input").cols;

@@ -22,6 +22,9 @@ struct LinearSpec {
   bool bias = true;
   InitSpec weight_init{};
   InitSpec bias_init{InitSpec::Kind::constant, 0.0, 0.0};
+  // false: the owner writes every value itself afterwards (a model's initialize() with its own
+  // InitSpec and column order), so the parameters are only allocated, never drawn twice.
+  bool draw_initial_values = true;
 };
 
 // What one Linear keeps for one micro-batch, from forward to backward: filled by forward, read

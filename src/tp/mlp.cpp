@@ -3,13 +3,15 @@
 namespace mdtp {
 
 Mlp::Mlp(const TensorParallelMode& mode, const std::string& name, std::int64_t hidden, std::int64_t ffn_hidden,
-         const Layout& input)
+         const Layout& input, bool draw_initial_values)
     : backend_(mode.context().backend) {
   LinearSpec up{name + ".c_fc", hidden, ffn_hidden};
   up.bias_init = InitSpec{InitSpec::Kind::normal, 0.02, 0.0};
+  up.draw_initial_values = draw_initial_values;
   fc1_ = mode.linear(up, input);
   LinearSpec down{name + ".c_proj", ffn_hidden, hidden};
   down.bias_init = InitSpec{InitSpec::Kind::normal, 0.02, 0.0};
+  down.draw_initial_values = draw_initial_values;
   fc2_ = mode.linear(down, fc1_->output_layout());
 }
 

@@ -16,8 +16,9 @@ struct MlpSaved {
 
 class Mlp {
  public:
+  // draw_initial_values: LinearSpec's (false when the owner initialises the parameters itself).
   Mlp(const TensorParallelMode& mode, const std::string& name, std::int64_t hidden, std::int64_t ffn_hidden,
-      const Layout& input);
+      const Layout& input, bool draw_initial_values = true);
   Tensor forward(const Tensor& x, MlpSaved& saved);
   // B: fc2's, GeLU's and fc1's input gradients; W: fc2's then fc1's weight gradients.
   Tensor backward_input(const Tensor& dy, MlpSaved& saved);

@@ -141,26 +141,49 @@ void InitDraw::fill(std::int64_t offset, const std::int64_t* columns, std::int64
   }
 }
 
-void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,
-                 const InitSpec& init) {
+Shape shard_shape(const Parameter& p, const Mesh& mesh) {
   const bool vector = p.full_shape.size() == 1;
   const std::int64_t rows = vector ? 1 : p.full_shape[0], cols = p.full_shape.back();
-  ShardBlock b = shard_block(p.layout, mesh, rows, cols, p.name);
-  Shape shape = vector ? Shape{b.cols} : Shape{b.rows, b.cols};
-  p.value = backend.empty(shape, dtype, MemCategory::parameters);
+  const ShardBlock b = shard_block(p.layout, mesh, rows, cols, p.name);
+  return vector ? Shape{b.cols} : Shape{b.rows, b.cols};
+}
+
+void allocate_zeroed(Parameter& p, const TpContext& ctx) {
+  const Shape shape = shard_shape(p, ctx.mesh);
+  p.drawn.reset();
+  if (ctx.defer_parameters) {
+    p.value = Tensor();
+    p.grad = Tensor();
+    return;
+  }
+  p.value = ctx.backend.zeros(shape, ctx.dtype, MemCategory::parameters);
+  p.grad = ctx.backend.zeros(shape, ctx.dtype, MemCategory::gradients);
+}
+
+void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
+  if (ctx.defer_parameters) {
+    allocate_zeroed(p, ctx);
+    return;
+  }
+  const Backend& backend = ctx.backend;
+  const bool vector = p.full_shape.size() == 1;
+  const std::int64_t rows = vector ? 1 : p.full_shape[0], cols = p.full_shape.back();
+  const ShardBlock b = shard_block(p.layout, ctx.mesh, rows, cols, p.name);
+  const Shape shape = vector ? Shape{b.cols} : Shape{b.rows, b.cols};
+  p.value = backend.empty(shape, ctx.dtype, MemCategory::parameters);
   if (init.kind == InitSpec::Kind::constant) {
     backend.fill(p.value, init.value);
   } else {
-    const InitDraw draw(seed, p.name, init);
+    const InitDraw draw(ctx.seed, p.name, init);
     std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
     std::iota(columns.begin(), columns.end(), b.col0());
     std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols));
     for (std::int64_t i = 0; i < b.rows; ++i)
-      draw.fill((b.row0() + i) * cols, columns.data(), b.cols, dtype, values.data() + i * b.cols);
+      draw.fill((b.row0() + i) * cols, columns.data(), b.cols, ctx.dtype, values.data() + i * b.cols);
     backend.assign_f64(p.value, values);
   }
-  p.grad = backend.zeros(shape, dtype, MemCategory::gradients);
-  p.drawn = InitRecord{seed, init};
+  p.grad = backend.zeros(shape, ctx.dtype, MemCategory::gradients);
+  p.drawn = InitRecord{ctx.seed, init};
 }
 
 void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& backend) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tp/context.hpp"
 #include "tp/layout.hpp"
 
 namespace mdtp {
@@ -69,9 +70,17 @@ class InitDraw {
   InitSpec init_;
 };
 
-// Allocates value (initialised) and grad (zeros) of this rank's shard.
-void materialize(Parameter& p, const Mesh& mesh, const Backend& backend, DType dtype, std::uint64_t seed,
-                 const InitSpec& init);
+// The shape of this rank's tensor-parallel shard of p ([cols] for a 1-D parameter); an mdtp::Error
+// when the layout does not divide the full shape.
+Shape shard_shape(const Parameter& p, const Mesh& mesh);
+
+// Allocates value and grad of this rank's shard (ctx.dtype), both zero, with nothing drawn (drawn
+// unset).  With ctx.defer_parameters nothing is allocated: value and grad stay undefined.
+void allocate_zeroed(Parameter& p, const TpContext& ctx);
+
+// Allocates value (initialised from ctx.seed) and grad (zeros) of this rank's shard; with
+// ctx.defer_parameters nothing is allocated or drawn (the shard is still checked to divide).
+void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init);
 
 // Moves a parameter into storage it does not own (a ZeRO bucket): `value` and `grad` must be
 // tensors of its shard's element count (e.g. views into flat buffers, Tensor::row_slice of a 1-D

@@ -1,5 +1,7 @@
 #include "train/checkpoint.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -26,19 +28,59 @@ void write_config(H5File& file, const GptConfig& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
 }
 
-// The full tensor of `what` for every parameter this stage holds (collective over tp and dp:
-// the engine gathers its shards), then every stage's on world rank 0 (train/stage_gather.hpp), in
-// the model's canonical order.
-std::vector<NamedTensor> gather_everywhere(GptModel& model, ZeroEngine& engine, MPI_Comm world, ZeroTensor what) {
-  std::vector<NamedTensor> mine;
-  const auto& params = engine.parameters();
-  for (std::size_t i = 0; i < params.size(); ++i)
-    mine.push_back({params[i].name(), params[i].checkpoint_shape(), engine.gather_full(i, what)});
-  return gather_stage_tensors(mine, model.mode().context().mesh, world, model.config());
-}
+// A kind of tensor a file holds for every parameter, under a dataset prefix.
+struct StreamedPart {
+  std::string prefix;
+  ZeroTensor what;
+};
 
-void write_tensors(H5File& file, const std::string& prefix, const std::vector<NamedTensor>& tensors, DType storage) {
-  for (const NamedTensor& t : tensors) file.write_real(prefix + t.name, t.shape, t.values, storage);
+// Writes `path` through a temporary file renamed into place, on world rank 0: `header`, then each
+// part's full tensor of every parameter (the tied wte once), one tensor at a time as the stages
+// stream them (train/stage_gather.hpp), so no rank holds more than one full tensor.  Collective
+// over `world`.  A failed write on rank 0 must not leave the others in the next gather: the error
+// is kept, the walk goes on without writing, and every rank throws it at the end.
+void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world,
+                    const std::vector<StreamedPart>& parts, const std::function<void(H5File&)>& header) {
+  const DType storage = model.mode().context().dtype;
+  const auto& params = engine.parameters();
+  std::string error;
+  auto stream = [&](H5File* file) {
+    std::set<std::string> written;
+    for (const StreamedPart& part : parts)
+      stream_stage_tensors(
+          params.size(),
+          [&](std::size_t i) {
+            return NamedTensor{params[i].name(), params[i].checkpoint_shape(), engine.gather_full(i, part.what)};
+          },
+          [&](NamedTensor&& t) {
+            if (file == nullptr || !error.empty() || !written.insert(part.prefix + t.name).second) return;
+            try {
+              file->write_real(part.prefix + t.name, t.shape, t.values, storage);
+            } catch (const std::exception& e) {
+              error = e.what();
+            }
+          },
+          model.mode().context().mesh, world);
+  };
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  bool streamed = false;
+  if (rank == 0) {
+    try {
+      write_atomically(path, [&](H5File& file) {
+        header(file);
+        streamed = true;
+        stream(&file);
+        if (!error.empty()) throw Error(error);  // the temporary file is dropped; `path` is untouched
+      });
+    } catch (const std::exception& e) {
+      if (error.empty()) error = e.what();
+    }
+  }
+  if (!streamed) stream(nullptr);
+  run::run_on_root(world, [&] {
+    if (!error.empty()) throw Error(error);
+  });
 }
 
 bool is_buffer(const std::string& key) {
@@ -46,14 +88,38 @@ bool is_buffer(const std::string& key) {
   return ends_with(".attn.bias") || ends_with(".attn.masked_bias");  // nanoGPT / HF causal-mask buffers
 }
 
-// Reads `key` and checks its shape; the error names the file, the key and both shapes.
-std::vector<double> read_param(const H5File& file, const std::string& key, const Shape& expected) {
+// Checks that `key` exists with the expected shape; the error names the file, the key and both shapes.
+void check_param(const H5File& file, const std::string& key, const Shape& expected) {
   require(file.has(key), "checkpoint '", file.path(), "' has no dataset '", key, "' (expected shape ",
           shape_string(expected), ")");
   const Shape shape = file.shape(key);
   require(shape == expected, "checkpoint '", file.path(), "': dataset '", key, "' has shape ", shape_string(shape),
           "; this model needs ", shape_string(expected));
+  require(file.is_real(key), "checkpoint '", file.path(), "': dataset '", key, "' must hold floating-point values");
+}
+
+// Reads `key` whole after check_param.
+std::vector<double> read_param(const H5File& file, const std::string& key, const Shape& expected) {
+  check_param(file, key, expected);
   return file.read_real(key);
+}
+
+// ZeRO-3 reads only blocks of a tensor: check_param, and its checksum verified by streaming (bounded
+// memory), so a bad file still fails before the model changes.
+void check_streamed(const H5File& file, const std::string& key, const Shape& expected) {
+  check_param(file, key, expected);
+  file.verify_checksum(key);
+}
+
+// Whether two 2-D datasets of one shape hold the same values, compared block by block of rows.
+bool equal_streamed(const H5File& file, const std::string& a, const std::string& b, const Shape& shape) {
+  const std::int64_t rows = shape.size() == 1 ? 1 : shape[0], cols = shape.back();
+  const std::int64_t step = std::max<std::int64_t>(1, (std::int64_t{1} << 17) / std::max<std::int64_t>(1, cols));
+  for (std::int64_t r = 0; r < rows; r += step) {
+    const std::int64_t n = std::min(step, rows - r);
+    if (file.read_real_block(a, r, n, 0, cols) != file.read_real_block(b, r, n, 0, cols)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -79,30 +145,22 @@ GptConfig read_checkpoint_config(const std::string& path) {
 
 void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, const TrainingState& state,
                      MPI_Comm world) {
-  const DType storage = model.mode().context().dtype;
-  const auto values = gather_everywhere(model, engine, world, ZeroTensor::value);
-  std::vector<NamedTensor> m, v;
   const bool moments = engine.has_moments();
-  if (moments) {
-    m = gather_everywhere(model, engine, world, ZeroTensor::exp_avg);
-    v = gather_everywhere(model, engine, world, ZeroTensor::exp_avg_sq);
-  }
-  run::run_on_root(world, [&] {
-    write_atomically(path, [&](H5File& file) {
-      write_config(file, model.config());
-      write_checkpoint_provenance(file, model.mode().context().mesh.topology());  // code version and mesh
-      write_tensors(file, "", values, storage);
-      file.create_group("optim");
-      file.set_attribute("optim", "step", state.step);
-      file.set_attribute("optim", "data_position", state.data_position);
-      file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
-      file.set_attribute("optim", "optimizer", engine.optimizer_config().kind);
-      if (!moments) return;
+  std::vector<StreamedPart> parts{{"", ZeroTensor::value}};
+  if (moments)
+    parts.insert(parts.end(), {{"optim/exp_avg/", ZeroTensor::exp_avg}, {"optim/exp_avg_sq/", ZeroTensor::exp_avg_sq}});
+  write_streamed(path, model, engine, world, parts, [&](H5File& file) {
+    write_config(file, model.config());
+    write_checkpoint_provenance(file, model.mode().context().mesh.topology());  // code version and mesh
+    file.create_group("optim");
+    file.set_attribute("optim", "step", state.step);
+    file.set_attribute("optim", "data_position", state.data_position);
+    file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
+    file.set_attribute("optim", "optimizer", engine.optimizer_config().kind);
+    if (moments) {
       file.create_group("optim/exp_avg");
       file.create_group("optim/exp_avg_sq");
-      write_tensors(file, "optim/exp_avg/", m, storage);
-      write_tensors(file, "optim/exp_avg_sq/", v, storage);
-    });
+    }
   });
 }
 
@@ -114,10 +172,14 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
   const auto& params = engine.parameters();
 
   // Read and validate everything first: the model is only changed once the whole file is good.
+  // ZeRO-3 (engine.loads_shards()) reads no tensor whole: it validates shapes and checksums here
+  // (streamed), and each rank then reads the blocks its shards hold.
+  const bool by_shard = engine.loads_shards();
   std::set<std::string> known{"optim", "lm_head.weight"};
   std::vector<std::vector<double>> values;
   for (const ModelParam& p : params) {
-    values.push_back(read_param(file, p.name(), p.checkpoint_shape()));
+    if (by_shard) check_streamed(file, p.name(), p.checkpoint_shape());
+    else values.push_back(read_param(file, p.name(), p.checkpoint_shape()));
     known.insert(p.name());
   }
   // Every dataset is a parameter of the model: held here, or (a pipeline stage holds a part of the
@@ -127,8 +189,15 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
             "' holds '", key, "', which is not a parameter of this model (", describe(saved), ")");
   if (file.has("lm_head.weight") && file.has("transformer.wte.weight")) {
     const Shape wte_shape = file.shape("transformer.wte.weight");
-    const std::vector<double> head = read_param(file, "lm_head.weight", wte_shape);
-    require(head == read_param(file, "transformer.wte.weight", wte_shape), "checkpoint '", path,
+    bool same = false;
+    if (by_shard) {
+      check_streamed(file, "lm_head.weight", wte_shape);
+      check_streamed(file, "transformer.wte.weight", wte_shape);
+      same = equal_streamed(file, "lm_head.weight", "transformer.wte.weight", wte_shape);
+    } else {
+      same = read_param(file, "lm_head.weight", wte_shape) == read_param(file, "transformer.wte.weight", wte_shape);
+    }
+    require(same, "checkpoint '", path,
             "': lm_head.weight differs from transformer.wte.weight; this GPT ties the LM head to the token embedding");
   }
   TrainingState state;
@@ -147,12 +216,31 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
     moments = engine.has_moments() && file.has("optim/exp_avg");
     if (moments)
       for (const ModelParam& p : params) {
+        if (by_shard) {
+          check_streamed(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape());
+          check_streamed(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape());
+          continue;
+        }
         m.push_back(read_param(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape()));
         v.push_back(read_param(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape()));
       }
   }
-  // Each rank keeps its own shard (tensor-parallel, and over dp under ZeRO) of every tensor.
-  for (std::size_t i = 0; i < params.size(); ++i) {
+  // ZeRO-3: each rank reads the blocks of every tensor that its shards hold (HDF5 hyperslabs).
+  if (by_shard)
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      auto reader = [&file](const std::string& key) -> CheckpointBlockReader {
+        return [&file, key](std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t cols) {
+          return file.read_real_block(key, r0, rows, c0, cols);
+        };
+      };
+      engine.load_shard(i, ZeroTensor::value, reader(params[i].name()));
+      if (moments) {
+        engine.load_shard(i, ZeroTensor::exp_avg, reader("optim/exp_avg/" + params[i].name()));
+        engine.load_shard(i, ZeroTensor::exp_avg_sq, reader("optim/exp_avg_sq/" + params[i].name()));
+      }
+    }
+  // Otherwise each rank keeps its own shard (tensor-parallel, and over dp under ZeRO) of every tensor.
+  for (std::size_t i = 0; i < values.size(); ++i) {
     engine.load_full(i, ZeroTensor::value, values[i]);
     if (moments) {
       engine.load_full(i, ZeroTensor::exp_avg, m[i]);
@@ -166,14 +254,10 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
 
 void dump_gradients(const std::string& path, GptModel& model, ZeroEngine& engine, std::int64_t step, double loss,
                     MPI_Comm world) {
-  const auto grads = gather_everywhere(model, engine, world, ZeroTensor::grad);
-  run::run_on_root(world, [&] {
-    write_atomically(path, [&](H5File& file) {
-      write_config(file, model.config());
-      write_tensors(file, "", grads, model.mode().context().dtype);
-      file.set_attribute("/", "step", step);
-      file.set_attribute("/", "loss", loss);
-    });
+  write_streamed(path, model, engine, world, {{"", ZeroTensor::grad}}, [&](H5File& file) {
+    write_config(file, model.config());
+    file.set_attribute("/", "step", step);
+    file.set_attribute("/", "loss", loss);
   });
 }
 

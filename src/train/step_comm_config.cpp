@@ -54,6 +54,8 @@ Table ledger_table() {
   Table t;
   t.integer("step").text("phase").text("group").text("op").integer("group_size").real("calls").real("logical_bytes")
       .real("bus_bytes").real("seconds_mean").real("seconds_max").real("model_calls").real("model_logical_bytes");
+  // Sync timing (comm/ledger.hpp): the wait for the last peer, apart from seconds (the transfer).
+  t.real("wait_mean").real("wait_max").real("synchronised_calls");
   return t;
 }
 
@@ -69,12 +71,12 @@ void add_ledger_rows(Table& table, std::int64_t step, const std::vector<LedgerSt
   for (const LedgerStat& stat : stats)
     table.row()(step)(stat.key.phase)(stat.key.group)(collective_name(stat.key.op))(stat.group_size)(stat.calls.max)(
         stat.logical_bytes.max)(stat.bus_bytes.max)(stat.seconds.mean)(stat.seconds.max)(modelled(stat.key, calls))(
-        modelled(stat.key, bytes));
+        modelled(stat.key, bytes))(stat.wait_seconds.mean)(stat.wait_seconds.max)(stat.synchronised_calls.max);
   if (!model) return;
   for (const auto& [key, t] : *model)
     if (std::none_of(stats.begin(), stats.end(), [&](const LedgerStat& s) { return s.key == key; }))
       table.row()(step)(key.phase)(key.group)(collective_name(key.op))(t.group_size)(0.0)(0.0)(0.0)(0.0)(0.0)(
-          static_cast<double>(t.calls))(static_cast<double>(t.logical_bytes));
+          static_cast<double>(t.calls))(static_cast<double>(t.logical_bytes))(0.0)(0.0)(0.0);
 }
 
 std::string ledger_summary(const std::vector<LedgerStat>& stats,

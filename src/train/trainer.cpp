@@ -8,11 +8,14 @@
 #include <fmt/ranges.h>
 
 #include "comm/ledger_stats.hpp"
+#include "cost/zero.hpp"
 #include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
 #include "modes/registry.hpp"
 #include "pipeline/executor.hpp"
 #include "plan/bucket_memory.hpp"
+#include "plan/gathered_parameters.hpp"
+#include "plan/kept_activations.hpp"
 #include "plan/unit_passes.hpp"
 #include "run/provenance.hpp"
 #include "run/root_task.hpp"
@@ -33,7 +36,9 @@ Table step_table() {
 }
 
 // Bytes per category on every rank after the last step: what the allocator holds and what the
-// ZeRO engine's bucket plan says it holds (plan/bucket_memory.hpp; -1 where the plan is silent).
+// ZeRO engine's bucket plan says it holds (plan/bucket_memory.hpp; -1 where the plan is silent);
+// then the activation-memory rows (activations_kept, activations_at_pass_ends, parameters_in_pass:
+// peaks over the run beside their models, docs/memory.md).
 Table memory_table() {
   Table t;
   t.integer("rank").integer("stage").text("category").integer("held_bytes").integer("peak_bytes").integer(
@@ -51,14 +56,38 @@ std::int64_t modelled(const ZeroHeldBytes& model, MemCategory c) {
   }
 }
 
-// One row per (world rank, category): every rank's figures gathered to rank 0 (outside the
-// ledger: this is reporting, not training traffic).
-void add_memory_rows(Table& table, const TrainResult& result, int stage, const Mesh& mesh, const Backend& backend) {
-  std::vector<double> mine;
+// One row of the memory table on this rank: a category (or an activation measure) with its
+// held, peak and modelled bytes (-1: not modelled).
+struct MemoryRow {
+  std::string name;
+  std::int64_t held = 0, peak = 0, model = -1;
+};
+
+std::vector<MemoryRow> memory_rows(const TrainResult& result, const Backend& backend) {
+  std::vector<MemoryRow> rows;
   for (std::size_t i = 0; i < result.memory_held.size(); ++i)
-    mine.insert(mine.end(), {static_cast<double>(stage), static_cast<double>(result.memory_held[i].second),
-                             static_cast<double>(backend.allocator().tracker().peak(result.memory_held[i].first)),
-                             static_cast<double>(result.memory_model[i].second)});
+    rows.push_back({mem_category_name(result.memory_held[i].first), result.memory_held[i].second,
+                    backend.allocator().tracker().peak(result.memory_held[i].first), result.memory_model[i].second});
+  // ---- activation memory (docs/memory.md): the kept contexts' peak over the pass ends with its
+  // model, and the allocator's `activations` counter at those points (it adds the boundary
+  // tensors in flight, so it is reported beside, not modelled).
+  const TrainResult::KeptActivations& k = result.kept_activations;
+  rows.push_back({"activations_kept", 0, k.measured, k.model});
+  rows.push_back({"activations_at_pass_ends", 0, k.allocator_at_pass_ends, -1});
+  rows.push_back({"parameters_in_pass", 0, k.parameters_in_pass, k.parameters_in_pass_model});
+  // ---- end activation memory
+  return rows;
+}
+
+// Every rank's rows gathered to every rank (outside the ledger: this is reporting, not training
+// traffic); one table row per (world rank, row).  Returns whether activations_kept and
+// parameters_in_pass equal their models on every rank.
+bool add_memory_rows(Table& table, const TrainResult& result, int stage, const Mesh& mesh, const Backend& backend) {
+  const std::vector<MemoryRow> rows = memory_rows(result, backend);
+  std::vector<double> mine;
+  for (const MemoryRow& r : rows)
+    mine.insert(mine.end(), {static_cast<double>(stage), static_cast<double>(r.held), static_cast<double>(r.peak),
+                             static_cast<double>(r.model)});
   CommLedger& ledger = mesh.ledger();
   ledger.set_enabled(false);
   Communicator& world = mesh.comm("world");
@@ -68,14 +97,44 @@ void add_memory_rows(Table& table, const TrainResult& result, int stage, const M
   ledger.set_enabled(true);
   const std::vector<double> v = backend.to_f64(all);
   const std::size_t per_rank = mine.size();
+  bool kept_equal = true;
   for (int r = 0; r < world.size(); ++r)
-    for (std::size_t i = 0; i < result.memory_held.size(); ++i) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
       const double* row = &v[static_cast<std::size_t>(r) * per_rank + 4 * i];
-      table.row()(std::int64_t{r})(static_cast<std::int64_t>(row[0]))(
-          std::string(mem_category_name(result.memory_held[i].first)))(static_cast<std::int64_t>(row[1]))(
+      if ((rows[i].name == "activations_kept" || rows[i].name == "parameters_in_pass") && row[2] != row[3])
+        kept_equal = false;
+      table.row()(std::int64_t{r})(static_cast<std::int64_t>(row[0]))(rows[i].name)(static_cast<std::int64_t>(row[1]))(
           static_cast<std::int64_t>(row[2]))(static_cast<std::int64_t>(row[3]));
     }
+  return kept_equal;
 }
+
+// ---- activation memory: the kept-activation peak of this stage's schedule from the model's local
+// shapes (mdtp's attention kernels keep the probabilities: selective recomputation drops them).
+std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, int stage, ActivationRecompute policy) {
+  KeepPolicy keep;
+  keep.block_input_only = policy == ActivationRecompute::full;
+  keep.attention_probabilities = policy == ActivationRecompute::none;
+  std::vector<UnitKeptBytes> units;
+  for (const UnitActivationBytes& u : unit_activation_bytes(model.activation_shapes(), plan.model.n_layer, keep))
+    units.push_back({u.after_forward, u.after_input});
+  return kept_activations(plan.schedule, plan.partition, stage, units).peak;
+}
+
+// The `parameters` counter inside a pass: what the bucket plan says is held, plus ZeRO-3's gathered
+// buckets (those the pass reads and those of the next pass, in the order the engine prefetches).
+std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPlan& plan, int stage,
+                                         const ZeroConfig& zero) {
+  const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).parameters;
+  if (zero.stage < 3) return held;
+  std::vector<std::vector<std::size_t>> reads;
+  for (const UnitPass& p : stage_unit_passes(plan.schedule, plan.partition, stage))
+    reads.push_back(p.direction > 0 ? engine.layout().forward_reads(p.unit) : engine.layout().backward_reads(p.unit));
+  std::vector<std::int64_t> bytes;
+  for (const Bucket& b : engine.plan().buckets) bytes.push_back(b.bytes());
+  return held + gathered_parameter_peak(reads, bytes, zero.keep_parameters_for_step);
+}
+// ---- end activation memory
 
 // This stage's chunks as the model takes them.
 std::vector<UnitRange> stage_chunks(const StagePartition& partition, int stage) {
@@ -173,7 +232,7 @@ void record_memory(TrainResult& result, const ZeroEngine& engine, const ZeroConf
 // settings, how the run ended, and the tables.  Rank 0 writes.
 void write_results(const TrainConfig& tc, const TrainPlan& plan, const Mesh& mesh, MPI_Comm world,
                    const Backend& backend, std::int64_t skipped_nonfinite, const std::string& stopped_by,
-                   const std::map<std::string, Table>& tables) {
+                   const cost::ZeroPaperTraffic& paper, const std::map<std::string, Table>& tables) {
   CommLedger& ledger = mesh.ledger();
   ledger.set_enabled(false);
   Attributes attrs = run::collect_provenance(
@@ -183,6 +242,13 @@ void write_results(const TrainConfig& tc, const TrainPlan& plan, const Mesh& mes
   attrs.insert(training.begin(), training.end());
   attrs["skipped_nonfinite_steps"] = skipped_nonfinite;
   attrs["stopped_by"] = stopped_by;
+  // The paper's ZeRO figures beside rank 0's ledger and plan, first step (cost/zero.hpp).
+  attrs["zero_paper_psi"] = paper.psi;
+  attrs["zero_paper_factor"] = std::int64_t{paper.factor};
+  attrs["zero_paper_dp_bus_bytes"] = paper.paper_bus_bytes;
+  attrs["zero_ledger_dp_bus_bytes"] = paper.ledger_bus_bytes;
+  attrs["zero_model_dp_bus_bytes"] = paper.model_bus_bytes;
+  attrs["zero_paper_differences"] = paper.why;
   run::run_on_root(world, [&] { ResultsFile(tc.out).append_run("train", attrs, tables); });
 }
 
@@ -195,15 +261,19 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
 
   // ---- Collective from here on.
   CommLedger ledger;
+  ledger.set_sync_timing(tc.sync_timing || sync_timing_from_environment());  // refused (bad env) before any collective
   std::unique_ptr<Backend> backend = tc.device.make_backend ? tc.device.make_backend(world) : make_host_backend();
   Mesh mesh(plan.mesh, world, ledger,
             tc.device.make_comm_factory ? tc.device.make_comm_factory(*backend, world) : CommFactory{});
-  auto mode = make_tp_mode(tc.tp_mode, TpContext{mesh, *backend, tc.dtype, tc.seed, {}});
+  // ZeRO-3 builds the model without parameter storage; the engine initialises (or the checkpoint
+  // load fills) each rank's shards only, so no rank holds its whole tensor-parallel shard.
+  auto mode = make_tp_mode(tc.tp_mode, TpContext{mesh, *backend, tc.dtype, tc.seed, {}, tc.zero.stage == 3});
   std::unique_ptr<GptKernels> kernels =
       tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
   const int stage = mesh.comm("pp").rank();
   GptModel model(*mode, plan.model, plan.micro_batch, stage_chunks(plan.partition, stage), "dp", kernels.get());
   model.set_recompute(tc.recompute);
+  model.track_kept_activations(true);  // activation memory: the kept peak, sampled at pass ends
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
   // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
@@ -220,6 +290,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   Table steps = step_table(), ledger_rows = ledger_table();
   // ---- The whole-step communication plan beside the ledger (train/step_comm_config.hpp).
   const auto comm_model = step_comm_model(tc, plan);
+  cost::ZeroPaperTraffic paper_traffic;  // rank 0's, after the first step
   // ---- end
   PipelineReport report(plan.schedule, mesh, world);
   const int replica = mesh.comm("dp").rank(), m = plan.schedule.micro_batches;
@@ -287,6 +358,15 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
                                r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
                 << (s == 0 ? ledger_summary(stats, comm_model) + "\n" : std::string())  // the model beside the ledger
                 << std::flush;
+    // ---- The paper's ZeRO figures beside this rank's ledger and its stage's plan (cost/zero.hpp).
+    if (mesh.rank() == 0 && s == 0) {
+      std::optional<std::map<LedgerKey, LedgerTotals>> own;
+      if (comm_model) own = cost::plan_step_comm(step_comm_config(tc, plan), stage).totals();
+      paper_traffic = cost::zero_paper_traffic(engine.plan(), tc.zero.stage, m, tc.zero.keep_parameters_for_step,
+                                               result.ledger, own ? &*own : nullptr);
+      if (progress) *progress << paper_traffic.line() << "\n" << std::flush;
+    }
+    // ---- end
     // ---- faults: a non-finite gradient norm (global) with a finite loss: the update is applied
     // already, so training stops even with --skip-nonfinite; then a stop signal, agreed by all.
     if (!std::isfinite(norm)) {
@@ -304,8 +384,15 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   }
 
   record_memory(result, engine, tc.zero, *backend);
+  // ---- activation memory (docs/memory.md): measured beside the model of this stage's schedule.
+  result.kept_activations.measured = model.kept_sample().kept_peak;
+  result.kept_activations.allocator_at_pass_ends = model.kept_sample().allocator_peak;
+  result.kept_activations.model = modelled_kept_peak(model, plan, stage, tc.recompute);
+  result.kept_activations.parameters_in_pass = model.kept_sample().parameters_in_pass_peak;
+  result.kept_activations.parameters_in_pass_model = modelled_parameters_in_pass(engine, plan, stage, tc.zero);
+  // ---- end activation memory
   Table memory = memory_table();
-  add_memory_rows(memory, result, stage, mesh, *backend);
+  result.kept_activations.equal_on_every_rank = add_memory_rows(memory, result, stage, mesh, *backend);
 
   // faults: no checkpoint of a state a non-finite step stopped.
   if (!tc.save.empty() && nonfinite.empty()) save_checkpoint(tc.save, model, engine, state, world);
@@ -314,7 +401,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     const std::string stopped_by = !nonfinite.empty()        ? "non-finite"
                                    : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
                                                              : "";
-    write_results(tc, plan, mesh, world, *backend, result.skipped_nonfinite, stopped_by,
+    write_results(tc, plan, mesh, world, *backend, result.skipped_nonfinite, stopped_by, paper_traffic,
                   {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
                    {"timeline", report.timeline()}, {"memory", memory}});
   }

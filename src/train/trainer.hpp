@@ -64,6 +64,9 @@ struct TrainConfig {
   // A step whose loss is NaN/Inf is skipped (its update not applied, counted in the results)
   // instead of stopping the run (docs/failures.md).
   bool skip_nonfinite = false;
+  // Time blocking collectives after a barrier on their group, the wait for the last peer apart
+  // from the transfer (comm/ledger.hpp); also MDTP_SYNC_TIMING=1.
+  bool sync_timing = false;
 };
 
 // Defaults for an unspecified model shape (a small character-level GPT).
@@ -92,6 +95,19 @@ struct TrainResult {
   std::vector<std::pair<MemCategory, std::int64_t>> memory_held, memory_model;
   // The peak bytes per category over the run (MemoryTracker::peak).
   std::vector<std::pair<MemCategory, std::int64_t>> memory_peak;
+  // ---- activation memory (docs/memory.md): this rank's kept-activation peak over the run as
+  // sampled at every pass end (Σ bytes held by the contexts in flight), the allocator's
+  // `activations` counter at the same points, the model of the kept peak (plan/kept_activations.hpp
+  // over model/activation_bytes.hpp), and whether measured == model on every rank.
+  struct KeptActivations {
+    std::int64_t measured = 0, allocator_at_pass_ends = 0, model = 0;
+    bool equal_on_every_rank = false;
+    // The `parameters` counter's peak inside the units' passes, and its model: the held bytes
+    // (bucket plan) plus, under ZeRO-3, the gathered buckets in use and prefetched
+    // (plan/gathered_parameters.hpp).
+    std::int64_t parameters_in_pass = 0, parameters_in_pass_model = 0;
+  } kept_activations;
+  // ---- end activation memory
   // Faults (docs/failures.md): the signal that stopped the run after a step (0: none; results and
   // checkpoint are written all the same), and the steps skipped for a non-finite loss.
   int stop_signal = 0;

@@ -7,8 +7,9 @@
 namespace mdtp {
 
 GradientReducer::GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
-                                 const Backend& backend, const std::string& data_parallel_group)
-    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), dp_(mesh.comm(data_parallel_group)) {
+                                 const Backend& backend)
+    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend) {
+  for (std::size_t b = 0; b < layout.bucket_count(); ++b) groups_.push_back(&mesh.comm(layout.shard_group(b)));
   begin_step();
 }
 
@@ -38,13 +39,14 @@ void GradientReducer::start(std::size_t b) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   started_[b] = true;
   ++started_count_;
-  if (dp_.size() == 1) return;  // the full bucket is the shard: nothing to sum
+  Communicator& group = *groups_[b];
+  if (group.size() == 1) return;  // the full bucket is the shard: nothing to sum
   const Bucket& bucket = layout_.bucket(b);
   // Stage 1's shard is a slot of the full bucket, which a reduce-scatter may not write into: it
   // lands in a scratch buffer and is copied back.
   targets_[b] = buffers_.stage() == 1 ? backend_.empty({bucket.shard}, bucket.dtype, MemCategory::communication)
                                       : buffers_.grad_shard(b);
-  handles_[b] = dp_.ireduce_scatter(buffers_.grad_full(b), targets_[b]);
+  handles_[b] = group.ireduce_scatter(buffers_.grad_full(b), targets_[b]);
 }
 
 void GradientReducer::finish() {
@@ -53,7 +55,7 @@ void GradientReducer::finish() {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   for (std::size_t b = 0; b < started_.size(); ++b) {
     Tensor& shard = buffers_.grad_shard(b);
-    if (dp_.size() == 1) {
+    if (groups_[b]->size() == 1) {
       if (buffers_.stage() >= 2) backend_.copy(buffers_.grad_full(b), shard);
     } else {
       handles_[b].wait();

@@ -1,6 +1,6 @@
 #pragma once
 // GradientReducer: the gradient half of ZeRO (docs/zero.md §5).  Each bucket's full gradient is
-// reduce-scattered over dp into this rank's shard, then the shard alone is all-reduced over the
+// reduce-scattered over its shard group (dp, or dp × depth for 2.5D weights) into this rank's shard, then the shard alone is all-reduced over the
 // bucket's partial-sum groups (TP planes, the tied embedding's pair of stages) — the same sum as
 // reducing the full tensor over those groups first, at 1/dp of the bytes.
 //
@@ -17,8 +17,7 @@ namespace mdtp {
 
 class GradientReducer {
  public:
-  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend,
-                  const std::string& data_parallel_group);
+  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend);
   // A new step: no bucket started, every writer outstanding.
   void begin_step();
   // A unit's gradients are complete: start each bucket whose writers are all done (stages 2–3).
@@ -35,7 +34,7 @@ class GradientReducer {
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  Communicator& dp_;
+  std::vector<Communicator*> groups_;  // per bucket, its shard group
   std::vector<std::vector<int>> outstanding_;  // per bucket, writers not yet ready
   std::vector<bool> started_;
   std::vector<CommHandle> handles_;

@@ -5,9 +5,8 @@
 namespace mdtp {
 
 ParameterGatherer::ParameterGatherer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
-                                     const Backend& backend, const std::string& data_parallel_group, bool keep_for_step)
-    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), dp_(mesh.comm(data_parallel_group)),
-      keep_(keep_for_step), users_(layout.bucket_count(), 0), prefetched_(layout.bucket_count(), false),
+                                     const Backend& backend, bool keep_for_step)
+    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), keep_(keep_for_step), users_(layout.bucket_count(), 0), prefetched_(layout.bucket_count(), false),
       pending_(layout.bucket_count()), incoming_(layout.bucket_count()) {}
 
 ParameterGatherer::~ParameterGatherer() {
@@ -21,15 +20,16 @@ void ParameterGatherer::start(std::size_t b) {
   const Bucket& bucket = layout_.bucket(b);
   PhaseScope phase(mesh_.ledger(), "param-gather");
   incoming_[b] = backend_.empty({bucket.padded}, bucket.dtype, MemCategory::parameters);
-  if (dp_.size() == 1) {
+  Communicator& group = mesh_.comm(layout_.shard_group(b));
+  if (group.size() == 1) {
     backend_.copy(buffers_.value_shard(b), incoming_[b]);
     return;
   }
-  const std::int64_t lo = dp_.rank() * bucket.shard;
+  const std::int64_t lo = layout_.shard_rank(b) * bucket.shard;
   // In place: this rank's slot of the full buffer receives its own shard first (NCCL's rule).
   Tensor slot = incoming_[b].row_slice(lo, lo + bucket.shard);
   backend_.copy(buffers_.value_shard(b), slot);
-  pending_[b] = dp_.iall_gather(slot, incoming_[b]);
+  pending_[b] = group.iall_gather(slot, incoming_[b]);
 }
 
 void ParameterGatherer::complete(std::size_t b) {

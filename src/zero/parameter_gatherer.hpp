@@ -1,7 +1,7 @@
 #pragma once
 // ParameterGatherer: ZeRO-3's parameters (docs/zero.md §7).  Between uses a rank holds only its
 // shard of each bucket.  Before a unit's forward and before its backward-input pass the engine
-// acquires the unit's buckets (all-gathered over dp, the parameters bound to the full buffer) and
+// acquires the unit's buckets (all-gathered over each bucket's shard group, the parameters bound to the full buffer) and
 // releases them after; a bucket is freed when no running unit uses it and no prefetch is waiting
 // on it.  While a unit runs, the next unit of the same chunk in the pass's direction is
 // prefetched: its all-gathers are started without waiting.  With keep_for_step, nothing is freed
@@ -17,7 +17,7 @@ namespace mdtp {
 class ParameterGatherer {
  public:
   ParameterGatherer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend,
-                    const std::string& data_parallel_group, bool keep_for_step);
+                    bool keep_for_step);
   ~ParameterGatherer();
   // Gathers (or waits for the prefetch of) every bucket in `buckets` and binds it.
   void acquire(const std::vector<std::size_t>& buckets);
@@ -37,7 +37,6 @@ class ParameterGatherer {
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  Communicator& dp_;
   bool keep_;
   std::vector<int> users_;         // passes running that read the bucket
   std::vector<bool> prefetched_;   // gathered (or gathering) for a unit that has not started yet

@@ -39,7 +39,7 @@ double ShardOptimizer::grad_norm() const {
   double local = 0.0;
   for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
     Tensor& shard = buffers_.grad_shard(b);
-    for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank()))
+    for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
       local += backend_.sum_squares(shard.row_slice(s.shard_offset, s.shard_offset + s.numel)) / layout_.copies(s.param);
   }
   Tensor total = backend_.from_f64({local}, {1}, DType::f64, MemCategory::other);

@@ -25,9 +25,9 @@ ZeroBuffers::ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& bac
   value_shard_.resize(n);
   grad_full_.resize(n);
   grad_shard_.resize(n);
-  const int rank = layout.dp_rank();
   for (std::size_t b = 0; b < n; ++b) {
     const Bucket& bucket = layout.bucket(b);
+    const int rank = layout.shard_rank(b);
     const std::int64_t lo = rank * bucket.shard, hi = lo + bucket.shard;
     if (stage_ < 3) {
       value_full_[b] = backend.zeros({bucket.padded}, bucket.dtype, MemCategory::parameters);
@@ -37,9 +37,7 @@ ZeroBuffers::ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& bac
       value_shard_[b] = value_full_[b].row_slice(lo, hi);
     } else {
       value_shard_[b] = backend.zeros({bucket.shard}, bucket.dtype, MemCategory::parameters);
-      for (const ShardSegment& s : layout.segments(b, rank))
-        copy_elements(backend, layout.params()[s.param].param->value, s.param_offset, backend, value_shard_[b],
-                      s.shard_offset, s.numel);
+      fill_shard(b, rank);
     }
     if (stage_ == 1) {
       grad_full_[b] = backend.zeros({bucket.padded}, bucket.dtype, MemCategory::gradients);
@@ -56,6 +54,25 @@ ZeroBuffers::ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& bac
       if (stage_ == 3) p.value = Tensor();
       if (stage_ >= 2) p.grad = Tensor();
     }
+}
+
+void ZeroBuffers::fill_shard(std::size_t b, int rank) {
+  // Deferred parameters (no storage: TpContext::defer_parameters) get the initial values of exactly
+  // the elements this shard holds, drawn as the model's initialize() would draw them; padding stays
+  // zero.  A parameter that has storage (a model built whole) is copied.
+  std::vector<double> drawn;
+  for (const ShardSegment& s : layout_.segments(b, rank)) {
+    const ModelParam& p = layout_.params()[s.param];
+    if (p.param->value.defined()) continue;
+    if (drawn.empty()) drawn.assign(static_cast<std::size_t>(layout_.bucket(b).shard), 0.0);
+    initial_values(p, layout_.mesh(), layout_.seed(), layout_.bucket(b).dtype, s.param_offset, s.numel,
+                   drawn.data() + s.shard_offset);
+  }
+  if (!drawn.empty()) backend_.assign_f64(value_shard_[b], drawn);
+  for (const ShardSegment& s : layout_.segments(b, rank)) {
+    const Parameter& p = *layout_.params()[s.param].param;
+    if (p.value.defined()) copy_elements(backend_, p.value, s.param_offset, backend_, value_shard_[b], s.shard_offset, s.numel);
+  }
 }
 
 void ZeroBuffers::bind(std::size_t b, const Tensor& full, bool gradient) {

@@ -21,7 +21,10 @@ namespace mdtp {
 class ZeroBuffers {
  public:
   // Moves the model's current values in (stage 3 keeps this rank's shard and frees the rest) and
-  // zeroes the gradients.  Local: no communication.
+  // zeroes the gradients.  At stage 3 a model built without parameter storage
+  // (TpContext::defer_parameters) is initialised shard by shard: each rank allocates and draws only
+  // the elements of its shards, so no rank ever holds its whole tensor-parallel shard of the model.
+  // Local: no communication.
   ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& backend);
   ZeroBuffers(const ZeroBuffers&) = delete;
   ZeroBuffers& operator=(const ZeroBuffers&) = delete;
@@ -46,6 +49,8 @@ class ZeroBuffers {
 
  private:
   void bind(std::size_t b, const Tensor& full, bool gradient);
+  // Stage 3: sets value_shard_[b] (zeros) from the model: drawn or copied (see the constructor).
+  void fill_shard(std::size_t b, int rank);
   const ZeroLayout& layout_;
   const Backend& backend_;
   int stage_;

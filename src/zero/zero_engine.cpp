@@ -58,16 +58,20 @@ ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer,
                        const Backend& backend)
     : zero_(validated(zero, optimizer)), optimizer_(optimizer), model_(model), mesh_(mesh), backend_(backend),
       layout_(model, mesh, zero_) {
+  // Local and the same on every rank: refused before any collective.
+  require(!model.mode().context().defer_parameters || zero_.stage == 3,
+          "ZeroEngine: a model built without parameter storage (defer_parameters) needs ZeRO stage 3, which "
+          "initialises it shard by shard; got stage ",
+          zero_.stage);
   if (zero_.stage == 0) {
     unsharded_ = std::make_unique<Optimizer>(optimizer_, model.parameters(), mesh, backend, zero_.model_parallel_group);
     return;
   }
   buffers_ = std::make_unique<ZeroBuffers>(layout_, zero_.stage, backend);
-  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend, zero_.data_parallel_group);
+  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend);
   sharded_ = std::make_unique<ShardOptimizer>(optimizer_, zero_, layout_, *buffers_, mesh, backend);
   if (zero_.stage == 3)
-    gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.data_parallel_group,
-                                                    zero_.keep_parameters_for_step);
+    gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.keep_parameters_for_step);
   if (zero_.stage >= 2) {
     hooks_ = std::make_unique<Hooks>(*this, model.hooks());
     model.set_hooks(hooks_.get());
@@ -107,12 +111,14 @@ double ZeroEngine::step() {
   PhaseScope phase(mesh_.ledger(), "optimizer");
   const double norm = sharded_->grad_norm();
   sharded_->update(clip_scale(optimizer_, norm));
-  Communicator& dp = mesh_.comm(zero_.data_parallel_group);
-  if (zero_.stage < 3 && dp.size() > 1) {
-    // Every rank's updated shard into every full bucket, in place (the shard is its own slot).
+  if (zero_.stage < 3) {
+    // Every rank's updated shard into every full bucket, in place (the shard is its own slot),
+    // over the group the bucket is sharded over.
     std::vector<CommHandle> gathers;
-    for (std::size_t b = 0; b < layout_.bucket_count(); ++b)
-      gathers.push_back(dp.iall_gather(buffers_->value_shard(b), buffers_->value_full(b)));
+    for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
+      Communicator& group = mesh_.comm(layout_.shard_group(b));
+      if (group.size() > 1) gathers.push_back(group.iall_gather(buffers_->value_shard(b), buffers_->value_full(b)));
+    }
     for (CommHandle& h : gathers) h.wait();
   }
   return norm;
@@ -192,16 +198,17 @@ Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
     return what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param) : unsharded_->exp_avg_sq(param);
   }
   if (what == ZeroTensor::value && zero_.stage < 3) return parameters()[param].param->value;
-  // Each element lives in one rank's shard: the others contribute zeros to a sum over dp.
+  // Each element lives in one rank's shard: the others contribute zeros to a sum over the shard
+  // group.
   const std::size_t b = layout_.bucket_index(param);
   const Bucket& bucket = layout_.bucket(b);
   Tensor out = backend_.zeros(layout_.shape(param), bucket.dtype, MemCategory::communication);
   const Backend* on = nullptr;
   const Tensor& shard = shard_of(b, what, on);
-  for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank()))
+  for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
     if (s.param == param) copy_elements(*on, shard, s.shard_offset, backend_, out, s.param_offset, s.numel);
-  Communicator& dp = mesh_.comm(zero_.data_parallel_group);
-  if (dp.size() > 1) dp.all_reduce(out);
+  Communicator& group = mesh_.comm(layout_.shard_group(b));
+  if (group.size() > 1) group.all_reduce(out);
   return out;
 }
 
@@ -233,11 +240,33 @@ void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector
   if (full_values) backend_.copy(local, p.param->value);
   const Backend* on = nullptr;
   Tensor& shard = shard_of(b, what, on);
-  for (const ShardSegment& s : layout_.segments(b, layout_.dp_rank())) {
+  for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b))) {
     if (s.param != param) continue;
     if (!full_values) copy_elements(backend_, local, s.param_offset, *on, shard, s.shard_offset, s.numel);
     if (what == ZeroTensor::value && sharded_->offloaded())
       copy_elements(backend_, local, s.param_offset, sharded_->state_backend(), sharded_->master(b), s.shard_offset, s.numel);
+  }
+}
+
+void ZeroEngine::load_shard(std::size_t param, ZeroTensor what, const CheckpointBlockReader& read) {
+  require(loads_shards(), "ZeroEngine: load_shard is stage 3's; this engine runs stage ", zero_.stage);
+  require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
+          " parameters)");
+  require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
+  require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
+          parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
+  const ModelParam& p = parameters()[param];
+  const std::size_t b = layout_.bucket_index(param);
+  const Backend* on = nullptr;
+  Tensor& shard = shard_of(b, what, on);
+  for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b))) {
+    if (s.param != param) continue;
+    std::vector<double> values(static_cast<std::size_t>(s.numel));
+    checkpoint_values(p, mesh_, s.param_offset, s.numel, read, values.data());
+    const Tensor piece = backend_.from_f64(values, {s.numel}, layout_.bucket(b).dtype, MemCategory::communication);
+    copy_elements(backend_, piece, 0, *on, shard, s.shard_offset, s.numel);
+    if (what == ZeroTensor::value && sharded_->offloaded())
+      copy_elements(backend_, piece, 0, sharded_->state_backend(), sharded_->master(b), s.shard_offset, s.numel);
   }
 }
 

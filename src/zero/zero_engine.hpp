@@ -77,15 +77,22 @@ class ZeroEngine {
 
   // This rank's tensor-parallel shard of a parameter's value, AdamW moment or reduced gradient
   // (ZeroTensor::grad: after finish_gradients, before step), whole over dp (the
-  // parameter's shape, as the unsharded optimizer holds it).  Collective over dp where the
-  // tensor is sharded (moments; values at stage 3): every rank calls it for the same parameter.
+  // parameter's shape, as the unsharded optimizer holds it).  Collective over the bucket's shard
+  // group (dp, or dp × depth for 2.5D weights) where the tensor is sharded (moments; values at stage 3): every rank calls it for the same parameter.
   Tensor tp_shard(std::size_t param, ZeroTensor what);
   // The full tensor (checkpoint layout, as gather_logical gives it) of a parameter's value or
-  // AdamW moment.  Collective over dp and tp.
+  // AdamW moment.  Collective over the shard group and tp.
   std::vector<double> gather_full(std::size_t param, ZeroTensor what);
   // Sets a parameter's value or moment from its full tensor (every rank passes the same values);
   // each rank keeps its shard.  No communication.
   void load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full);
+  // Stage 3: whether load_shard is how a checkpoint is loaded (values and moments live only in the
+  // shards, so each rank reads only the parts of the checkpoint its shards hold).
+  bool loads_shards() const { return zero_.stage == 3; }
+  // Stage 3: sets this rank's shard of a parameter's value or moment from its checkpoint tensor,
+  // reading through `read` only the blocks that hold the shard rows its segments cover
+  // (model/model_param.hpp checkpoint_values); never the whole tensor.  No communication.
+  void load_shard(std::size_t param, ZeroTensor what, const CheckpointBlockReader& read);
 
  private:
   class Hooks;

@@ -19,22 +19,23 @@ void add_unique(std::vector<std::size_t>& list, std::size_t value) {
 
 ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& config) {
   const int units = unit_count(model.config());
-  const Communicator& dp = mesh.comm(config.data_parallel_group);
-  dp_size_ = dp.size();
-  dp_rank_ = dp.rank();
+  const int dp = mesh.comm(config.data_parallel_group).size();
 
   std::vector<BucketInput> inputs;
   for (int u = 0; u < units; ++u)
     for (const ModelParam& p : model.unit_parameters(u)) {
       const Parameter& param = *p.param;
-      BucketInput in{param.name, param.value.numel(), {}, param.decays, param.value.dtype(), u};
+      // A deferred parameter (ZeRO-3) has no value yet: its shard's shape and the model's dtype.
+      const Shape shape = shard_shape(param, mesh);
+      const DType dtype = param.value.defined() ? param.value.dtype() : model.mode().context().dtype;
+      BucketInput in{param.name, shape_numel(shape), {}, param.decays, dtype, u, "", 0};
       for (const std::string& g : param.partial_grad_over)
         if (mesh.comm(g).size() > 1) in.partial_groups.push_back(g);
       double copies = 1.0;
       for (const std::string& g : param.replicated_over) copies *= mesh.comm(g).size();
       inputs.push_back(std::move(in));
       params_.push_back(p);
-      shapes_.push_back(param.value.shape());
+      shapes_.push_back(shape);
       units_.push_back(u);
       copies_.push_back(copies);
     }
@@ -46,12 +47,24 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
     require(listed[i].param == params_[i].param, "ZeRO: parameter ", listed[i].name(),
             " is not in unit order in GptModel::parameters()");
 
+  // 2.5D: the depth copies of a weight are data-parallel replicas (see the header).
+  if (config.stage >= 1 && config.data_parallel_group == "dp" && mesh.has_comm(kDpDepthGroup)) {
+    const int depth = mesh.comm("tp.dep").size();
+    fold_replica_group(inputs, "tp.dep", depth, kDpDepthGroup, dp);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      if (!inputs[i].shard_group.empty()) copies_[i] /= depth;
+  }
+
   BucketOptions options;
-  options.dp = dp_size_;
+  options.dp = dp;
   options.cap_bytes = bucket_cap_bytes(config.bucket_mb);
   options.align_bytes = config.align_bytes;
   options.unit_aligned = config.stage == 3;
   plan_ = plan_buckets(inputs, options);
+  for (const Bucket& b : plan_.buckets) {
+    shard_groups_.push_back(b.shard_group.empty() ? config.data_parallel_group : b.shard_group);
+    shard_ranks_.push_back(mesh.comm(shard_groups_.back()).rank());
+  }
 
   forward_reads_.resize(static_cast<std::size_t>(units));
   for (std::size_t i = 0; i < params_.size(); ++i)
@@ -69,6 +82,8 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
   backward_reads_ = forward_reads_;
   backward_reads_[0].clear();
   for (const ModelChunk& c : model.chunks()) chunks_.push_back(c.units());
+  mesh_ = &mesh;
+  seed_ = model.mode().context().seed;
 }
 
 int ZeroLayout::next_unit(int u, int direction) const {

@@ -1,7 +1,12 @@
 #pragma once
 // ZeroLayout: the bucket plan of one GptModel on one rank, and what the engine derives from it —
-// which buckets a unit reads and writes, which part of a bucket a rank owns, and how many copies
-// of each element exist (for the norm).  Local: no communication.
+// which buckets a unit reads and writes, which group a bucket is sharded over and which part of
+// it a rank owns, and how many copies of each element exist (for the norm).  Local: no
+// communication.
+//
+// Stages 1–3 of a 2.5D mesh treat the depth slabs as data-parallel replicas of the weights that
+// are partial over tp.dep: their buckets are sharded over dp × depth (kDpDepthGroup), so tp.dep
+// is no partial group of theirs (docs/zero.md §5).  Stage 0 keeps the all-reduce over tp.dep.
 #include <cstdint>
 #include <vector>
 
@@ -32,10 +37,14 @@ class ZeroLayout {
   const std::vector<ModelParam>& params() const { return params_; }
   const Shape& shape(std::size_t param) const { return shapes_.at(param); }
   int unit(std::size_t param) const { return units_.at(param); }
-  // The number of ranks holding each element of the parameter (Π sizes of replicated_over).
+  // The number of ranks holding each element of the parameter's gradient shard between
+  // finish_gradients and step: Π sizes of replicated_over, divided by the replica group a bucket
+  // is sharded over besides dp (2.5D weights: each element lives in one shard of dp × depth).
   double copies(std::size_t param) const { return copies_.at(param); }
-  int dp_size() const { return dp_size_; }
-  int dp_rank() const { return dp_rank_; }
+  // The group bucket b is sharded over (the data-parallel group, or dp × depth for 2.5D weights),
+  // and this rank's shard of it (its rank there).
+  const std::string& shard_group(std::size_t b) const { return shard_groups_.at(b); }
+  int shard_rank(std::size_t b) const { return shard_ranks_.at(b); }
 
   // Buckets whose values unit u reads in its forward and in its backward-input pass: its own
   // parameters', and, for the head of a model that also holds the embedding, the tied wte's.  The
@@ -54,16 +63,24 @@ class ZeroLayout {
   std::size_t bucket_index(std::size_t param) const { return plan_.place.at(param).bucket; }
   std::int64_t offset(std::size_t param) const;
 
+  // The mesh the shards are cut on and the model's initialisation seed (ZeRO-3 draws each shard's
+  // initial values itself: zero/zero_buffers.hpp).
+  const Mesh& mesh() const { return *mesh_; }
+  std::uint64_t seed() const { return seed_; }
+
  private:
   std::vector<ModelParam> params_;
   std::vector<Shape> shapes_;
   std::vector<int> units_;
   std::vector<double> copies_;
   BucketPlan plan_;
-  int dp_size_ = 1, dp_rank_ = 0;
+  std::vector<std::string> shard_groups_;
+  std::vector<int> shard_ranks_;
   std::vector<std::vector<std::size_t>> forward_reads_, backward_reads_;
   std::vector<std::vector<int>> writers_;
   std::vector<UnitRange> chunks_;
+  const Mesh* mesh_ = nullptr;
+  std::uint64_t seed_ = 0;
 };
 
 }  // namespace mdtp

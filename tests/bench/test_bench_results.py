@@ -69,6 +69,18 @@ def check_bench(c, path, modes, batches):
                      f"{key}: measured bytes mean {row['bytes_mean']} max {row['bytes_max']} != model {row['bytes_model']}")
             c.expect(row["calls_max"] == row["calls_model"], f"{key}: calls {row['calls_max']} != model {row['calls_model']}")
             c.expect(row["bytes_match"] == 1, f"{key}: bytes_match is not 1")
+        # Wait (skew) beside the transfer: the columns are always there; without sync timing nothing
+        # is synchronised; with it (the second batch) 1d's blocking all-reduces are (2d/2.5d/3d
+        # may issue only non-blocking calls, which are never synchronised), no wait is negative.
+        for col in ["wait_mean", "wait_max", "synchronised_calls"]:
+            c.expect(col in comm.dtype.names, f"{r.name}: comm table lacks {col}")
+        if "synchronised_calls" in comm.dtype.names and "wait_mean" in comm.dtype.names:
+            synced = int(r.attrs.get("sync_timing", 0)) == 1
+            count = np.sum(comm["synchronised_calls"])
+            if not synced or r.attrs["mode"] in ("1d", "1d-sp"):
+                c.expect((count > 0) == synced, f"{r.name}: synchronised calls {count} with sync_timing={synced}")
+            c.expect(np.all(comm["wait_mean"] >= 0), f"{r.name}: a negative wait")
+        c.expect("wait_max" in r.tables["steps"].dtype.names, f"{r.name}: steps table lacks wait_max")
         s = r.tables["summary"][0]
         c.expect(s["bytes_match"] == 1 and s["bytes_ratio"] == 1.0, f"{r.name}: summary bytes ratio {s['bytes_ratio']}")
         c.expect(s["check"] == "passed" and r.attrs["check"] == "passed", f"{r.name}: check {s['check']}")
@@ -81,6 +93,8 @@ def check_bench(c, path, modes, batches):
     last = [r for r in bench if r.attrs.get("batch_id") == batch_ids[-1]]
     c.expect(all(r.attrs["calibrated"] == 0 for r in first), "the first batch should use default link parameters")
     c.expect(all(r.attrs["calibrated"] == 1 for r in last), "the second batch should use the calibration")
+    c.expect(all(r.attrs["sync_timing"] == 0 for r in first), "the first batch runs without sync timing")
+    c.expect(all(r.attrs["sync_timing"] == 1 for r in last), "the second batch runs with --sync-timing")
 
 
 def check_calibration(c, path):

@@ -3,10 +3,13 @@
 #    layer runner on 1 and 4 ranks, measured bytes equal to the model's;
 #  - the `mdtp` program end to end, under mpiexec, into a fresh directory of the build tree:
 #    calibrate on 2 ranks (tiny sweep), bench on 4 ranks twice into one file (appending; the
-#    second run using the calibration), then a Python check of the file with h5py and of
+#    second run using the calibration and sync timing), then a Python check of the file with h5py and of
 #    report.py's PNGs and summary.md;
 #  - the refusal of an oversubscribed calibration (exit 2, clear message, no file).
 mdtp_add_mpi_test(bench_units SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_units.cpp RANKS 1 4 8 LABELS bench)
+# Sync timing in the layer runner: bytes unchanged and equal to the model's, the wait recorded.
+mdtp_add_mpi_test(bench_sync_timing SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sync_timing_bench.cpp RANKS 2 4
+                  LABELS bench TIMEOUT 120)
 
 # A python3 that imports h5py, numpy and matplotlib: Debian's first (a pyenv python3 earlier on
 # PATH usually lacks h5py).
@@ -43,7 +46,7 @@ add_test(NAME bench_np4_first
          COMMAND ${_mdtp_run} 4 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mdtp> bench --modes all ${_tiny})
 add_test(NAME bench_np4_append
          COMMAND ${_mdtp_run} 4 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:mdtp> bench --modes all ${_tiny}
-                 --calibration ${_bench_dir}/calibration.h5)
+                 --calibration ${_bench_dir}/calibration.h5 --sync-timing)
 set_tests_properties(calibrate_np2 PROPERTIES FIXTURES_REQUIRED bench_dir FIXTURES_SETUP bench_calibration)
 set_tests_properties(bench_np4_first PROPERTIES FIXTURES_REQUIRED bench_dir FIXTURES_SETUP bench_runs)
 set_tests_properties(bench_np4_append PROPERTIES FIXTURES_REQUIRED "bench_dir;bench_calibration"

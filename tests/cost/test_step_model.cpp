@@ -140,3 +140,29 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   bad.dp = 4;
   CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
 }
+
+TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp", "[cost][step][zero]") {
+  StepConfig c;
+  c.model = GptShape{8, 1024, 16, 512, 51200};
+  c.global_batch = 64;
+  c.micro_batch = 4;  // rows split over q x d = 4 blocks must stay whole sequences
+  c.mode = TpMode::d2p5;
+  c.tp = 8;  // q = 2, d = 2
+  c.depth = 2;
+  c.pp = 1;
+  c.dp = 4;
+  c.zero = 1;
+  const MemorySplit m = estimate_step(c, a100()).memory;
+  // The linear weights of a block, 12h² elements, split over the q × q grid (replicated over depth).
+  const double h = 1024, weights = 8 * 12 * h * h / 4;
+  const double K = c.optimizer_bytes_per_param();
+  CHECK(m.optimizer == Approx(((m.parameter_elements - weights) / 4 + weights / 8) * K));
+  c.zero = 3;
+  const MemorySplit m3 = estimate_step(c, a100()).memory;
+  CHECK(m3.gradients == Approx(((m3.parameter_elements - weights) / 4 + weights / 8) * 4));  // fp32 main gradients
+  c.depth = 1;  // 2.5D with depth 1 is 2D's layout: nothing folds
+  c.tp = 4;
+  c.zero = 1;
+  const MemorySplit flat = estimate_step(c, a100()).memory;
+  CHECK(flat.optimizer == Approx(flat.parameter_elements / 4 * K));
+}

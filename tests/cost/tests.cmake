@@ -9,10 +9,11 @@ mdtp_add_mpi_test(cost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_vs_ledger.cpp
 target_include_directories(test_cost PRIVATE ${CMAKE_SOURCE_DIR}/tests/tp)
 
 # The whole-step model (src/cost/step_model.hpp): clusters, FLOP counts, bubbles, Korthikanti's
-# activations, the planner and the Narayanan et al. 2021 validation.  Pure arithmetic: one rank.
+# activations, recomputation (selective, and a streaming attention kernel), the planner and the Narayanan et al. 2021 validation.  Pure arithmetic: one rank.
 mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_step_model.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_planner.cpp
+                                    ${CMAKE_CURRENT_LIST_DIR}/test_recompute_model.cpp
                   RANKS 1 LABELS cost LIBS mdtp_lib TIMEOUT 600)
 
 # `mdtp plan --json`: one configuration, a ranked search, the validation table.

@@ -214,3 +214,48 @@ TEST_CASE("an existing output file is never truncated by a failed run", "[train]
     leftovers += entry.path().filename().string().find(".tmp-") != std::string::npos;
   CHECK(leftovers == 0);
 }
+
+TEST_CASE("a checkpoint that cannot be written fails on every rank with one message, under a pipeline and ZeRO-3",
+          "[train][errors][checkpoint][zero]") {
+  // The checkpoint is streamed one tensor at a time to world rank 0 (train/stage_gather.hpp); when
+  // rank 0 cannot write, the other ranks (a second pipeline stage, dp peers) must still finish the
+  // walk and throw the same error instead of waiting in the next gather.
+  Setup s;
+  const int world = world_size();
+  TrainConfig t = s.config();
+  if (world <= 8) {  // the model of 1–8 ranks: two stages where the world is even
+    t.tp_mode = TpMode::none;
+    t.tp = 1;
+    t.tp_depth = 1;
+    t.pp = world % 2 == 0 ? 2 : 1;
+  }
+  t.zero.stage = 3;
+  const std::string file = path_of("a-file"), directory = path_of("a-directory");
+  run::run_on_root(MPI_COMM_WORLD, [&] {
+    std::ofstream(file) << "a file, not a directory\n";
+    std::filesystem::create_directories(directory);
+  });
+
+  // Rank 0 cannot create the temporary file: it fails before it writes a tensor.
+  t.save = file + "/z3.h5";
+  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("a-file/z3.h5"));
+  // Every tensor is written, then the temporary file cannot replace a directory.
+  t.save = directory;
+  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("cannot move") && Catch::Contains("a-directory"));
+  CHECK(std::filesystem::is_directory(directory));
+  std::size_t leftovers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir()))
+    leftovers += entry.path().filename().string().find(".tmp-") != std::string::npos;
+  CHECK(leftovers == 0);
+
+  // And where it can write, the streamed checkpoint holds every tensor of the model once.
+  t.save = path_of("z3-streamed.h5");
+  train(t, MPI_COMM_WORLD);
+  const Checkpoint written = read_checkpoint(t.save), reference = read_checkpoint(s.good);
+  CHECK(written.tensors.size() == reference.tensors.size());
+  for (const auto& [key, tensor] : reference.tensors) {
+    INFO(key);
+    REQUIRE(written.tensors.count(key) == 1);
+    CHECK(written.tensors.at(key).first == tensor.first);
+  }
+}

@@ -13,6 +13,7 @@
 
 #include "model/gpt_harness.hpp"
 #include "io/h5_file.hpp"
+#include "file_error.hpp"
 #include "train/trainer.hpp"
 
 using namespace mdtp;
@@ -62,22 +63,6 @@ TrainConfig config_for(const ZeroCase& c, int world) {
   t.dtype = DType::f64;
   t.seed = 99;
   return t;
-}
-
-// ‖a − b‖∞ / ‖b‖∞ over every dataset of two files with the same keys (the /optim group skipped).
-double file_error(const std::string& a, const std::string& b) {
-  const H5File fa = H5File::open_read(a, "test"), fb = H5File::open_read(b, "test");
-  double num = 0.0, den = 0.0;
-  for (const std::string& key : fb.children("/")) {
-    if (key == "optim") continue;
-    const std::vector<double> x = fa.read_real(key), y = fb.read_real(key);
-    REQUIRE(x.size() == y.size());
-    for (std::size_t i = 0; i < y.size(); ++i) {
-      num = std::max(num, std::abs(x[i] - y[i]));
-      den = std::max(den, std::abs(y[i]));
-    }
-  }
-  return den > 0.0 ? num / den : num;
 }
 
 void run(TrainConfig t, const std::string& tag, MPI_Comm comm = MPI_COMM_WORLD) {

@@ -13,7 +13,7 @@ namespace {
 
 BucketInput param(const char* name, std::int64_t numel, int unit, bool decays = true, std::vector<std::string> partial = {},
                   DType dtype = DType::f64) {
-  return BucketInput{name, numel, std::move(partial), decays, dtype, unit};
+  return BucketInput{name, numel, std::move(partial), decays, dtype, unit, "", 0};
 }
 
 std::vector<std::string> names(const Bucket& b, const std::vector<BucketInput>& in) {

@@ -80,18 +80,24 @@ TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_bat
   TrafficMap m;
   const ZeroConfig& z = e.config();
   const int dp = mesh.comm(z.data_parallel_group).size();
-  for (const Bucket& b : e.plan().buckets) {
-    if (dp > 1) add(m, "grad-sync", "dp", CollectiveOp::reduce_scatter, b.bytes());
+  // A bucket moves over its shard group: dp, or dp × depth for 2.5D weights (its shards count).
+  auto group = [&](std::size_t b) { return e.plan().buckets[b].shard_group.empty() ? std::string("dp") : e.plan().buckets[b].shard_group; };
+  for (std::size_t i = 0; i < e.plan().buckets.size(); ++i) {
+    const Bucket& b = e.plan().buckets[i];
+    const bool many = b.shards > 1;
+    if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.bytes());
     for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.shard_bytes());
-    if (z.stage < 3 && dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_gather, b.bytes());
-    if (z.stage == 3 && dp > 1 && z.keep_parameters_for_step) add(m, "param-gather", "dp", CollectiveOp::all_gather, b.bytes());
+    if (z.stage < 3 && many) add(m, "optimizer", group(i), CollectiveOp::all_gather, b.bytes());
+    if (z.stage == 3 && many && z.keep_parameters_for_step) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.bytes());
   }
   if (dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_reduce, 8);
   if (mesh.comm(z.model_parallel_group).size() > 1) add(m, "optimizer", mesh.comm(z.model_parallel_group).name(), CollectiveOp::all_reduce, 8);
-  if (z.stage == 3 && dp > 1 && !z.keep_parameters_for_step)
+  if (z.stage == 3 && !z.keep_parameters_for_step)
     for (bool backward : {false, true})
       for (const auto& reads : unit_reads(e, units, backward))
-        for (std::size_t b : reads) add(m, "param-gather", "dp", CollectiveOp::all_gather, e.plan().buckets[b].bytes(), micro_batches);
+        for (std::size_t b : reads)
+          if (e.plan().buckets[b].shards > 1)
+            add(m, "param-gather", group(b), CollectiveOp::all_gather, e.plan().buckets[b].bytes(), micro_batches);
   return m;
 }
 

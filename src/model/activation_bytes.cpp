@@ -1,0 +1,90 @@
+#include "model/activation_bytes.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "model/gpt.hpp"
+
+namespace mdtp {
+
+std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a, std::int64_t n_layer,
+                                                       KeepPolicy policy) {
+  const std::int64_t d = a.dtype_bytes;
+  const std::int64_t E_r = a.residual_rows * a.residual_cols * d, stats = a.residual_rows * 2 * 8;
+  const std::int64_t E_qkv = a.qkv_rows * a.qkv_cols * d, E_y = a.qkv_rows * a.core_cols * d;
+  const std::int64_t E_f = a.mlp_rows * a.mlp_cols * d;
+  const std::int64_t probs = a.seq > 0 ? a.qkv_rows / a.seq * a.local_heads * a.seq * a.seq * d : 0;
+
+  UnitActivationBytes block;
+  block.after_forward = policy.block_input_only
+                            ? E_r
+                            : 2 * (E_r + stats) + E_r + E_qkv + (policy.attention_probabilities ? probs : 0) +
+                                  E_y + E_r + 2 * E_f;
+  const auto& g = a.dy_gather;
+  block.after_input = (E_r + g[0] * E_qkv) + (E_y + g[1] * E_r) + (E_r + g[2] * E_f) + (E_f + g[3] * E_r);
+
+  UnitActivationBytes embedding{0, E_r};
+  const std::int64_t G = a.head_gathered_rows * a.residual_cols * d;
+  UnitActivationBytes head{E_r + stats + G + a.logits_rows * a.vocab_cols * d + a.logits_rows * 8,
+                           G + a.tokens * a.vocab_cols * d};
+
+  std::vector<UnitActivationBytes> units(static_cast<std::size_t>(n_layer + 2), block);
+  units.front() = embedding;
+  units.back() = head;
+  return units;
+}
+
+namespace {
+
+// Byte ranges of the tensors a context holds.
+struct Ranges {
+  std::vector<std::pair<const char*, const char*>> spans;
+  void add(const Tensor& t) {
+    if (!t.defined() || t.numel() == 0) return;
+    const char* p = static_cast<const char*>(t.raw_data());
+    spans.emplace_back(p, p + t.bytes());
+  }
+  void add(const LinearSaved& s) {
+    for (const Tensor* t : {&s.x, &s.w, &s.dy, &s.dy_gathered}) add(*t);
+  }
+  void add(const LayerNormSaved& s) {
+    add(s.xhat);
+    add(s.mean_rstd);
+  }
+  // The size of the union of the spans.
+  std::int64_t union_bytes() {
+    std::sort(spans.begin(), spans.end());
+    std::int64_t total = 0;
+    const char* end = nullptr;
+    for (const auto& [b, e] : spans) {
+      const char* from = end && b < end ? end : b;
+      if (e > from) total += e - from;
+      end = end ? std::max(end, e) : e;
+    }
+    return total;
+  }
+};
+
+}  // namespace
+
+std::int64_t held_bytes(const ChunkSaved& saved) {
+  Ranges r;
+  r.add(saved.embedding.dx);
+  for (const BlockSaved& b : saved.blocks) {
+    r.add(b.ln_1);
+    r.add(b.ln_2);
+    r.add(b.attn.c_attn);
+    r.add(b.attn.c_proj);
+    r.add(b.attn.qkv);
+    r.add(b.attn.probs);
+    r.add(b.mlp.fc1);
+    r.add(b.mlp.fc2);
+    r.add(b.mlp.pre_activation);
+  }
+  for (const Tensor& t : saved.block_inputs) r.add(t);
+  r.add(saved.ln_f);
+  for (const Tensor* t : {&saved.head.gathered, &saved.head.logits, &saved.head.lse, &saved.head.dp}) r.add(*t);
+  return r.union_bytes();
+}
+
+}  // namespace mdtp

@@ -1,0 +1,106 @@
+// Recomputation in the whole-step model: selective removes the attention core's kept bytes
+// (Korthikanti's 5as/h) and adds the core's forward FLOPs once more; the attention kernel is an
+// input — with a streaming kernel (no T×T probabilities kept) selective is none, in memory, time
+// and FLOPs; the planner searches none, selective and full, and with a streaming kernel no
+// selective configuration separate from none.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "cost/layer_costs.hpp"
+#include "cost/model_flops.hpp"
+#include "cost/planner.hpp"
+#include "cost/step_model.hpp"
+
+using namespace mdtp;
+using namespace mdtp::cost;
+
+namespace {
+
+const Cluster& a100() {
+  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
+  return c;
+}
+
+StepConfig base_config() {
+  StepConfig c;
+  c.model = GptShape{16, 2048, 16, 2048, 51200};
+  c.global_batch = 64;
+  c.micro_batch = 1;
+  c.mode = TpMode::d1_sp;
+  c.tp = 4;
+  c.pp = 2;
+  c.dp = 2;
+  c.schedule = PipelineSchedule::one_f_one_b;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("selective recomputation drops the attention core's bytes and recomputes its FLOPs", "[cost][recompute]") {
+  StepConfig none = base_config(), selective = base_config();
+  selective.recompute = Recompute::selective;
+  const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
+                                    none.dropout, a100());
+  const StepEstimate en = estimate_step(none, a100()), es = estimate_step(selective, a100());
+  const double layers = static_cast<double>(none.layers_per_stage());
+  // Per micro-batch in flight, each layer keeps `core` fewer bytes; one layer's core is the
+  // working set of the recomputation.
+  REQUIRE(lc.block_activations.core > 0);
+  CHECK(en.memory.in_flight == es.memory.in_flight);
+  CHECK(en.memory.activations - es.memory.activations ==
+        Approx(en.memory.in_flight * layers * lc.block_activations.core - lc.block_activations.core));
+  // HFU's count: the core's forward (Q·Kᵀ and P·V, 4·h·s per token and layer) once more.
+  const double tokens = static_cast<double>(none.global_batch * none.model.seq);
+  const double l = static_cast<double>(none.model.layers), h = static_cast<double>(none.model.hidden),
+               s = static_cast<double>(none.model.seq);
+  CHECK(es.hardware_flops - en.hardware_flops == Approx(tokens * l * 4 * h * s));
+  CHECK(es.model_flops == en.model_flops);
+  // HFU counts the model FLOPs plus the recomputed ones over the same GPUs and peak.
+  const double recomputed = es.hardware_flops - en.hardware_flops;
+  CHECK(es.hfu / en.hfu == Approx((es.model_flops + recomputed) / en.model_flops * en.step_seconds / es.step_seconds));
+}
+
+TEST_CASE("with a streaming attention kernel selective recomputation is none", "[cost][recompute]") {
+  StepConfig keeping = base_config();
+  StepConfig none = base_config(), selective = base_config();
+  none.attention_keeps_probabilities = false;
+  selective.attention_keeps_probabilities = false;
+  selective.recompute = Recompute::selective;
+  const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
+                                    none.dropout, a100());
+  const StepEstimate ek = estimate_step(keeping, a100()), en = estimate_step(none, a100()),
+                     es = estimate_step(selective, a100());
+  CHECK(es.memory.activations == en.memory.activations);
+  CHECK(es.hardware_flops == en.hardware_flops);
+  CHECK(es.step_seconds == en.step_seconds);
+  CHECK(selective.effective_recompute() == Recompute::none);
+  // The streaming kernel keeps no core under none either.
+  CHECK(ek.memory.activations - en.memory.activations ==
+        Approx(ek.memory.in_flight * static_cast<double>(keeping.layers_per_stage()) * lc.block_activations.core));
+  CHECK(describe(none).find("streaming-attention") != std::string::npos);
+
+  StepConfig full = none;
+  full.recompute = Recompute::full;
+  StepConfig full_keeping = keeping;
+  full_keeping.recompute = Recompute::full;
+  // Full recomputation keeps the inputs either way; only the recomputed layer's working set differs.
+  CHECK(estimate_step(full_keeping, a100()).memory.activations - estimate_step(full, a100()).memory.activations ==
+        Approx(lc.block_activations.core));
+}
+
+TEST_CASE("the planner searches none, selective and full", "[cost][recompute][planner]") {
+  PlanRequest r;
+  r.model = GptShape{8, 1024, 16, 512, 8192};
+  r.global_batch = 32;
+  r.gpus = 16;
+  r.modes = {TpMode::d1};
+  std::set<Recompute> seen;
+  for (const StepEstimate& e : plan(r, a100()).ranked) seen.insert(e.config.recompute);
+  CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
+  r.attention_keeps_probabilities = false;
+  seen.clear();
+  const PlanResult streaming = plan(r, a100());
+  for (const StepEstimate& e : streaming.ranked) seen.insert(e.config.recompute);
+  CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::full});
+}
