@@ -218,12 +218,16 @@ std::vector<double> ZeroEngine::gather_full(std::size_t param, ZeroTensor what) 
   return gather_logical(parameters()[param], local, mesh_, backend_);
 }
 
-void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {
+void ZeroEngine::check_loadable(std::size_t param, ZeroTensor what) const {
   require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
           " parameters)");
   require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
   require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
           parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
+}
+
+void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {
+  check_loadable(param, what);
   const ModelParam& p = parameters()[param];
   const std::size_t b = layout_.bucket_index(param);
   Tensor local = backend_.empty(layout_.shape(param), layout_.bucket(b).dtype, MemCategory::communication);
@@ -250,11 +254,7 @@ void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector
 
 void ZeroEngine::load_shard(std::size_t param, ZeroTensor what, const CheckpointBlockReader& read) {
   require(loads_shards(), "ZeroEngine: load_shard is stage 3's; this engine runs stage ", zero_.stage);
-  require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
-          " parameters)");
-  require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
-  require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
-          parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
+  check_loadable(param, what);
   const ModelParam& p = parameters()[param];
   const std::size_t b = layout_.bucket_index(param);
   const Backend* on = nullptr;

@@ -95,6 +95,8 @@ class ZeroEngine {
   void load_shard(std::size_t param, ZeroTensor what, const CheckpointBlockReader& read);
 
  private:
+  // What load_full and load_shard accept: a parameter index in range, a value or (AdamW) a moment.
+  void check_loadable(std::size_t param, ZeroTensor what) const;
   class Hooks;
   enum class Phase { idle, accumulating, reduced };
   void before_pass(int unit, int direction);
