@@ -213,6 +213,8 @@ TEST_CASE("an existing output file is never truncated by a failed run", "[train]
   for (const auto& entry : std::filesystem::directory_iterator(dir()))
     leftovers += entry.path().filename().string().find(".tmp-") != std::string::npos;
   CHECK(leftovers == 0);
+  // Every rank has listed the directory before rank 0 writes the next file (a temporary) into it.
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST_CASE("a checkpoint that cannot be written fails on every rank with one message, under a pipeline and ZeRO-3",
@@ -247,6 +249,8 @@ TEST_CASE("a checkpoint that cannot be written fails on every rank with one mess
   for (const auto& entry : std::filesystem::directory_iterator(dir()))
     leftovers += entry.path().filename().string().find(".tmp-") != std::string::npos;
   CHECK(leftovers == 0);
+  // Every rank has listed the directory before rank 0 writes the next file (a temporary) into it.
+  MPI_Barrier(MPI_COMM_WORLD);
 
   // And where it can write, the streamed checkpoint holds every tensor of the model once.
   t.save = path_of("z3-streamed.h5");
