@@ -33,9 +33,8 @@ herr_t collect(hid_t, const char* name, const H5L_info_t*, void* out) {
 
 constexpr const char* kChecksum = "crc32";
 
-// zlib's crc32 takes at most UINT_MAX bytes per call.
-std::uint32_t crc32_of(const void* data, std::size_t bytes) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+// `crc` carried on over `bytes` more bytes (zlib's crc32 takes at most UINT_MAX bytes per call).
+uLong crc32_extend(uLong crc, const void* data, std::size_t bytes) {
   auto* p = static_cast<const Bytef*>(data);
   while (bytes > 0) {
     const uInt chunk = static_cast<uInt>(std::min<std::size_t>(bytes, 1u << 30));
@@ -43,7 +42,19 @@ std::uint32_t crc32_of(const void* data, std::size_t bytes) {
     p += chunk;
     bytes -= chunk;
   }
-  return static_cast<std::uint32_t>(crc);
+  return crc;
+}
+
+std::uint32_t crc32_of(const void* data, std::size_t bytes) {
+  return static_cast<std::uint32_t>(crc32_extend(crc32(0L, Z_NULL, 0), data, bytes));
+}
+
+// The one message of a dataset whose stored bytes do not match its checksum.
+void require_checksum(const std::string& what, const std::string& path, const std::string& dataset,
+                      std::int64_t expected, std::uint32_t got) {
+  require(static_cast<std::int64_t>(got) == expected, what, " file '", path, "': dataset '", dataset,
+          "' fails its checksum (crc32 stored ", expected, ", computed ", got,
+          "); the file is corrupt — restore it or write it again");
 }
 
 hid_t object_of(hid_t file, const std::string& object) {
@@ -151,10 +162,7 @@ void H5File::read_checked(const std::string& dataset, long long memory_type, voi
   H5E_END_TRY;
   require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "' (the file may be truncated)");
   if (const auto expected = int_attribute(dataset, kChecksum)) {
-    const std::uint32_t got = crc32_of(buffer, count * H5Tget_size(stored.id));
-    require(static_cast<std::int64_t>(got) == *expected, what_, " file '", path_, "': dataset '", dataset,
-            "' fails its checksum (crc32 stored ", *expected, ", computed ", got,
-            "); the file is corrupt — restore it or write it again");
+    require_checksum(what_, path_, dataset, *expected, crc32_of(buffer, count * H5Tget_size(stored.id)));
   }
   H5E_BEGIN_TRY { status = H5Tconvert(stored.id, static_cast<hid_t>(memory_type), count, buffer, nullptr, H5P_DEFAULT); }
   H5E_END_TRY;
@@ -258,16 +266,9 @@ void H5File::verify_checksum(const std::string& dataset, std::size_t slab_bytes)
       H5E_END_TRY;
     }
     require(status >= 0, what_, " file '", path_, "': cannot read dataset '", dataset, "' (the file may be truncated)");
-    for (std::size_t off = 0; off < buffer.size();) {
-      const uInt chunk = static_cast<uInt>(std::min<std::size_t>(buffer.size() - off, 1u << 30));
-      crc = crc32(crc, buffer.data() + off, chunk);
-      off += chunk;
-    }
+    crc = crc32_extend(crc, buffer.data(), buffer.size());
   }
-  const auto got = static_cast<std::uint32_t>(crc);
-  require(static_cast<std::int64_t>(got) == *expected, what_, " file '", path_, "': dataset '", dataset,
-          "' fails its checksum (crc32 stored ", *expected, ", computed ", got,
-          "); the file is corrupt — restore it or write it again");
+  require_checksum(what_, path_, dataset, *expected, static_cast<std::uint32_t>(crc));
 }
 
 bool H5File::has_checksum(const std::string& dataset) const {
