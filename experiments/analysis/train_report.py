@@ -3,8 +3,8 @@
     import train_report
     lines, pictures = train_report.report(train_runs, out_dir, plan_json=None)
 
-For each run: its configuration (mode, tp, pp, dp, schedule, ZeRO stage), final loss and step
-time; communication bytes per step and rank by phase (and, where the run recorded the cost model
+For each run: its configuration (mode, tp, pp, dp, schedule, ZeRO stage), final loss, step time
+and set-up time (model and optimizer built); communication bytes per step and rank by phase (and, where the run recorded the cost model
 beside the ledger, whether they agree to the byte); bytes held per memory category on the busiest
 rank beside the ZeRO bucket plan's model, and the kept-activation peak beside its model; for pipelined runs, the measured bubble beside the
 schedule's.  Pictures: train_bytes.png (bytes per phase per configuration), train_memory.png (held
@@ -101,6 +101,14 @@ def memory_agreement(run):
     return "equal on every rank" if differ == 0 else f"DIFFERS on {differ} (rank, category) rows"
 
 
+def setup_ms(run):
+    """Building the model and the optimizer (slowest rank), as text; '—' for runs that predate it."""
+    a = run.attrs
+    if "setup_model_seconds" not in a:
+        return "—"
+    return f"{(float(a['setup_model_seconds']) + float(a['setup_optimizer_seconds'])) * 1e3:.1f}"
+
+
 def bubble(run):
     """(measured, model) bubble fraction averaged over stages of the last step, or None."""
     pipeline = last_step(run.tables.get("pipeline"))
@@ -177,14 +185,14 @@ def report(runs, out_dir, plan_json=None):
         if oversubscribed:
             lines += ["Ranks were oversubscribed: step times measure the OS scheduler as much as the algorithms; "
                       "bytes and memory are exact regardless.", ""]
-        lines += ["| run | configuration | final loss | step ms | MiB/step (busiest rank) | bytes vs model | "
-                  "memory vs model | bubble measured / model |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["| run | configuration | final loss | step ms | set-up ms | MiB/step (busiest rank) | bytes vs model | "
+                  "memory vs model | bubble measured / model |", "|---|---|---|---|---|---|---|---|---|"]
         for r in runs:
             steps = r.tables["steps"]
             b = bubble(r)
             agreement = model_agreement(r)
             lines.append(f"| {r.name} | {describe(r)} | {steps['loss'][-1]:.6f} | {steps['seconds'][-1] * 1e3:.1f} | "
-                         f"{sum(bytes_by_phase(r).values()) / MIB:.3f} | "
+                         f"{setup_ms(r)} | {sum(bytes_by_phase(r).values()) / MIB:.3f} | "
                          f"{agreement if agreement else 'not recorded'} | {memory_agreement(r)} | "
                          f"{f'{b[0]:.2f} / {b[1]:.2f}' if b else '—'} |")
         lines.append("")

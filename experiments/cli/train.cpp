@@ -4,6 +4,9 @@
 //
 //   mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 50 --out results/train.h5
 //   mpiexec -n 4 mdtp train --tp-mode 1d --tp 4 --init-from ckpt.h5 --save ckpt2.h5
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -74,6 +77,19 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
                 << r.kept_activations.parameters_in_pass_model << " B; "
                 << (r.kept_activations.equal_on_every_rank ? "equal on every rank" : "NOT equal on every rank")
                 << "\n";
+    // Set-up beside the step (docs/host-performance.md): the first step also pays first touches.
+    std::cout << fmt::format("set-up: model built and initialised in {:.1f} ms, optimizer in {:.1f} ms",
+                             r.setup_model_seconds * 1e3, r.setup_optimizer_seconds * 1e3);
+    if (r.steps.size() > 1) {
+      std::vector<double> later;
+      for (std::size_t s = 1; s < r.steps.size(); ++s) later.push_back(r.steps[s].seconds);
+      std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
+      const double median = later[later.size() / 2];
+      std::cout << fmt::format(" ({:.0f} % and {:.0f} % of the median step after the first, {:.1f} ms)",
+                               100 * r.setup_model_seconds / median, 100 * r.setup_optimizer_seconds / median,
+                               median * 1e3);
+    }
+    std::cout << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
     if (!c.out.empty()) std::cout << "results: " << c.out << "\n";
     // faults (docs/failures.md): a run stopped by a signal says so and exits kStoppedExit.

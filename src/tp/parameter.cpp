@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <immintrin.h>
 #include <numbers>
 #include <numeric>
 
@@ -39,15 +40,20 @@ std::uint64_t element_base(std::uint64_t key, std::int64_t flat_index) {
 constexpr std::int64_t kDrawBlock = 256;
 
 // mix() and unit_open() on several lanes at once, in GCC's generic vectors (lowered to whatever
-// the build targets): the same integer operations, so the same bits.  Four lanes where AVX2
-// holds them in one register, two (16 bytes, SSE2) otherwise.
-#ifdef __AVX2__
+// the build targets): the same integer operations, so the same bits.  As many lanes as one
+// register of the build's widest vector unit holds: eight (AVX-512), four (AVX2), two (SSE2).
+#if defined(__AVX512F__)
+constexpr int kLanes = 8;
+#elif defined(__AVX2__)
 constexpr int kLanes = 4;
 #else
 constexpr int kLanes = 2;
 #endif
 using U64xN = std::uint64_t __attribute__((vector_size(8 * kLanes)));
 using F64xN = double __attribute__((vector_size(8 * kLanes)));
+using I64xN = std::int64_t __attribute__((vector_size(8 * kLanes)));
+using U32xN = std::uint32_t __attribute__((vector_size(4 * kLanes)));
+using F32xN = float __attribute__((vector_size(4 * kLanes)));
 
 U64xN mix_lanes(U64xN x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -65,6 +71,26 @@ F64xN unit_open_lanes(U64xN bits) {
   const F64xN hi = std::bit_cast<F64xN>((x >> 26) | exponent_2_52) - two_52;
   const F64xN lo = std::bit_cast<F64xN>((x & 0x3ffffffULL) | exponent_2_52) - two_52;
   return (hi * 0x1p26 + lo + 0.5) * 0x1p-53;
+}
+
+bool all_lanes(I64xN mask) {
+  std::int64_t all = -1;
+  for (int l = 0; l < kLanes; ++l) all &= mask[l];
+  return all != 0;
+}
+
+// The correctly rounded square root on lanes (as std::sqrt per element).
+F64xN sqrt_lanes(F64xN x) {
+#if defined(__AVX512F__)
+  // The masked form with every lane selected: _mm512_sqrt_pd's undefined pass-through operand
+  // trips GCC 12's -Wmaybe-uninitialized.
+  const __m512d v = std::bit_cast<__m512d>(x);
+  return std::bit_cast<F64xN>(_mm512_mask_sqrt_pd(v, 0xff, v));
+#elif defined(__AVX2__)
+  return std::bit_cast<F64xN>(_mm256_sqrt_pd(std::bit_cast<__m256d>(x)));
+#else
+  return std::bit_cast<F64xN>(_mm_sqrt_pd(std::bit_cast<__m128d>(x)));
+#endif
 }
 
 // log_u1[j] = u1 and two_pi_u2[j] = 2π·u2 of elements offset + columns[j], j < n.
@@ -88,22 +114,40 @@ void draw_uniforms(std::uint64_t key, std::int64_t offset, const std::int64_t* c
   }
 }
 
-// Whether a value v' computed with SLEEF's log and cos (≤ 1 ulp each) rounds to the same float as
-// init_value's v (glibc's, < 1 ulp each).  |v - v'| stays within ~8 ulp of v (the two log and cos
-// results differ by ≤ 2 ulp each; sqrt halves the log's; the products add a few roundings), so
-// v' decides the float unless it lies within that bound of a float rounding midpoint.  The
-// margin taken is 2^-44 relative (~256 ulp, 32× the bound); values near float underflow are
-// never decided here.
-bool rounds_like_exact(double v) {
-  const double a = std::abs(v);
-  if (!(a > 0x1p-100 && a < 0x1p100)) return false;
-  const float f = static_cast<float>(a);
-  const auto bits = std::bit_cast<std::uint32_t>(f);
-  const double lo = (static_cast<double>(std::bit_cast<float>(bits - 1)) + f) / 2;  // exact midpoints
-  const double hi = (static_cast<double>(std::bit_cast<float>(bits + 1)) + f) / 2;
-  const double margin = a * 0x1p-44;
-  return std::abs(a - lo) > margin && std::abs(a - hi) > margin;
+// Whether values v' computed with SLEEF's log and cos (≤ 1 ulp each) round to the same floats as
+// init_value's v (glibc's, < 1 ulp each), lane by lane (all ones where they do).  |v - v'| stays
+// within ~8 ulp of v (the two log and cos results differ by ≤ 2 ulp each; sqrt halves the log's;
+// the products add a few roundings), so v' decides the float unless it lies within that bound of
+// a float rounding midpoint.  The margin taken is 2^-44 relative (~256 ulp, 32x the bound);
+// values near float underflow or overflow are never decided here.
+I64xN rounds_like_exact(F64xN v) {
+  const F64xN a = std::bit_cast<F64xN>(std::bit_cast<U64xN>(v) & 0x7fffffffffffffffULL);
+  const I64xN in_range = (a > 0x1p-100) & (a < 0x1p100);
+  // Out-of-range lanes are replaced by 1 so that the float arithmetic below stays finite.
+  const F64xN safe = in_range ? a : F64xN{} + 1.0;
+  const F32xN f = __builtin_convertvector(safe, F32xN);
+  const U32xN bits = std::bit_cast<U32xN>(f);
+  const F64xN fd = __builtin_convertvector(f, F64xN);
+  const F64xN below = __builtin_convertvector(std::bit_cast<F32xN>(bits - 1U), F64xN);
+  const F64xN above = __builtin_convertvector(std::bit_cast<F32xN>(bits + 1U), F64xN);
+  const F64xN lo = (below + fd) / 2, hi = (above + fd) / 2;  // exact midpoints
+  const F64xN margin = safe * 0x1p-44;
+  const F64xN to_lo = safe - lo, to_hi = hi - safe;  // f is the nearest float: both ≥ 0
+  return in_range & (to_lo > margin) & (to_hi > margin);
 }
+
+// The block of the full tensor that this rank's shard holds (a 1-D parameter is one row).
+ShardBlock own_block(const Parameter& p, const Mesh& mesh) {
+  const bool vector = p.full_shape.size() == 1;
+  return shard_block(p.layout, mesh, vector ? 1 : p.full_shape[0], p.full_shape.back(), p.name);
+}
+
+Shape block_shape(const Parameter& p, const ShardBlock& b) {
+  return p.full_shape.size() == 1 ? Shape{b.cols} : Shape{b.rows, b.cols};
+}
+
+// Elements materialize() draws before storing them (whole rows; 512 KiB of doubles, within L2).
+constexpr std::int64_t kMaterializePiece = std::int64_t{1} << 16;
 
 }  // namespace
 
@@ -134,19 +178,27 @@ void InitDraw::fill(std::int64_t offset, const std::int64_t* columns, std::int64
     array_log(log_u1, log_u1, len);
     array_cos(cos_2pi_u2, cos_2pi_u2, len);
     double* o = out + j0;
-    Eigen::Map<Eigen::ArrayXd>(o, len) =
-        init_.std * (-2.0 * Eigen::Map<Eigen::ArrayXd>(log_u1, len)).sqrt() * Eigen::Map<Eigen::ArrayXd>(cos_2pi_u2, len);
-    for (std::int64_t j = 0; j < len; ++j)
-      if (!rounds_like_exact(o[j])) o[j] = value(offset + columns[j0 + j]);
+    // Box–Muller and the rounding check on lanes, whole vectors first; a value the check cannot
+    // decide is recomputed by value().
+    const auto finish = [&](std::int64_t j, std::int64_t lanes) {
+      F64xN log_u1_v = F64xN{}, cos_v = F64xN{};  // lanes past `lanes` stay zero and are not stored
+      std::memcpy(&log_u1_v, log_u1 + j, sizeof(double) * static_cast<std::size_t>(lanes));
+      std::memcpy(&cos_v, cos_2pi_u2 + j, sizeof(double) * static_cast<std::size_t>(lanes));
+      const F64xN v = init_.std * sqrt_lanes(-2.0 * log_u1_v) * cos_v;
+      const I64xN exact = rounds_like_exact(v);
+      if (lanes == kLanes && all_lanes(exact)) {
+        std::memcpy(o + j, &v, sizeof v);
+        return;
+      }
+      for (std::int64_t l = 0; l < lanes; ++l) o[j + l] = exact[l] ? v[l] : value(offset + columns[j0 + j + l]);
+    };
+    std::int64_t j = 0;
+    for (; j + kLanes <= len; j += kLanes) finish(j, kLanes);
+    if (j < len) finish(j, len - j);
   }
 }
 
-Shape shard_shape(const Parameter& p, const Mesh& mesh) {
-  const bool vector = p.full_shape.size() == 1;
-  const std::int64_t rows = vector ? 1 : p.full_shape[0], cols = p.full_shape.back();
-  const ShardBlock b = shard_block(p.layout, mesh, rows, cols, p.name);
-  return vector ? Shape{b.cols} : Shape{b.rows, b.cols};
-}
+Shape shard_shape(const Parameter& p, const Mesh& mesh) { return block_shape(p, own_block(p, mesh)); }
 
 void allocate_zeroed(Parameter& p, const TpContext& ctx) {
   const Shape shape = shard_shape(p, ctx.mesh);
@@ -166,21 +218,28 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
     return;
   }
   const Backend& backend = ctx.backend;
-  const bool vector = p.full_shape.size() == 1;
-  const std::int64_t rows = vector ? 1 : p.full_shape[0], cols = p.full_shape.back();
-  const ShardBlock b = shard_block(p.layout, ctx.mesh, rows, cols, p.name);
-  const Shape shape = vector ? Shape{b.cols} : Shape{b.rows, b.cols};
+  const ShardBlock b = own_block(p, ctx.mesh);
+  const Shape shape = block_shape(p, b);
   p.value = backend.empty(shape, ctx.dtype, MemCategory::parameters);
   if (init.kind == InitSpec::Kind::constant) {
     backend.fill(p.value, init.value);
   } else {
+    // Drawn and stored some rows at a time: no f64 copy of the whole shard.
     const InitDraw draw(ctx.seed, p.name, init);
+    const std::int64_t cols = p.full_shape.back();
     std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
     std::iota(columns.begin(), columns.end(), b.col0());
-    std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols));
-    for (std::int64_t i = 0; i < b.rows; ++i)
-      draw.fill((b.row0() + i) * cols, columns.data(), b.cols, ctx.dtype, values.data() + i * b.cols);
-    backend.assign_f64(p.value, values);
+    const std::int64_t rows_per_piece = std::max<std::int64_t>(1, kMaterializePiece / std::max<std::int64_t>(1, b.cols));
+    const Tensor flat = p.value.reshaped({b.rows * b.cols});
+    std::vector<double> values;
+    for (std::int64_t i0 = 0; i0 < b.rows; i0 += rows_per_piece) {
+      const std::int64_t n = std::min(rows_per_piece, b.rows - i0);
+      values.resize(static_cast<std::size_t>(n * b.cols));
+      for (std::int64_t i = 0; i < n; ++i)
+        draw.fill((b.row0() + i0 + i) * cols, columns.data(), b.cols, ctx.dtype, values.data() + i * b.cols);
+      Tensor piece = flat.row_slice(i0 * b.cols, (i0 + n) * b.cols);
+      backend.assign_f64(piece, values);
+    }
   }
   p.grad = backend.zeros(shape, ctx.dtype, MemCategory::gradients);
   p.drawn = InitRecord{ctx.seed, init};

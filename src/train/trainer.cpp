@@ -232,7 +232,8 @@ void record_memory(TrainResult& result, const ZeroEngine& engine, const ZeroConf
 // settings, how the run ended, and the tables.  Rank 0 writes.
 void write_results(const TrainConfig& tc, const TrainPlan& plan, const Mesh& mesh, MPI_Comm world,
                    const Backend& backend, std::int64_t skipped_nonfinite, const std::string& stopped_by,
-                   const cost::ZeroPaperTraffic& paper, const std::map<std::string, Table>& tables) {
+                   const cost::ZeroPaperTraffic& paper, std::pair<double, double> setup,
+                   const std::map<std::string, Table>& tables) {
   CommLedger& ledger = mesh.ledger();
   ledger.set_enabled(false);
   Attributes attrs = run::collect_provenance(
@@ -242,6 +243,8 @@ void write_results(const TrainConfig& tc, const TrainPlan& plan, const Mesh& mes
   attrs.insert(training.begin(), training.end());
   attrs["skipped_nonfinite_steps"] = skipped_nonfinite;
   attrs["stopped_by"] = stopped_by;
+  attrs["setup_model_seconds"] = setup.first;
+  attrs["setup_optimizer_seconds"] = setup.second;
   // The paper's ZeRO figures beside rank 0's ledger and plan, first step (cost/zero.hpp).
   attrs["zero_paper_psi"] = paper.psi;
   attrs["zero_paper_factor"] = std::int64_t{paper.factor};
@@ -271,14 +274,21 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   std::unique_ptr<GptKernels> kernels =
       tc.device.make_kernels ? tc.device.make_kernels(*backend) : make_host_gpt_kernels(*backend);
   const int stage = mesh.comm("pp").rank();
+  const auto setup_start = std::chrono::steady_clock::now();
   GptModel model(*mode, plan.model, plan.micro_batch, stage_chunks(plan.partition, stage), "dp", kernels.get());
   model.set_recompute(tc.recompute);
   model.track_kept_activations(true);  // activation memory: the kept peak, sampled at pass ends
+  const auto model_built = std::chrono::steady_clock::now();
   PipelineExecutor executor(model, mesh, plan.schedule, stage);
   // The optimizer, sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   ZeroEngine engine(tc.zero, tc.optimizer, model, mesh, *backend);
   engine.set_pass_order(stage_unit_passes(plan.schedule, plan.partition, stage));  // ZeRO-3's prefetch order
   TrainResult result;
+  // Set-up cost beside the step (docs/host-performance.md): the slowest rank's, so a collective;
+  // no rank can still be building its model here, as every one has its engine.
+  result.setup_model_seconds = world_max(std::chrono::duration<double>(model_built - setup_start).count(), mesh, *backend);
+  result.setup_optimizer_seconds =
+      world_max(std::chrono::duration<double>(std::chrono::steady_clock::now() - model_built).count(), mesh, *backend);
   result.model = plan.model;
   result.dp = plan.dp;
   result.partition = plan.partition.describe();
@@ -402,6 +412,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
                                    : result.stop_signal != 0 ? run::signal_name(result.stop_signal)
                                                              : "";
     write_results(tc, plan, mesh, world, *backend, result.skipped_nonfinite, stopped_by, paper_traffic,
+                  {result.setup_model_seconds, result.setup_optimizer_seconds},
                   {{"steps", steps}, {"ledger", ledger_rows}, {"pipeline", report.pipeline()},
                    {"timeline", report.timeline()}, {"memory", memory}});
   }

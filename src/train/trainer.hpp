@@ -112,6 +112,10 @@ struct TrainResult {
   // checkpoint are written all the same), and the steps skipped for a non-finite loss.
   int stop_signal = 0;
   std::int64_t skipped_nonfinite = 0;
+  // Wall seconds on the slowest rank to build the model (parameters allocated and drawn; at
+  // ZeRO-3 nothing is drawn yet) and then the optimizer (the ZeRO engine's buffers, state, and
+  // at ZeRO-3 the shards' draw); a checkpoint load is not included.
+  double setup_model_seconds = 0, setup_optimizer_seconds = 0;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.

@@ -9,7 +9,6 @@ namespace mdtp {
 GradientReducer::GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
                                  const Backend& backend)
     : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend) {
-  for (std::size_t b = 0; b < layout.bucket_count(); ++b) groups_.push_back(&mesh.comm(layout.shard_group(b)));
   begin_step();
 }
 
@@ -39,7 +38,7 @@ void GradientReducer::start(std::size_t b) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   started_[b] = true;
   ++started_count_;
-  Communicator& group = *groups_[b];
+  Communicator& group = layout_.shard_comm(b);
   if (group.size() == 1) return;  // the full bucket is the shard: nothing to sum
   const Bucket& bucket = layout_.bucket(b);
   // Stage 1's shard is a slot of the full bucket, which a reduce-scatter may not write into: it
@@ -55,7 +54,7 @@ void GradientReducer::finish() {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   for (std::size_t b = 0; b < started_.size(); ++b) {
     Tensor& shard = buffers_.grad_shard(b);
-    if (groups_[b]->size() == 1) {
+    if (layout_.shard_comm(b).size() == 1) {
       if (buffers_.stage() >= 2) backend_.copy(buffers_.grad_full(b), shard);
     } else {
       handles_[b].wait();

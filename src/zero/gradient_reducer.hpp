@@ -34,7 +34,6 @@ class GradientReducer {
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  std::vector<Communicator*> groups_;  // per bucket, its shard group
   std::vector<std::vector<int>> outstanding_;  // per bucket, writers not yet ready
   std::vector<bool> started_;
   std::vector<CommHandle> handles_;

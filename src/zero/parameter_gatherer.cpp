@@ -20,7 +20,7 @@ void ParameterGatherer::start(std::size_t b) {
   const Bucket& bucket = layout_.bucket(b);
   PhaseScope phase(mesh_.ledger(), "param-gather");
   incoming_[b] = backend_.empty({bucket.padded}, bucket.dtype, MemCategory::parameters);
-  Communicator& group = mesh_.comm(layout_.shard_group(b));
+  Communicator& group = layout_.shard_comm(b);
   if (group.size() == 1) {
     backend_.copy(buffers_.value_shard(b), incoming_[b]);
     return;

@@ -116,7 +116,7 @@ double ZeroEngine::step() {
     // over the group the bucket is sharded over.
     std::vector<CommHandle> gathers;
     for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
-      Communicator& group = mesh_.comm(layout_.shard_group(b));
+      Communicator& group = layout_.shard_comm(b);
       if (group.size() > 1) gathers.push_back(group.iall_gather(buffers_->value_shard(b), buffers_->value_full(b)));
     }
     for (CommHandle& h : gathers) h.wait();
@@ -207,7 +207,7 @@ Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
   const Tensor& shard = shard_of(b, what, on);
   for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
     if (s.param == param) copy_elements(*on, shard, s.shard_offset, backend_, out, s.param_offset, s.numel);
-  Communicator& group = mesh_.comm(layout_.shard_group(b));
+  Communicator& group = layout_.shard_comm(b);
   if (group.size() > 1) group.all_reduce(out);
   return out;
 }

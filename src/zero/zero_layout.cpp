@@ -63,7 +63,8 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
   plan_ = plan_buckets(inputs, options);
   for (const Bucket& b : plan_.buckets) {
     shard_groups_.push_back(b.shard_group.empty() ? config.data_parallel_group : b.shard_group);
-    shard_ranks_.push_back(mesh.comm(shard_groups_.back()).rank());
+    shard_comms_.push_back(&mesh.comm(shard_groups_.back()));
+    shard_ranks_.push_back(shard_comms_.back()->rank());
   }
 
   forward_reads_.resize(static_cast<std::size_t>(units));

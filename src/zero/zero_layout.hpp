@@ -16,6 +16,8 @@
 
 namespace mdtp {
 
+class Communicator;
+
 // The part of a bucket's shard that holds (a part of) one parameter.
 struct ShardSegment {
   std::size_t param = 0;            // index in ZeroLayout::params()
@@ -42,8 +44,10 @@ class ZeroLayout {
   // is sharded over besides dp (2.5D weights: each element lives in one shard of dp × depth).
   double copies(std::size_t param) const { return copies_.at(param); }
   // The group bucket b is sharded over (the data-parallel group, or dp × depth for 2.5D weights),
-  // and this rank's shard of it (its rank there).
+  // its communicator (looked up once here, for every part of the engine), and this rank's shard
+  // of it (its rank there).
   const std::string& shard_group(std::size_t b) const { return shard_groups_.at(b); }
+  Communicator& shard_comm(std::size_t b) const { return *shard_comms_.at(b); }
   int shard_rank(std::size_t b) const { return shard_ranks_.at(b); }
 
   // Buckets whose values unit u reads in its forward and in its backward-input pass: its own
@@ -75,6 +79,7 @@ class ZeroLayout {
   std::vector<double> copies_;
   BucketPlan plan_;
   std::vector<std::string> shard_groups_;
+  std::vector<Communicator*> shard_comms_;
   std::vector<int> shard_ranks_;
   std::vector<std::vector<std::size_t>> forward_reads_, backward_reads_;
   std::vector<std::vector<int>> writers_;

@@ -69,8 +69,15 @@ if(MDTP_ANALYSIS_PYTHON)
                    --batches 2 --modes 1d,1d-sp,2d,2.5d)
   set_tests_properties(bench_results_check PROPERTIES FIXTURES_REQUIRED "bench_runs;bench_calibration"
                        DEPENDS "bench_np4_append;calibrate_np2" LABELS bench)
+  # train_report.py's verdicts (bytes and memory vs model) on real train runs and on copies with
+  # one number changed.
+  add_test(NAME train_report_check
+           COMMAND ${MDTP_ANALYSIS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_train_report.py
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --mdtp $<TARGET_FILE:mdtp>
+                   --analysis ${CMAKE_SOURCE_DIR}/experiments/analysis --dir ${CMAKE_BINARY_DIR}/test-train-report)
+  set_tests_properties(train_report_check PROPERTIES LABELS "bench;mpi" TIMEOUT 300)
 else()
-  message(STATUS "mdtp: no python3 with h5py/numpy/matplotlib: bench_results_check is not registered")
+  message(STATUS "mdtp: no python3 with h5py/numpy/matplotlib: bench_results_check and train_report_check are not registered")
 endif()
 
 if(MDTP_ANY_PYTHON)
