@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -32,6 +33,34 @@ herr_t collect(hid_t, const char* name, const H5L_info_t*, void* out) {
 }
 
 constexpr const char* kChecksum = "crc32";
+// Checksums of tiles (docs/failures.md): a reader of a part of a 1-D or 2-D dataset (a ZeRO-3
+// rank loading its shards: whole rows of an embedding, columns of a Linear weight stored
+// [out, in]) verifies only the tiles it reads.  Tiles of about 1 MiB of stored bytes, as square
+// as the shape allows, at most 4096 per dataset (32 KiB of checksums: attributes stay in the
+// object header, whose limit is 64 KiB).
+constexpr const char* kTileShape = "crc32_tile_shape";
+constexpr const char* kTileChecksums = "crc32_tiles";
+constexpr std::int64_t kChecksumTileBytes = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxChecksumTiles = 4096;
+
+// A 1-D or 2-D dataset as rows x columns (a 1-D one is a column), and its tiles.
+struct Tiling {
+  std::int64_t rows = 0, cols = 0, tile_rows = 1, tile_cols = 1;
+  std::int64_t tiles_down() const { return (rows + tile_rows - 1) / tile_rows; }
+  std::int64_t tiles_across() const { return (cols + tile_cols - 1) / tile_cols; }
+};
+
+Tiling choose_tiling(const Shape& shape, std::size_t element) {
+  Tiling t{shape[0], shape.size() == 2 ? shape[1] : 1};
+  const std::int64_t elements = std::max<std::int64_t>(1, kChecksumTileBytes / static_cast<std::int64_t>(element));
+  t.tile_cols = std::clamp<std::int64_t>(static_cast<std::int64_t>(std::sqrt(static_cast<double>(elements))), 1, t.cols);
+  t.tile_rows = std::max<std::int64_t>(1, elements / t.tile_cols);
+  while (t.tiles_down() * t.tiles_across() > kMaxChecksumTiles) {
+    t.tile_rows *= 2;
+    t.tile_cols = std::min(t.cols, t.tile_cols * 2);
+  }
+  return t;
+}
 
 // `crc` carried on over `bytes` more bytes (zlib's crc32 takes at most UINT_MAX bytes per call).
 uLong crc32_extend(uLong crc, const void* data, std::size_t bytes) {
@@ -49,11 +78,12 @@ std::uint32_t crc32_of(const void* data, std::size_t bytes) {
   return static_cast<std::uint32_t>(crc32_extend(crc32(0L, Z_NULL, 0), data, bytes));
 }
 
-// The one message of a dataset whose stored bytes do not match its checksum.
+// The one message of a dataset whose stored bytes do not match its checksum (`part`: which block,
+// or "" for the whole dataset).
 void require_checksum(const std::string& what, const std::string& path, const std::string& dataset,
-                      std::int64_t expected, std::uint32_t got) {
+                      std::int64_t expected, std::uint32_t got, const std::string& part = "") {
   require(static_cast<std::int64_t>(got) == expected, what, " file '", path, "': dataset '", dataset,
-          "' fails its checksum (crc32 stored ", expected, ", computed ", got,
+          "' fails its checksum (", part, "crc32 stored ", expected, ", computed ", got,
           "); the file is corrupt — restore it or write it again");
 }
 
@@ -213,6 +243,10 @@ std::vector<double> H5File::read_real_block(const std::string& dataset, std::int
           ") lies outside dataset '", dataset, "' of shape ", shape_string(dims));
   std::vector<double> values(static_cast<std::size_t>(rows * cols));
   if (values.empty()) return values;
+  if (has_tile_checksums(dataset)) {
+    read_verified_block(dataset, row0, rows, col0, cols, values.data());
+    return values;
+  }
   Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
   Closer file_space{H5Dget_space(d.id), H5Sclose};
   const hsize_t start2[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
@@ -269,6 +303,93 @@ void H5File::verify_checksum(const std::string& dataset, std::size_t slab_bytes)
     crc = crc32_extend(crc, buffer.data(), buffer.size());
   }
   require_checksum(what_, path_, dataset, *expected, static_cast<std::uint32_t>(crc));
+}
+
+void H5File::read_verified_block(const std::string& dataset, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                                 std::int64_t cols, double* out) const {
+  const Shape dims = shape(dataset);
+  const bool vector = dims.size() == 1;
+  const std::vector<std::int64_t> tile_shape = int_list_attribute(dataset, kTileShape);
+  const std::vector<std::int64_t> sums = int_list_attribute(dataset, kTileChecksums);
+  Tiling t{dims[0], vector ? 1 : dims[1]};
+  if (tile_shape.size() == 2) {
+    t.tile_rows = tile_shape[0];
+    t.tile_cols = tile_shape[1];
+  }
+  require(tile_shape.size() == 2 && t.tile_rows > 0 && t.tile_cols > 0 &&
+              static_cast<std::int64_t>(sums.size()) == t.tiles_down() * t.tiles_across(),
+          what_, " file '", path_, "': dataset '", dataset, "' has ", sums.size(), " tile checksums for tiles of ",
+          tile_shape.size() == 2 ? std::to_string(t.tile_rows) + " x " + std::to_string(t.tile_cols) : "no shape");
+  // The request as rows x columns of the tiling (a 1-D dataset's elements are its rows), and the
+  // whole tiles that hold it: rows [r0, r1) x columns [c0, c1).
+  const std::int64_t a = vector ? col0 : row0, b = vector ? col0 + cols : row0 + rows;
+  const std::int64_t c = vector ? 0 : col0, e = vector ? 1 : col0 + cols;
+  const std::int64_t first_down = a / t.tile_rows, last_down = (b - 1) / t.tile_rows;
+  const std::int64_t first_across = c / t.tile_cols, last_across = (e - 1) / t.tile_cols;
+  const std::int64_t r0 = first_down * t.tile_rows, r1 = std::min(t.rows, (last_down + 1) * t.tile_rows);
+  const std::int64_t c0 = first_across * t.tile_cols, c1 = std::min(t.cols, (last_across + 1) * t.tile_cols);
+  const std::int64_t width = c1 - c0;
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  Closer stored{H5Dget_type(d.id), H5Tclose};
+  Closer file_space{H5Dget_space(d.id), H5Sclose};
+  const std::size_t element = H5Tget_size(stored.id);
+  require(element <= sizeof(double), what_, " file '", path_, "': dataset '", dataset, "' holds ", element,
+          "-byte reals; expected at most 8 bytes");
+  const auto count = static_cast<std::size_t>((r1 - r0) * width);
+  std::vector<double> buffer(count);  // the stored bytes first, converted to double in place after
+  const hsize_t start[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};
+  const hsize_t size[2] = {static_cast<hsize_t>(r1 - r0), static_cast<hsize_t>(width)};
+  herr_t status = H5Sselect_hyperslab(file_space.id, H5S_SELECT_SET, start, nullptr, size, nullptr);
+  require(status >= 0, what_, " file '", path_, "': cannot select a block of dataset '", dataset, "'");
+  Closer memory_space{H5Screate_simple(vector ? 1 : 2, size, nullptr), H5Sclose};
+  H5E_BEGIN_TRY { status = H5Dread(d.id, stored.id, memory_space.id, file_space.id, H5P_DEFAULT, buffer.data()); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot read a block of dataset '", dataset,
+          "' (the file may be truncated)");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(buffer.data());
+  for (std::int64_t i = first_down; i <= last_down; ++i)
+    for (std::int64_t j = first_across; j <= last_across; ++j) {
+      const std::int64_t tr0 = i * t.tile_rows, tr1 = std::min(t.rows, tr0 + t.tile_rows);
+      const std::int64_t tc0 = j * t.tile_cols, tile_width = std::min(t.cols - tc0, t.tile_cols);
+      uLong crc = crc32(0L, Z_NULL, 0);
+      for (std::int64_t r = tr0; r < tr1; ++r)
+        crc = crc32_extend(crc, bytes + static_cast<std::size_t>((r - r0) * width + (tc0 - c0)) * element,
+                           static_cast<std::size_t>(tile_width) * element);
+      require_checksum(what_, path_, dataset, sums[static_cast<std::size_t>(i * t.tiles_across() + j)],
+                       static_cast<std::uint32_t>(crc),
+                       "tile rows [" + std::to_string(tr0) + ", " + std::to_string(tr1) + ") x columns [" +
+                           std::to_string(tc0) + ", " + std::to_string(tc0 + tile_width) + "): ");
+    }
+  H5E_BEGIN_TRY { status = H5Tconvert(stored.id, H5T_NATIVE_DOUBLE, count, buffer.data(), nullptr, H5P_DEFAULT); }
+  H5E_END_TRY;
+  require(status >= 0, what_, " file '", path_, "': cannot convert dataset '", dataset, "'");
+  if (vector) {
+    std::copy_n(buffer.data() + (col0 - r0), cols, out);
+    return;
+  }
+  for (std::int64_t r = 0; r < rows; ++r)
+    std::copy_n(buffer.data() + (row0 - r0 + r) * width + (col0 - c0), cols, out + r * cols);
+}
+
+bool H5File::has_tile_checksums(const std::string& dataset) const {
+  Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
+  return H5Aexists(d.id, kTileShape) > 0 && H5Aexists(d.id, kTileChecksums) > 0;
+}
+
+std::vector<std::int64_t> H5File::int_list_attribute(const std::string& object, const std::string& name) const {
+  hid_t o = object_of(static_cast<hid_t>(id_), object);
+  require(o >= 0, what_, " file '", path_, "': no object '", object, "'");
+  Closer oc{o, H5Oclose};
+  require(H5Aexists(o, name.c_str()) > 0, what_, " file '", path_, "': '", object, "' has no attribute '", name, "'");
+  Closer attr{H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose};
+  Closer type{H5Aget_type(attr.id), H5Tclose};
+  Closer space{H5Aget_space(attr.id), H5Sclose};
+  require(H5Tget_class(type.id) == H5T_INTEGER && H5Sget_simple_extent_ndims(space.id) == 1, what_, " file '", path_,
+          "': attribute '", name, "' of '", object, "' must be a list of integers");
+  std::vector<std::int64_t> values(static_cast<std::size_t>(H5Sget_simple_extent_npoints(space.id)));
+  require(H5Aread(attr.id, H5T_NATIVE_INT64, values.data()) >= 0, what_, " file '", path_,
+          "': cannot read attribute '", name, "'");
+  return values;
 }
 
 bool H5File::has_checksum(const std::string& dataset) const {
@@ -328,6 +449,31 @@ void write_dataset(hid_t file, const std::string& path, const std::string& datas
   Closer attr{H5Acreate2(d.id, kChecksum, H5T_STD_I64LE, aspace.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
   require(attr.id >= 0 && H5Awrite(attr.id, H5T_NATIVE_INT64, &crc) >= 0, "HDF5 file '", path,
           "': cannot write the checksum of dataset '", dataset, "'");
+  if (shape.empty() || shape.size() > 2 || bytes == 0) return;
+  // The same bytes again, tile by tile (row-major tiles; each tile's rows in order).
+  const std::size_t element = H5Tget_size(file_type);
+  const Tiling t = choose_tiling(shape, element);
+  const auto* base = static_cast<const unsigned char*>(data);
+  std::vector<std::int64_t> tiles;
+  for (std::int64_t r0 = 0; r0 < t.rows; r0 += t.tile_rows)
+    for (std::int64_t c0 = 0; c0 < t.cols; c0 += t.tile_cols) {
+      const std::int64_t r1 = std::min(t.rows, r0 + t.tile_rows), width = std::min(t.cols - c0, t.tile_cols);
+      uLong tile = crc32(0L, Z_NULL, 0);
+      for (std::int64_t r = r0; r < r1; ++r)
+        tile = crc32_extend(tile, base + static_cast<std::size_t>(r * t.cols + c0) * element,
+                            static_cast<std::size_t>(width) * element);
+      tiles.push_back(static_cast<std::int64_t>(tile));
+    }
+  const std::int64_t tile_shape[2] = {t.tile_rows, t.tile_cols};
+  const hsize_t shape_count = 2, tile_count = tiles.size();
+  Closer shape_space{H5Screate_simple(1, &shape_count, nullptr), H5Sclose};
+  Closer tiles_space{H5Screate_simple(1, &tile_count, nullptr), H5Sclose};
+  Closer shape_attr{H5Acreate2(d.id, kTileShape, H5T_STD_I64LE, shape_space.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  Closer tiles_attr{H5Acreate2(d.id, kTileChecksums, H5T_STD_I64LE, tiles_space.id, H5P_DEFAULT, H5P_DEFAULT),
+                    H5Aclose};
+  require(shape_attr.id >= 0 && H5Awrite(shape_attr.id, H5T_NATIVE_INT64, tile_shape) >= 0 && tiles_attr.id >= 0 &&
+              H5Awrite(tiles_attr.id, H5T_NATIVE_INT64, tiles.data()) >= 0,
+          "HDF5 file '", path, "': cannot write the tile checksums of dataset '", dataset, "'");
 }
 
 void write_attribute(hid_t file, const std::string& path, const std::string& object, const std::string& name,

@@ -7,6 +7,10 @@
 // Integrity: every dataset written here carries an attribute `crc32` (zlib's CRC-32 of the bytes
 // stored, in the file's little-endian layout), and every read verifies it, so a byte flipped on
 // disk is an mdtp::Error naming the file and the dataset instead of a silently wrong tensor.
+// 1-D and 2-D datasets also carry `crc32_tile_shape` ([rows, columns] of a tile; a 1-D dataset is
+// one column) and `crc32_tiles` (the CRC-32 of each tile's stored bytes, row by row; tiles in
+// row-major order, about 1 MiB each), so that a reader of a part of a dataset verifies what it
+// reads without reading the rest.
 // Datasets without the attribute (files written before it existed, or by other tools) are read
 // unverified.
 #include <cstddef>
@@ -43,10 +47,15 @@ class H5File {
   std::optional<std::string> string_attribute(const std::string& object, const std::string& name) const;
   // Whether `dataset` carries a checksum (then every whole read of it verifies the checksum).
   bool has_checksum(const std::string& dataset) const;
-  // A block of a 1-D or 2-D real dataset, read as an HDF5 hyperslab (nothing else of the dataset
-  // is read): rows [row0, row0 + rows) × columns [col0, col0 + cols), row-major (a 1-D dataset is
-  // one row: row0 = 0, rows = 1).  A block is not checksummed on its own: verify_checksum() checks
-  // the dataset.  An mdtp::Error when the block leaves the dataset.
+  // Whether `dataset` also carries checksums of its tiles (then every read_real_block verifies
+  // the tiles it reads).  Every 1-D and 2-D dataset written here does; files written before
+  // them do not.
+  bool has_tile_checksums(const std::string& dataset) const;
+  // A block of a 1-D or 2-D real dataset, read as an HDF5 hyperslab: rows [row0, row0 + rows) ×
+  // columns [col0, col0 + cols), row-major (a 1-D dataset is one row: row0 = 0, rows = 1).  When
+  // the dataset has tile checksums, the whole tiles that hold the request are read and verified,
+  // and nothing else; otherwise only the request is read, unverified (verify_checksum() checks
+  // the whole dataset).  An mdtp::Error when the block leaves the dataset or fails its checksum.
   std::vector<double> read_real_block(const std::string& dataset, std::int64_t row0, std::int64_t rows,
                                       std::int64_t col0, std::int64_t cols) const;
   // Verifies `dataset`'s checksum (if it has one) by streaming its stored bytes in slabs of about
@@ -67,6 +76,10 @@ class H5File {
   // Reads `dataset` whole into `buffer` (room for count * max(file, `memory_type`) size bytes),
   // verifies its checksum on the stored bytes, then converts in place to `memory_type`.
   void read_checked(const std::string& dataset, long long memory_type, void* buffer, std::size_t count) const;
+  // read_real_block of a dataset with tile checksums: into `out` (rows * cols values).
+  void read_verified_block(const std::string& dataset, std::int64_t row0, std::int64_t rows, std::int64_t col0,
+                           std::int64_t cols, double* out) const;
+  std::vector<std::int64_t> int_list_attribute(const std::string& object, const std::string& name) const;
   long long id_ = -1;  // hid_t
   std::string path_, what_;
 };

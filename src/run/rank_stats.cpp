@@ -43,6 +43,16 @@ bool all_ranks_agree(bool ok, MPI_Comm comm, WaitPolicy policy) {
   return value == 1;
 }
 
+void throw_first_failure(const std::string& failure, MPI_Comm comm, WaitPolicy policy) {
+  int rank = 0, size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  int first = failure.empty() ? size : rank;
+  all_reduce_in_place(&first, 1, MPI_INT, MPI_MIN, comm, policy);
+  if (first == size) return;
+  throw Error(broadcast_string(failure, first, comm, policy));
+}
+
 std::string broadcast_string(const std::string& value, int root, MPI_Comm comm, WaitPolicy policy) {
   long long length = static_cast<long long>(value.size());
   broadcast(&length, 1, MPI_LONG_LONG, root, comm, policy);

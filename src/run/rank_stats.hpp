@@ -21,6 +21,11 @@ MeanMax mean_max_over_ranks(double value, MPI_Comm comm, WaitPolicy policy);
 // Collective over `comm`: true on every rank when `ok` is true on every rank.
 bool all_ranks_agree(bool ok, MPI_Comm comm, WaitPolicy policy);
 
+// Collective over `comm`: returns when `failure` is empty on every rank; otherwise throws, on
+// every rank, an mdtp::Error with the failure of the lowest rank that has one (work that each
+// rank checks on its own part — its shards of a checkpoint — then fails everywhere alike).
+void throw_first_failure(const std::string& failure, MPI_Comm comm, WaitPolicy policy);
+
 // Collective over `comm`: rank `root`'s string on every rank.
 std::string broadcast_string(const std::string& value, int root, MPI_Comm comm, WaitPolicy policy);
 

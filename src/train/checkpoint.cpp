@@ -7,6 +7,7 @@
 
 #include "mesh/mesh.hpp"
 #include "io/h5_file.hpp"
+#include "run/rank_stats.hpp"
 #include "run/root_task.hpp"
 #include "train/checkpoint_provenance.hpp"
 #include "train/stage_gather.hpp"
@@ -104,11 +105,12 @@ std::vector<double> read_param(const H5File& file, const std::string& key, const
   return file.read_real(key);
 }
 
-// ZeRO-3 reads only blocks of a tensor: check_param, and its checksum verified by streaming (bounded
-// memory), so a bad file still fails before the model changes.
+// ZeRO-3 reads only blocks of a tensor: check_param here.  A dataset with block checksums is
+// verified block by block as each rank reads its part (no rank reads the rest); one without them
+// (a file written before them) is verified whole here, streamed (bounded memory).
 void check_streamed(const H5File& file, const std::string& key, const Shape& expected) {
   check_param(file, key, expected);
-  file.verify_checksum(key);
+  if (!file.has_tile_checksums(key)) file.verify_checksum(key);
 }
 
 // Whether two 2-D datasets of one shape hold the same values, compared block by block of rows.
@@ -164,7 +166,7 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
   });
 }
 
-TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine) {
+TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world) {
   const GptConfig saved = read_checkpoint_config(path);
   require(saved == model.config(), "checkpoint '", path, "' holds a model of ", describe(saved),
           "; this run builds ", describe(model.config()));
@@ -172,8 +174,8 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
   const auto& params = engine.parameters();
 
   // Read and validate everything first: the model is only changed once the whole file is good.
-  // ZeRO-3 (engine.loads_shards()) reads no tensor whole: it validates shapes and checksums here
-  // (streamed), and each rank then reads the blocks its shards hold.
+  // ZeRO-3 (engine.loads_shards()) reads no tensor whole: it validates shapes here, and each rank
+  // then reads (and verifies) the blocks its shards hold.
   const bool by_shard = engine.loads_shards();
   std::set<std::string> known{"optim", "lm_head.weight"};
   std::vector<std::vector<double>> values;
@@ -225,20 +227,30 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
         v.push_back(read_param(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape()));
       }
   }
-  // ZeRO-3: each rank reads the blocks of every tensor that its shards hold (HDF5 hyperslabs).
-  if (by_shard)
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      auto reader = [&file](const std::string& key) -> CheckpointBlockReader {
-        return [&file, key](std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t cols) {
-          return file.read_real_block(key, r0, rows, c0, cols);
+  // ZeRO-3: each rank reads the blocks of every tensor that its shards hold (HDF5 hyperslabs),
+  // verifying their checksums as it goes.  Only the ranks that read a bad block see it, so the
+  // ranks then agree: a failure anywhere fails the load on every rank with the same message (the
+  // shards are then partly loaded; the run stops).
+  if (by_shard) {
+    std::string failure;
+    try {
+      for (std::size_t i = 0; i < params.size(); ++i) {
+        auto reader = [&file](const std::string& key) -> CheckpointBlockReader {
+          return [&file, key](std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t cols) {
+            return file.read_real_block(key, r0, rows, c0, cols);
+          };
         };
-      };
-      engine.load_shard(i, ZeroTensor::value, reader(params[i].name()));
-      if (moments) {
-        engine.load_shard(i, ZeroTensor::exp_avg, reader("optim/exp_avg/" + params[i].name()));
-        engine.load_shard(i, ZeroTensor::exp_avg_sq, reader("optim/exp_avg_sq/" + params[i].name()));
+        engine.load_shard(i, ZeroTensor::value, reader(params[i].name()));
+        if (moments) {
+          engine.load_shard(i, ZeroTensor::exp_avg, reader("optim/exp_avg/" + params[i].name()));
+          engine.load_shard(i, ZeroTensor::exp_avg_sq, reader("optim/exp_avg_sq/" + params[i].name()));
+        }
       }
+    } catch (const Error& e) {
+      failure = e.what();
     }
+    run::throw_first_failure(failure, world, model.mode().context().mesh.wait_policy());
+  }
   // Otherwise each rank keeps its own shard (tensor-parallel, and over dp under ZeRO) of every tensor.
   for (std::size_t i = 0; i < values.size(); ++i) {
     engine.load_full(i, ZeroTensor::value, values[i]);

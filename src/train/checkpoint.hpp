@@ -37,8 +37,10 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
                      MPI_Comm world);
 // Every rank reads `path`; the model's configuration must equal the file's.  Sets every parameter,
 // and the engine's moments and step when the file holds state of the same optimizer kind.
-// Returns the saved training state (all zero when the file has no /optim).
-TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine);
+// Returns the saved training state (all zero when the file has no /optim).  Collective over
+// `world` at ZeRO-3, where each rank reads and verifies only its shards' blocks and the ranks
+// agree on the outcome; every rank throws the same error for a bad file.
+TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world);
 
 // Every parameter's reduced gradient (between the engine's finish_gradients and step), full and in
 // checkpoint layout, with the config attributes and `step`/`loss` attributes (to compare with

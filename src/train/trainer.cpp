@@ -294,7 +294,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   result.partition = plan.partition.describe();
   TrainingState& state = result.state;
   state.rng_state = tc.seed;
-  if (!tc.init_from.empty()) state = load_checkpoint(tc.init_from, model, engine);
+  if (!tc.init_from.empty()) state = load_checkpoint(tc.init_from, model, engine, world);
   state.data_position %= plan.data.rows;
 
   Table steps = step_table(), ledger_rows = ledger_table();

@@ -9,6 +9,7 @@
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
+#include <array>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -17,12 +18,15 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "faults/corrupt_file.hpp"
 #include "io/h5_file.hpp"
 #include "io/results_file.hpp"
 
 using Catch::Matchers::Contains;
 using mdtp::DType;
 using mdtp::H5File;
+using mdtp::testing::data_offset;
+using mdtp::testing::flip_byte;
 namespace fs = std::filesystem;
 
 namespace {
@@ -36,25 +40,6 @@ std::string temp_path(const std::string& name) {
 std::vector<char> bytes_of(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-// The file offset of a contiguous dataset's data.
-haddr_t data_offset(const std::string& path, const std::string& dataset) {
-  hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-  const haddr_t offset = H5Dget_offset(d);
-  H5Dclose(d);
-  H5Fclose(f);
-  return offset;
-}
-
-void flip_byte(const std::string& path, std::uint64_t offset) {
-  std::fstream io(path, std::ios::binary | std::ios::in | std::ios::out);
-  io.seekg(static_cast<std::streamoff>(offset));
-  char c = 0;
-  io.get(c);
-  io.seekp(static_cast<std::streamoff>(offset));
-  io.put(static_cast<char>(c ^ 0x10));
 }
 
 std::vector<std::string> leftovers(const std::string& path) {
@@ -197,4 +182,74 @@ TEST_CASE("a results append that fails or is killed half-way leaves the earlier 
   // The same append, not interrupted, adds its run.
   mdtp::ResultsFile(path).append_run("train", {}, {{"losses", table}});
   CHECK(mdtp::list_runs(path).size() >= 2);
+}
+
+TEST_CASE("tile checksums: a reader of part of a dataset verifies only the tiles it reads", "[faults][io]") {
+  // 3000 x 500 f64 (12 MB: tiles of 362 x 362, 9 down and 2 across) and 700000 f32 (2.8 MB: tiles
+  // of 262144 elements), with values that name their index.
+  const std::int64_t rows = 3000, cols = 500, n1 = 700000;
+  std::vector<double> matrix(static_cast<std::size_t>(rows * cols)), vector(static_cast<std::size_t>(n1));
+  for (std::size_t i = 0; i < matrix.size(); ++i) matrix[i] = static_cast<double>(i) + 0.25;
+  for (std::size_t i = 0; i < vector.size(); ++i) vector[i] = static_cast<double>(i % 4096) - 0.5;
+  const auto write = [&](H5File& file) {
+    file.write_real("m", {rows, cols}, matrix, DType::f64);
+    file.write_real("v", {n1}, vector, DType::f32);
+  };
+  const std::string path = temp_path("tiles.h5");
+  mdtp::write_atomically(path, write);
+  {
+    H5File file = H5File::open_read(path, "checkpoint");
+    REQUIRE(file.has_tile_checksums("m"));
+    REQUIRE(file.has_tile_checksums("v"));
+    // Awkward blocks — inside one tile, across tiles, whole rows, whole columns — read back exactly.
+    for (const auto& [r0, nr, c0, nc] : std::vector<std::array<std::int64_t, 4>>{
+             {0, 1, 0, 500}, {361, 2, 360, 5}, {17, 1300, 499, 1}, {2999, 1, 0, 500}, {1, 2998, 3, 490}}) {
+      const std::vector<double> got = file.read_real_block("m", r0, nr, c0, nc);
+      REQUIRE(got.size() == static_cast<std::size_t>(nr * nc));
+      std::size_t wrong = 0;
+      for (std::int64_t r = 0; r < nr; ++r)
+        for (std::int64_t c = 0; c < nc; ++c)
+          wrong += got[static_cast<std::size_t>(r * nc + c)] != matrix[static_cast<std::size_t>((r0 + r) * cols + c0 + c)];
+      CHECK(wrong == 0);
+    }
+    const std::vector<double> tail = file.read_real_block("v", 0, 1, 262140, 9);
+    CHECK(tail == std::vector<double>(vector.begin() + 262140, vector.begin() + 262149));
+  }
+  // A byte flipped in tile (8, 0) of m (row 2900, column 10) and in the last tile of v: reads that
+  // stay in other tiles — every row of columns 400..409, as a Linear weight's column block is
+  // read — still succeed; reads that touch a bad tile, and whole reads, fail naming the tile.
+  flip_byte(path, data_offset(path, "m") + static_cast<std::uint64_t>((2900 * cols + 10) * 8 + 3));
+  flip_byte(path, data_offset(path, "v") + static_cast<std::uint64_t>(600000 * 4 + 1));
+  H5File file = H5File::open_read(path, "checkpoint");
+  CHECK(file.read_real_block("m", 0, 3000, 400, 10).size() == 30000);
+  CHECK(file.read_real_block("m", 0, 2896, 0, 500).size() == 2896 * 500);
+  CHECK(file.read_real_block("v", 0, 1, 0, 524288).size() == 524288);
+  const std::string prefix = "checkpoint file '" + path + "': dataset '";
+  CHECK_THROWS_WITH(file.read_real_block("m", 2899, 2, 0, 5),
+                    Contains(prefix + "m' fails its checksum (tile rows [2896, 3000) x columns [0, 362): crc32 stored"));
+  CHECK_THROWS_WITH(file.read_real_block("v", 0, 1, 600000, 1),
+                    Contains(prefix + "v' fails its checksum (tile rows [524288, 700000) x columns [0, 1)"));
+  CHECK_THROWS_WITH(file.read_real("m"), Contains(prefix + "m' fails its checksum (crc32 stored"));
+  CHECK_THROWS_WITH(file.verify_checksum("v"), Contains(prefix + "v' fails its checksum"));
+}
+
+TEST_CASE("a dataset with a whole checksum but no tile checksums (an older file) is read by block unverified",
+          "[faults][io]") {
+  const std::string path = temp_path("untiled.h5");
+  mdtp::write_atomically(path, [](H5File& file) { file.write_real("w", {4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, DType::f64); });
+  {
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "w", H5P_DEFAULT);
+    H5Adelete(d, "crc32_tile_shape");
+    H5Adelete(d, "crc32_tiles");
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+  flip_byte(path, data_offset(path, "w") + 3 * 3 * 8 + 7);  // row 3, column 0: the top byte of 10
+  H5File file = H5File::open_read(path, "checkpoint");
+  CHECK(file.has_checksum("w"));
+  CHECK_FALSE(file.has_tile_checksums("w"));
+  CHECK(file.read_real_block("w", 1, 2, 1, 2) == std::vector<double>{5, 6, 8, 9});
+  CHECK(file.read_real_block("w", 3, 1, 0, 1) != std::vector<double>{10});  // unverified: the flipped value
+  CHECK_THROWS_WITH(file.verify_checksum("w"), Contains("dataset 'w' fails its checksum"));
 }

@@ -10,12 +10,16 @@
 //    parameters equal stage 0's as the parity tests require (bit-identical where every reduced
 //    element is a two-term sum, else within 1e-10);
 //  - a checkpoint written by stage 0 loads into stage 3 through the block (hyperslab) reads and
-//    is written back bit-identical, AdamW moments included, with again only the shards allocated.
+//    is written back bit-identical, AdamW moments included, with again only the shards allocated;
+//  - each rank verifies the checksum tiles it reads (io/h5_file.hpp): a flipped byte in one tile
+//    fails the load on every rank with the same message, whichever ranks read that tile.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 
+#include "faults/corrupt_file.hpp"
 #include "file_error.hpp"
 #include "io/h5_file.hpp"
 #include "model/gpt_harness.hpp"
@@ -176,4 +180,37 @@ TEST_CASE("ZeRO-3 initialises and loads the model shard by shard, bit-identical 
         check_shards_only(rl);
       }
     }
+}
+
+TEST_CASE("a ZeRO-3 load verifies the tiles each rank reads; a bad tile fails it on every rank alike",
+          "[train][zero][checkpoint]") {
+  // One block 512 wide in f64: its Linear weights span several checksum tiles (362 x 362), so the
+  // ranks read different tiles of them, and a flipped byte is seen by the ranks that read it only.
+  TrainConfig t;
+  t.model = GptConfig{0, 1, 4, 512, 16};
+  t.batch = world_size();
+  t.dtype = DType::f64;
+  t.seed = 5;
+  t.steps = 0;
+  run(t, "tiles-z0.h5");
+  const std::string saved = shared_path("tiles-z0.h5");
+  const std::string bad = shared_path("tiles-bad.h5");
+  if (world_rank() == 0) {
+    std::filesystem::copy_file(saved, bad, std::filesystem::copy_options::overwrite_existing);
+    // Stored [out, in] = [2048, 512]: row 2000, column 500 (tile (5, 1)).
+    flip_byte(bad, data_offset(bad, "transformer.h.0.mlp.c_fc.weight") + (2000 * 512 + 500) * 8 + 2);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  t.zero.stage = 3;
+  // The intact file loads at stage 3 and is written back as it was.
+  t.init_from = saved;
+  run(t, "tiles-z3.h5");
+  check_same_checkpoint(shared_path("tiles-z3.h5"), saved);
+  // The corrupt one: every rank throws the message of the lowest rank that read the bad tile.
+  t.init_from = bad;
+  t.save.clear();
+  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD),
+                    Catch::Matchers::Contains("dataset 'transformer.h.0.mlp.c_fc.weight' fails its checksum (tile rows "
+                                              "[1810, 2048) x columns [362, 512)"));
+  MPI_Barrier(MPI_COMM_WORLD);
 }
