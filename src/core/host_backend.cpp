@@ -3,7 +3,8 @@
 // (all vectorised; they are memory-bound); memory from a CachingHostAllocator.  Each op
 // dispatches once on the element type; the Backend front has validated the arguments and refused
 // dtypes other than f32 and f64 (bf16/f16 are CUDA storage types).
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"  // before the other headers: see there
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

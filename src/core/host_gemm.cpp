@@ -1,6 +1,7 @@
 #include "core/host_gemm.hpp"
 
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"  // before the other headers: see there
+
 #include <algorithm>
 #include <limits>
 

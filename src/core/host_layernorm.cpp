@@ -1,6 +1,6 @@
 #include "core/host_layernorm.hpp"
 
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"
 
 namespace mdtp {
 namespace {

@@ -1,6 +1,7 @@
 #include "model/host_attention.hpp"
 
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"  // before the other headers: see there
+
 #include <algorithm>
 #include <cmath>
 

@@ -3,7 +3,8 @@
 // copies.  Arguments arrive validated by the GptKernels front.
 #include "model/gpt_kernels.hpp"
 
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"  // before the other headers: see there
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>

@@ -1,13 +1,16 @@
 #include "tp/parameter.hpp"
 
-#include <Eigen/Core>
+#include "core/eigen_core.hpp"  // before the other headers: see there
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <immintrin.h>
 #include <numbers>
 #include <numeric>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "core/vector_math.hpp"
 #include "mesh/mesh.hpp"
@@ -88,8 +91,11 @@ F64xN sqrt_lanes(F64xN x) {
   return std::bit_cast<F64xN>(_mm512_mask_sqrt_pd(v, 0xff, v));
 #elif defined(__AVX2__)
   return std::bit_cast<F64xN>(_mm256_sqrt_pd(std::bit_cast<__m256d>(x)));
-#else
+#elif defined(__SSE2__)
   return std::bit_cast<F64xN>(_mm_sqrt_pd(std::bit_cast<__m128d>(x)));
+#else
+  for (int l = 0; l < kLanes; ++l) x[l] = std::sqrt(x[l]);
+  return x;
 #endif
 }
 
