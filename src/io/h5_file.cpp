@@ -244,7 +244,7 @@ std::vector<double> H5File::read_real_block(const std::string& dataset, std::int
   std::vector<double> values(static_cast<std::size_t>(rows * cols));
   if (values.empty()) return values;
   if (has_tile_checksums(dataset)) {
-    read_verified_block(dataset, row0, rows, col0, cols, values.data());
+    read_verified_block(dataset, dims, row0, rows, col0, cols, values.data());
     return values;
   }
   Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
@@ -305,9 +305,8 @@ void H5File::verify_checksum(const std::string& dataset, std::size_t slab_bytes)
   require_checksum(what_, path_, dataset, *expected, static_cast<std::uint32_t>(crc));
 }
 
-void H5File::read_verified_block(const std::string& dataset, std::int64_t row0, std::int64_t rows, std::int64_t col0,
-                                 std::int64_t cols, double* out) const {
-  const Shape dims = shape(dataset);
+void H5File::read_verified_block(const std::string& dataset, const Shape& dims, std::int64_t row0, std::int64_t rows,
+                                 std::int64_t col0, std::int64_t cols, double* out) const {
   const bool vector = dims.size() == 1;
   const std::vector<std::int64_t> tile_shape = int_list_attribute(dataset, kTileShape);
   const std::vector<std::int64_t> sums = int_list_attribute(dataset, kTileChecksums);

@@ -76,9 +76,9 @@ class H5File {
   // Reads `dataset` whole into `buffer` (room for count * max(file, `memory_type`) size bytes),
   // verifies its checksum on the stored bytes, then converts in place to `memory_type`.
   void read_checked(const std::string& dataset, long long memory_type, void* buffer, std::size_t count) const;
-  // read_real_block of a dataset with tile checksums: into `out` (rows * cols values).
-  void read_verified_block(const std::string& dataset, std::int64_t row0, std::int64_t rows, std::int64_t col0,
-                           std::int64_t cols, double* out) const;
+  // read_real_block of a dataset of shape `dims` with tile checksums: into `out` (rows * cols values).
+  void read_verified_block(const std::string& dataset, const Shape& dims, std::int64_t row0, std::int64_t rows,
+                           std::int64_t col0, std::int64_t cols, double* out) const;
   std::vector<std::int64_t> int_list_attribute(const std::string& object, const std::string& name) const;
   long long id_ = -1;  // hid_t
   std::string path_, what_;

@@ -46,9 +46,6 @@ std::vector<std::int64_t> shard_logical_columns(const ModelParam& p, const Exten
   return columns;
 }
 
-// Elements initialize() draws at a time (512 KiB of doubles: within a core's L2).
-constexpr std::int64_t kInitPiece = std::int64_t{1} << 16;
-
 void check_range(const ModelParam& p, const ShardBlock& b, std::int64_t first, std::int64_t n) {
   require(first >= 0 && n >= 0 && first + n <= b.rows * b.cols, p.name(), ": elements [", first, ", ", first + n,
           ") of a shard of ", b.rows * b.cols);
@@ -88,18 +85,9 @@ void initialize(const ModelParam& p, const Mesh& mesh, const Backend& backend, s
   if (p.init.kind == InitSpec::Kind::constant) {
     backend.fill(param.value, p.init.value);
   } else if (!already_drawn) {
-    // Drawn and stored a piece at a time: no f64 copy of the whole shard (a GPT-2 wte's would be
-    // 300 MB beside its 150 MB of floats), and each piece is converted while it is in cache.
-    const std::int64_t total = b.rows * b.cols;
-    const Tensor flat = param.value.reshaped({total});
-    std::vector<double> values;
-    for (std::int64_t first = 0; first < total; first += kInitPiece) {
-      const std::int64_t n = std::min(kInitPiece, total - first);
-      values.resize(static_cast<std::size_t>(n));
-      initial_values(p, mesh, seed, param.value.dtype(), first, n, values.data());
-      Tensor piece = flat.row_slice(first, first + n);
-      backend.assign_f64(piece, values);
-    }
+    assign_drawn(backend, param.value, b.cols, [&](std::int64_t first, std::int64_t n, double* out) {
+      initial_values(p, mesh, seed, param.value.dtype(), first, n, out);
+    });
   }
   if (drawn_rows < b.rows && (already_drawn || p.init.kind == InitSpec::Kind::constant)) {
     Tensor padding = param.value.row_slice(drawn_rows, b.rows);

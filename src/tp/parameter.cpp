@@ -1,7 +1,5 @@
 #include "tp/parameter.hpp"
 
-#include "core/eigen_core.hpp"  // before the other headers: see there
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -152,8 +150,8 @@ Shape block_shape(const Parameter& p, const ShardBlock& b) {
   return p.full_shape.size() == 1 ? Shape{b.cols} : Shape{b.rows, b.cols};
 }
 
-// Elements materialize() draws before storing them (whole rows; 512 KiB of doubles, within L2).
-constexpr std::int64_t kMaterializePiece = std::int64_t{1} << 16;
+// Elements assign_drawn() stores at a time, rounded down to whole rows.
+constexpr std::int64_t kDrawPiece = std::int64_t{1} << 16;
 
 }  // namespace
 
@@ -230,25 +228,33 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
   if (init.kind == InitSpec::Kind::constant) {
     backend.fill(p.value, init.value);
   } else {
-    // Drawn and stored some rows at a time: no f64 copy of the whole shard.
     const InitDraw draw(ctx.seed, p.name, init);
     const std::int64_t cols = p.full_shape.back();
     std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
     std::iota(columns.begin(), columns.end(), b.col0());
-    const std::int64_t rows_per_piece = std::max<std::int64_t>(1, kMaterializePiece / std::max<std::int64_t>(1, b.cols));
-    const Tensor flat = p.value.reshaped({b.rows * b.cols});
-    std::vector<double> values;
-    for (std::int64_t i0 = 0; i0 < b.rows; i0 += rows_per_piece) {
-      const std::int64_t n = std::min(rows_per_piece, b.rows - i0);
-      values.resize(static_cast<std::size_t>(n * b.cols));
-      for (std::int64_t i = 0; i < n; ++i)
-        draw.fill((b.row0() + i0 + i) * cols, columns.data(), b.cols, ctx.dtype, values.data() + i * b.cols);
-      Tensor piece = flat.row_slice(i0 * b.cols, (i0 + n) * b.cols);
-      backend.assign_f64(piece, values);
-    }
+    // Pieces of whole shard rows: each row is one fill() over the shard's columns.
+    assign_drawn(backend, p.value, b.cols, [&](std::int64_t first, std::int64_t n, double* out) {
+      for (std::int64_t k = 0; k < n; k += b.cols)
+        draw.fill((b.row0() + (first + k) / b.cols) * cols, columns.data(), b.cols, ctx.dtype, out + k);
+    });
   }
   p.grad = backend.zeros(shape, ctx.dtype, MemCategory::gradients);
   p.drawn = InitRecord{ctx.seed, init};
+}
+
+void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
+                  const std::function<void(std::int64_t first, std::int64_t n, double* out)>& draw) {
+  const std::int64_t total = value.numel(), width = std::max<std::int64_t>(1, row);
+  const std::int64_t piece = std::max<std::int64_t>(1, kDrawPiece / width) * width;
+  const Tensor flat = value.reshaped({total});
+  std::vector<double> values;
+  for (std::int64_t first = 0; first < total; first += piece) {
+    const std::int64_t n = std::min(piece, total - first);
+    values.resize(static_cast<std::size_t>(n));
+    draw(first, n, values.data());
+    Tensor part = flat.row_slice(first, first + n);
+    backend.assign_f64(part, values);
+  }
 }
 
 void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& backend) {

@@ -9,6 +9,7 @@
 // Linear weights are stored in compute orientation [in, out] (Y = X·W); checkpoints transpose to
 // PyTorch's [out, in].
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,13 @@ void allocate_zeroed(Parameter& p, const TpContext& ctx);
 // Allocates value (initialised from ctx.seed) and grad (zeros) of this rank's shard; with
 // ctx.defer_parameters nothing is allocated or drawn (the shard is still checked to divide).
 void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init);
+
+// Writes `value` (row-major, rows of `row` elements) from the f64 values that `draw(first, n, out)`
+// gives for its elements [first, first + n), some whole rows at a time (about 64 Ki elements,
+// 512 KiB of doubles: within a core's L2): no f64 copy of the whole tensor (a GPT-2 wte's would be
+// 300 MB beside its 150 MB of floats), and each piece is converted while it is in cache.
+void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
+                  const std::function<void(std::int64_t first, std::int64_t n, double* out)>& draw);
 
 // Moves a parameter into storage it does not own (a ZeRO bucket): `value` and `grad` must be
 // tensors of its shard's element count (e.g. views into flat buffers, Tensor::row_slice of a 1-D
