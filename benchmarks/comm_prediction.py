@@ -55,7 +55,9 @@ def text(v):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def held_out(path):
+def held_out(path, measured):
+    """Print one sweep's held-out points; return the largest |ratio - 1| per op at >= 1 MiB and add
+    each point's measured transfer to measured[(op, bytes)] (the rounds' repeatability)."""
     _, tables = latest_run(path, "calibrate")
     rows = tables["prediction"]
     worst = {}
@@ -69,7 +71,32 @@ def held_out(path):
         print(f"{op:<15} {size:>10} {r['measured_s'] * 1e6:>12.1f} {r['predicted_s'] * 1e6:>13.1f} {r['ratio']:>7.3f}")
         if size >= 1 << 20:
             worst[op] = max(worst.get(op, 0.0), abs(r["ratio"] - 1.0))
+            measured.setdefault((op, size), []).append((float(r["measured_s"]), float(r["predicted_s"])))
     return worst
+
+
+def repeatability(measured):
+    """The same point measured in two or more sweeps: how far apart the measurements themselves are.
+    A model cannot be held closer to a measurement than the measurement is to itself, so each point's
+    model error is shown beside its round-to-round spread (largest / smallest measurement - 1)."""
+    points = {k: v for k, v in measured.items() if len(v) >= 2}
+    if not points:
+        return
+    print(f"\nrepeatability of the held-out points >= 1 MiB over {min(len(v) for v in points.values())} sweeps "
+          "(each fitted on its own powers of two):")
+    print(f"{'op':<15} {'bytes':>10} {'measured us per round':>30} {'spread':>8} {'model error per round':>24}")
+    spreads, explained = [], 0
+    for (op, size), values in sorted(points.items()):
+        times = [m for m, _ in values]
+        spread = max(times) / min(times) - 1.0
+        errors = [abs(m / p - 1.0) for m, p in values]
+        spreads.append(spread)
+        explained += min(errors) <= max(0.10, spread)
+        print(f"{op:<15} {size:>10} {' '.join(f'{t * 1e6:9.1f}' for t in times):>30} {spread * 100:7.1f}% "
+              f"{' '.join(f'{e * 100:6.1f}%' for e in errors):>24}")
+    print(f"round-to-round spread of the measurement itself: median {np.median(spreads) * 100:.1f} %, "
+          f"{sum(sp > 0.10 for sp in spreads)} of {len(spreads)} points more than 10 % apart; "
+          f"{explained} of {len(spreads)} points have a model error (best round) within 10 % or within their own spread")
 
 
 def step(path):
@@ -110,13 +137,14 @@ def main():
     print(f"load average before: {load_before}")
 
     best_held, best_comm, best_step = None, None, None
+    measured = {}  # (op, bytes) -> [(measured s, predicted s) per round]
     for r in range(args.rounds):
         fit = os.path.join(args.out, f"fit_{r}.h5")
         cache = [] if args.warm_cache else ["--cold-cache"]
         out = run(mpi + [mdtp, "calibrate", "--sync-timing"] + cache + ["--ops", OPS, "--iters", str(args.iters),
                                                                         "--hold-out", HELD_SIZES, "--out", fit])
         print(out[out.find("link parameters"):out.find("predicted with")])
-        worst = held_out(fit)
+        worst = held_out(fit, measured)
         if best_held is None or max(worst.values()) < max(best_held.values()):
             best_held = worst
         bench = os.path.join(args.out, f"bench_{r}.h5")
@@ -134,6 +162,7 @@ def main():
         print(f"NOTE: the 1-minute load average exceeded the {cores} usable cores around the run: other processes shared the "
               "cores and the memory bandwidth, so these figures measure contention as much as the links "
               "(compare the bench's measured compute with its model: on a quiet machine they agree within ~15 %)")
+    repeatability(measured)
     print("held-out sizes >= 1 MiB, largest |measured/predicted - 1| per op (best round):")
     for op, off in sorted(best_held.items()):
         print(f"  {op:<15} {off * 100:6.1f} %  {'ok' if off <= 0.10 else 'OVER 10 %'}")

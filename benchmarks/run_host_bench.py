@@ -78,12 +78,21 @@ def run(cmd, env=None):
     return res
 
 
+def setup_ms(lines, pattern):
+    """The set-up figure a run printed (ms), or None."""
+    found = [float(m.group(1)) for m in (re.search(pattern, l) for l in lines) if m]
+    return found[-1] if found else None
+
+
 def mdtp_rate(args, size, ranks, mode_args, steps):
+    """(tokens/s, set-up ms: model built and initialised, set-up ms: optimizer)."""
     _, L, H, nh, T, B, _ = SIZES[size]
     cmd = [mpiexec(), "-n", str(ranks), os.path.join(args.build, "mdtp"), "train", *mode_args, "--layers", str(L),
            "--embd", str(H), "--heads", str(nh), "--seq", str(T), "--batch", str(B), "--steps", str(steps)]
-    res = run(cmd)
-    return median_rate(res.stdout.splitlines(), r"step\s+\d+.*?([\d.]+) tok/s")
+    lines = run(cmd).stdout.splitlines()
+    return (median_rate(lines, r"step\s+\d+.*?([\d.]+) tok/s"),
+            setup_ms(lines, r"set-up: model built and initialised in ([\d.]+) ms"),
+            setup_ms(lines, r"set-up: .*optimizer in ([\d.]+) ms"))
 
 
 def torch_rate(size, threads, steps, banner):
@@ -92,12 +101,12 @@ def torch_rate(size, threads, steps, banner):
            "--seq", str(T), "--batch", str(B), "--steps", str(steps), "--threads", str(threads)]
     res = run(cmd)
     if res.returncode == 3:
-        return None, res.stdout.strip()
+        return None, None, res.stdout.strip()
     lines = res.stdout.splitlines()
     if banner is not None:
         banner.extend(l for l in lines if l.startswith("torch ") or l.startswith("torch BLAS"))
     m = [l for l in lines if l.startswith("torch-tokens/s")]
-    return (float(m[-1].split()[1]) if m else None), None
+    return (float(m[-1].split()[1]) if m else None), setup_ms(lines, r"model built and initialised in ([\d.]+) ms"), None
 
 
 def main():
@@ -122,20 +131,34 @@ def main():
         runs.append(("2 ranks dp=2 vs 2 threads", size, 2, ["--tp-mode", "none"], 2, 1.0))
     banner = []
     rows = []
+    setups = []  # model, mdtp model ms, mdtp optimizer ms, mdtp step ms, torch model ms, torch step ms
     torch_cache = {}
+    torch_setup = {}
     for label, size, ranks, mode_args, threads, target in runs:
         steps = SIZES[size][6] - (2 if args.quick else 0)
         best_m, best_t, skipped = None, None, None
+        mdtp_setup = []
         for _ in range(max(1, args.rounds)):
-            m = mdtp_rate(args, size, ranks, mode_args, steps)
+            m, model_ms, optimizer_ms = mdtp_rate(args, size, ranks, mode_args, steps)
+            if model_ms is not None:
+                mdtp_setup.append((model_ms, optimizer_ms or 0.0))
             best_m = m if best_m is None or (m and m > best_m) else best_m
             key = (size, threads)
             if key not in torch_cache or args.rounds > 1:
-                t, skipped = torch_rate(size, threads, steps, banner if not banner else None)
+                t, t_setup, skipped = torch_rate(size, threads, steps, banner if not banner else None)
                 prev = torch_cache.get(key)
                 torch_cache[key] = t if prev is None or (t and t > prev) else prev
+                if t_setup is not None:
+                    torch_setup.setdefault(key, []).append(t_setup)
             best_t = torch_cache[key]
         rows.append((SIZES[size][0], label, best_m, best_t, target, skipped))
+        if ranks == 1 and mdtp_setup:  # set-up per core: one rank against one thread
+            tokens = SIZES[size][4] * SIZES[size][5]
+            model_ms = statistics.median(s[0] for s in mdtp_setup)
+            optimizer_ms = statistics.median(s[1] for s in mdtp_setup)
+            t_model = statistics.median(torch_setup[key]) if torch_setup.get(key) else None
+            setups.append((SIZES[size][0], model_ms, optimizer_ms, 1e3 * tokens / best_m if best_m else None, t_model,
+                           1e3 * tokens / best_t if best_t else None))
         print(f"  {SIZES[size][0]:18s} {label:30s} mdtp {best_m or 0:8.0f} tok/s  torch {best_t or 0:8.0f} tok/s",
               flush=True)
     print()
@@ -152,6 +175,21 @@ def main():
         ratio = m / t if m and t else 0.0
         print(f"| {model} | {label} | {m or 0:.0f} | {t:.0f} | {ratio:.2f}x | {target:.1f}x | "
               f"{'yes' if ratio >= target else 'no'} |")
+    if setups:
+        print("\n## Set-up: building and initialising the model (ms, median over rounds; 1 rank vs 1 thread)\n")
+        print("mdtp allocates (and first-touches) the gradients with the model and the AdamW moments with its")
+        print("optimizer; PyTorch allocates both lazily, in its first step, so its figure has neither.\n")
+        print("| model | mdtp model | mdtp optimizer | mdtp step | mdtp model / step | PyTorch model | PyTorch step "
+              "| PyTorch model / step | mdtp model / PyTorch model |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for model, m_model, m_opt, m_step, t_model, t_step in setups:
+            m_frac = f"{100 * m_model / m_step:.0f} %" if m_step else "-"
+            if t_model is None:
+                print(f"| {model} | {m_model:.1f} | {m_opt:.1f} | {m_step or 0:.1f} | {m_frac} | skipped | - | - | - |")
+                continue
+            t_frac = f"{100 * t_model / t_step:.0f} %" if t_step else "-"
+            print(f"| {model} | {m_model:.1f} | {m_opt:.1f} | {m_step or 0:.1f} | {m_frac} | {t_model:.1f} | "
+                  f"{t_step or 0:.1f} | {t_frac} | {m_model / t_model:.2f}x |")
     skipped = [r[5] for r in rows if r[5]]
     if skipped:
         print(f"\nPyTorch comparison skipped: {skipped[0]}")

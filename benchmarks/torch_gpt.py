@@ -142,7 +142,9 @@ def main():
     ids, V = tokens(args.corpus, args.vocab)
     ids = ids % V
     T, B = args.seq, args.batch
+    built = time.perf_counter()
     model = GPT(V, args.layers, args.embd, args.heads, T)
+    built = time.perf_counter() - built
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -174,6 +176,12 @@ def main():
             rates.append(rate)
         print(f"step {step:5d}  loss {loss.item():.6f}  {dt * 1e3:8.1f} ms  {rate:10.0f} tok/s", flush=True)
     if rates:
+        # The same set-up figure as mdtp train prints. torch allocates gradients and the AdamW
+        # moments in the first step (lazily), mdtp when it builds the model and the optimizer.
+        median_step = B * T / statistics.median(rates)
+        print(f"set-up: model built and initialised in {built * 1e3:.1f} ms "
+              f"({100 * built / median_step:.0f} % of the median step after the first, {median_step * 1e3:.1f} ms)")
+        print(f"torch-setup-seconds {built:.6f}")
         print(f"torch-tokens/s {statistics.median(rates):.1f}")
 
 
