@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 MIB = 1024.0 * 1024.0
 MODELLED_CATEGORIES = ("parameters", "gradients", "optimizer_state", "master_weights")
 # Rows of the memory table whose model is a peak over the run, not what is held after it.
-PEAK_ROWS = ("activations_kept", "parameters_in_pass")
+PEAK_ROWS = ("activations_kept", "parameters_in_pass", "gradients_in_step")
 
 
 def describe(run):
@@ -92,7 +92,7 @@ def memory_agreement(run):
     if memory is None or len(memory) == 0:
         return "—"
     modelled = memory[memory["model_bytes"] >= 0]
-    # activations_kept and parameters_in_pass are peaks over the run (docs/memory.md): their
+    # activations_kept, parameters_in_pass and gradients_in_step are peaks (docs/memory.md): their
     # peak_bytes is what is modelled; the categories' held_bytes after the last step otherwise.
     peaks = np.array([(c.decode() if isinstance(c, bytes) else str(c)) in PEAK_ROWS
                       for c in modelled["category"]], dtype=bool)

@@ -69,12 +69,14 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
     // With no step run nothing was measured: there is no comparison to report.
     if (r.steps.empty())
       std::cout << "activations: no step ran, nothing measured; model kept peak " << r.kept_activations.model
-                << " B, parameters inside a pass " << r.kept_activations.parameters_in_pass_model << " B\n";
+                << " B, parameters inside a pass " << r.kept_activations.parameters_in_pass_model
+                << " B, gradients inside a step " << r.gradients_in_step.model << " B\n";
     else
       std::cout << "activations: kept peak " << r.kept_activations.measured << " B on rank 0, model "
                 << r.kept_activations.model << " B; parameters inside a pass "
                 << r.kept_activations.parameters_in_pass << " B, model "
-                << r.kept_activations.parameters_in_pass_model << " B; "
+                << r.kept_activations.parameters_in_pass_model << " B; gradients inside a step "
+                << r.gradients_in_step.measured << " B, model " << r.gradients_in_step.model << " B; "
                 << (r.kept_activations.equal_on_every_rank ? "equal on every rank" : "NOT equal on every rank")
                 << "\n";
     // Set-up beside the step (docs/host-performance.md): the first step also pays first touches.

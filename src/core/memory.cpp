@@ -27,6 +27,7 @@ void MemoryTracker::on_allocate(MemCategory category, std::size_t bytes) {
   auto i = static_cast<std::size_t>(category);
   current_[i] += static_cast<std::int64_t>(bytes);
   peak_[i] = std::max(peak_[i], current_[i]);
+  window_peak_[i] = std::max(window_peak_[i], current_[i]);
   current_total_ += static_cast<std::int64_t>(bytes);
   peak_total_ = std::max(peak_total_, current_total_);
 }
@@ -52,6 +53,14 @@ std::int64_t MemoryTracker::current_total() const {
 std::int64_t MemoryTracker::peak_total() const {
   std::lock_guard lock(mutex_);
   return peak_total_;
+}
+void MemoryTracker::start_window() {
+  std::lock_guard lock(mutex_);
+  window_peak_ = current_;
+}
+std::int64_t MemoryTracker::window_peak(MemCategory category) const {
+  std::lock_guard lock(mutex_);
+  return window_peak_[static_cast<std::size_t>(category)];
 }
 void MemoryTracker::reset_peaks() {
   std::lock_guard lock(mutex_);

@@ -41,11 +41,16 @@ class MemoryTracker {
   std::int64_t current_total() const;
   std::int64_t peak_total() const;  // peak of the sum, not the sum of peaks
   void reset_peaks();               // peaks restart from the current values
+  // A second set of peaks over a window the caller opens (the trainer: its steps, after the
+  // set-up's own peaks), leaving the run's peaks above untouched.
+  void start_window();
+  std::int64_t window_peak(MemCategory category) const;
 
  private:
   mutable std::mutex mutex_;  // the CUDA path frees from stream callbacks
   std::array<std::int64_t, kMemCategoryCount> current_{};
   std::array<std::int64_t, kMemCategoryCount> peak_{};
+  std::array<std::int64_t, kMemCategoryCount> window_peak_{};
   std::int64_t current_total_ = 0;
   std::int64_t peak_total_ = 0;
 };

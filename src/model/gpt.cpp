@@ -122,25 +122,20 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
   return h;
 }
 
-Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSaved& saved) {
-  require(saved.forward_done && !saved.input_done, "GPT chunk ", range_string(units_),
-          saved.forward_done ? ": backward_input called twice for one micro-batch" : ": backward_input before forward");
+Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scale, ChunkSaved& saved) {
   GptModel& m = *model_;
   UnitHooks* hooks = m.hooks_;
   const int L = static_cast<int>(m.config_.n_layer), mb = saved.microbatch;
-  Tensor d = dy;
-  if (has_head()) {
-    if (hooks) hooks->before_backward_input(L + 1, mb);
-    m.sample_parameters();
+  if (hooks) hooks->before_backward_input(u, mb);
+  m.sample_parameters();
+  Tensor d;
+  if (u == L + 1) {
     d = m.ln_f_->backward_input(m.head_->backward_input(loss_scale, saved.head), saved.ln_f);
-    if (hooks) hooks->after_backward_input(L + 1, mb);
-  }
-  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
-  for (int u = last_block; u >= first_block; --u) {
-    const auto i = static_cast<std::size_t>(u - first_block);
+  } else if (u == 0) {
+    m.embedding_->backward_input(dy, saved.embedding);
+  } else {
+    const auto i = static_cast<std::size_t>(u - std::max(units_.first, 1));
     TransformerBlock& block = *m.blocks_[static_cast<std::size_t>(u - 1)];
-    if (hooks) hooks->before_backward_input(u, mb);
-    m.sample_parameters();
     if (!saved.block_inputs.empty()) {
       // Full recomputation: the block's forward again (its parameters are in hand: the hook above
       // gathered them under ZeRO-3), refilling its state; its output is not needed.
@@ -148,50 +143,61 @@ Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSave
       block.forward(saved.block_inputs[i], saved.blocks[i]);
       saved.block_inputs[i] = Tensor();
     }
-    d = block.backward_input(d, saved.blocks[i]);
-    if (hooks) hooks->after_backward_input(u, mb);
+    d = block.backward_input(dy, saved.blocks[i]);
   }
-  if (has_embedding()) {
-    if (hooks) hooks->before_backward_input(0, mb);
-    m.sample_parameters();
-    m.embedding_->backward_input(d, saved.embedding);
-    if (hooks) hooks->after_backward_input(0, mb);
-    d = Tensor();
+  if (hooks) hooks->after_backward_input(u, mb);
+  return d;
+}
+
+void ModelChunk::unit_backward_weight(int u, ChunkSaved& saved, bool last_of_step) {
+  GptModel& m = *model_;
+  const int L = static_cast<int>(m.config_.n_layer);
+  if (u == L + 1) {
+    m.head_->backward_weight(saved.head);
+    m.ln_f_->backward_weight(saved.ln_f);
+  } else if (u == 0) {
+    m.embedding_->backward_weight(saved.embedding);
+  } else {
+    m.blocks_[static_cast<std::size_t>(u - 1)]->backward_weight(
+        saved.blocks[static_cast<std::size_t>(u - std::max(units_.first, 1))]);
   }
+  if (last_of_step && m.hooks_) m.hooks_->grads_ready(u);
+}
+
+Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSaved& saved) {
+  require(saved.forward_done && !saved.input_done, "GPT chunk ", range_string(units_),
+          saved.forward_done ? ": backward_input called twice for one micro-batch" : ": backward_input before forward");
+  Tensor d = dy;
+  for (int u = units_.last; u >= units_.first; --u) d = unit_backward_input(u, d, loss_scale, saved);
   saved.input_done = true;
-  m.sample_kept();
+  model_->sample_kept();
   return d;
 }
 
 void ModelChunk::backward_weight(ChunkSaved& saved, bool last_of_step) {
   require(saved.input_done, "GPT chunk ", range_string(units_),
           ": backward_weight needs backward_input of the same micro-batch first");
-  GptModel& m = *model_;
-  UnitHooks* hooks = last_of_step ? m.hooks_ : nullptr;
-  const int L = static_cast<int>(m.config_.n_layer);
-  if (has_head()) {
-    m.head_->backward_weight(saved.head);
-    m.ln_f_->backward_weight(saved.ln_f);
-    if (hooks) hooks->grads_ready(L + 1);
-  }
-  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
-  for (int u = last_block; u >= first_block; --u) {
-    m.blocks_[static_cast<std::size_t>(u - 1)]->backward_weight(saved.blocks[static_cast<std::size_t>(u - first_block)]);
-    if (hooks) hooks->grads_ready(u);
-  }
-  if (has_embedding()) {
-    m.embedding_->backward_weight(saved.embedding);
-    if (hooks) hooks->grads_ready(0);
-  }
-  m.context_finished(saved);
+  for (int u = units_.last; u >= units_.first; --u) unit_backward_weight(u, saved, last_of_step);
+  model_->context_finished(saved);
   saved = ChunkSaved{};
-  m.sample_kept();
+  model_->sample_kept();
 }
 
 Tensor ModelChunk::backward(const Tensor& dy, double loss_scale, ChunkSaved& saved, bool last_of_step) {
-  Tensor dx = backward_input(dy, loss_scale, saved);
-  backward_weight(saved, last_of_step);
-  return dx;
+  require(saved.forward_done && !saved.input_done, "GPT chunk ", range_string(units_),
+          saved.forward_done ? ": backward called twice for one micro-batch" : ": backward before forward");
+  // Unit by unit: the same arithmetic as B then W (a unit's weight pass reads only its own saved
+  // state, and the tied wte's two contributions keep their order: head first, embedding last),
+  // but each unit's gradients are complete right after its own passes.
+  Tensor d = dy;
+  for (int u = units_.last; u >= units_.first; --u) {
+    d = unit_backward_input(u, d, loss_scale, saved);
+    unit_backward_weight(u, saved, last_of_step);
+  }
+  model_->context_finished(saved);
+  saved = ChunkSaved{};
+  model_->sample_kept();
+  return d;
 }
 
 std::vector<ModelParam> ModelChunk::parameters() const {

@@ -15,7 +15,7 @@
 // Micro-batches.  Every pass of a chunk takes a ChunkSaved that the caller owns per (chunk,
 // micro-batch): forward fills it, backward_input (B) consumes most of it and keeps what the weight
 // pass needs, backward_weight (W) releases it.  So any number of micro-batches can be in flight,
-// in any order, through one model object.  The fused backward is B then W.
+// in any order, through one model object.  The fused backward runs each unit's B then its W, unit by unit.
 //
 // Loss.  The chunk holding the head returns the SUM of the token losses over the logit rows this
 // rank holds (every rank of the vocabulary split returns the same sum); reducing it (over the
@@ -100,13 +100,19 @@ class ModelChunk {
   // W: every unit's weight gradients, head first; `last_of_step` marks the step's last W of this
   // chunk, after which each unit's gradients are complete (UnitHooks::grads_ready).
   void backward_weight(ChunkSaved& saved, bool last_of_step = false);
-  // B then W.
+  // The fused backward: unit by unit, head first, each unit's B followed by its W (the same values
+  // as B then W; the pipeline runs it where no input gradient waits to be sent upstream:
+  // plan/schedule.hpp fused_backward_unit_by_unit).
   Tensor backward(const Tensor& dy, double loss_scale, ChunkSaved& saved, bool last_of_step = false);
 
   // The chunk's parameters, in nanoGPT state_dict order.
   std::vector<ModelParam> parameters() const;
 
  private:
+  // Unit u's backward-input pass inside the chunk's (hooks around it): the gradient of its input.
+  Tensor unit_backward_input(int u, const Tensor& dy, double loss_scale, ChunkSaved& saved);
+  // Unit u's weight pass; on the step's last one, UnitHooks::grads_ready(u).
+  void unit_backward_weight(int u, ChunkSaved& saved, bool last_of_step);
   GptModel* model_;
   UnitRange units_;
 };

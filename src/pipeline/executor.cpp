@@ -24,11 +24,7 @@ PipelineExecutor::PipelineExecutor(GptModel& model, const Mesh& mesh, Schedule s
   require(stage >= 0 && stage < schedule_.stages, "pipeline: stage ", stage, " is outside [0, ", schedule_.stages, ")");
   require(static_cast<int>(model.chunks().size()) == schedule_.chunks, "pipeline: the model holds ",
           model.chunks().size(), " chunks; the schedule runs ", schedule_.chunks, " per stage");
-  const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
-  last_weight_pass_.assign(static_cast<std::size_t>(schedule_.chunks), -1);
-  for (std::size_t i = 0; i < list.size(); ++i)
-    if (list[i].op == PassKind::W || list[i].op == PassKind::BW)
-      last_weight_pass_[static_cast<std::size_t>(list[i].chunk)] = static_cast<int>(i);
+  last_weight_pass_ = last_weight_actions(schedule_, stage_);
 }
 
 bool PipelineExecutor::needs_input(const Action& a) const {
@@ -114,8 +110,15 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
       }
       break;
     }
-    case PassKind::B:
-    case PassKind::BW: {
+    case PassKind::BW:
+      if (fused_backward_unit_by_unit(schedule_, stage_, a.chunk)) {  // nothing to send upstream
+        PhaseScope phase(mesh_.ledger(), "backward");
+        chunk.backward(input, loss_scale, slots_.at(key).saved, last_weight);
+        slots_.erase(key);
+        break;
+      }
+      [[fallthrough]];
+    case PassKind::B: {
       Slot& slot = slots_.at(key);
       Tensor dx;
       {

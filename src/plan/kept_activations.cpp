@@ -55,8 +55,10 @@ KeptActivations kept_activations(const Schedule& schedule, const StagePartition&
       case PassKind::B: set(a, c.after_input); break;
       case PassKind::W: finish(a); break;
       case PassKind::BW:
-        set(a, c.after_input);
-        pass_end();
+        if (!fused_backward_unit_by_unit(schedule, stage, a.chunk)) {
+          set(a, c.after_input);
+          pass_end();
+        }
         finish(a);
         break;
     }

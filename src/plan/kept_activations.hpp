@@ -2,7 +2,8 @@
 // Kept activations of one pipeline stage over a step's schedule (docs/memory.md): every
 // (micro-batch, chunk) context holds, from its forward F until its backward-input pass B, the sum
 // of its units' after-forward bytes, and from B until its weight pass W their after-input bytes;
-// a fused backward BW passes through both.  The stage's kept bytes after a pass are the sum over
+// a fused backward BW passes through both, except where it runs unit by unit
+// (fused_backward_unit_by_unit: no pass end between B and W).  The stage's kept bytes after a pass are the sum over
 // the contexts then in flight; the peak is their maximum over the pass ends of the step — where
 // GptModel samples the same sum from the tensors the contexts hold.
 #include <cstdint>
@@ -19,7 +20,7 @@ struct UnitKeptBytes {
 };
 
 struct KeptActivations {
-  std::vector<std::int64_t> after_pass;  // after each pass end of the stage, in order (BW: two)
+  std::vector<std::int64_t> after_pass;  // after each pass end of the stage, in order (a split BW: two)
   std::int64_t peak = 0;
   int peak_contexts = 0;  // contexts in flight at the (first) peak
 };

@@ -148,6 +148,20 @@ Schedule make_schedule(ScheduleKind kind, int p, int m, int v, int group) {
   return s;
 }
 
+std::vector<int> last_weight_actions(const Schedule& schedule, int stage) {
+  require(stage >= 0 && static_cast<std::size_t>(stage) < schedule.actions.size(), "stage ", stage,
+          " is not a stage of this schedule (", schedule.actions.size(), " stages)");
+  std::vector<int> last(static_cast<std::size_t>(schedule.chunks), -1);
+  const std::vector<Action>& list = schedule.actions[static_cast<std::size_t>(stage)];
+  for (std::size_t i = 0; i < list.size(); ++i)
+    if (list[i].op == PassKind::W || list[i].op == PassKind::BW) last.at(static_cast<std::size_t>(list[i].chunk)) = static_cast<int>(i);
+  return last;
+}
+
+bool fused_backward_unit_by_unit(const Schedule& schedule, int stage, int chunk) {
+  return schedule.virtual_stage(stage, chunk) == 0;
+}
+
 int forwards_before_first_backward(const Schedule& schedule, int stage) {
   int n = 0;
   for (const Action& a : schedule.actions.at(static_cast<std::size_t>(stage))) {

@@ -61,4 +61,17 @@ Schedule make_schedule(ScheduleKind kind, int stages, int micro_batches, int chu
 // steady phase's first one (1F1B: min(p − r − 1, m) + 1, or m when every forward is warm-up).
 int forwards_before_first_backward(const Schedule& schedule, int stage);
 
+// Per chunk, the index in stage `stage`'s action list of its last weight pass (W or BW) of the
+// step, or −1: where that chunk's gradients become complete (the pipeline engine reports them
+// there, and the ZeRO engine starts their reduction).
+std::vector<int> last_weight_actions(const Schedule& schedule, int stage);
+
+// How a fused backward (BW) of `chunk` on `stage` runs.  On virtual stage 0 there is no input
+// gradient to send upstream, so it runs unit by unit, each unit's backward-input pass followed by
+// its weight pass (a unit's gradients are complete as early as possible, so ZeRO-2/3 reduce and free
+// them while the units below still run).  Elsewhere all backward-input passes run first, the input
+// gradient is sent, and then the weight passes: the stage upstream waits for that gradient, not
+// for this stage's weight passes.
+bool fused_backward_unit_by_unit(const Schedule& schedule, int stage, int chunk);
+
 }  // namespace mdtp

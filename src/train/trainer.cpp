@@ -15,6 +15,7 @@
 #include "pipeline/executor.hpp"
 #include "plan/bucket_memory.hpp"
 #include "plan/gathered_parameters.hpp"
+#include "plan/gradient_peak.hpp"
 #include "plan/kept_activations.hpp"
 #include "plan/unit_passes.hpp"
 #include "run/provenance.hpp"
@@ -76,12 +77,13 @@ std::vector<MemoryRow> memory_rows(const TrainResult& result, const Backend& bac
   rows.push_back({"activations_at_pass_ends", 0, k.allocator_at_pass_ends, -1});
   rows.push_back({"parameters_in_pass", 0, k.parameters_in_pass, k.parameters_in_pass_model});
   // ---- end activation memory
+  rows.push_back({"gradients_in_step", 0, result.gradients_in_step.measured, result.gradients_in_step.model});
   return rows;
 }
 
 // Every rank's rows gathered to every rank (outside the ledger: this is reporting, not training
-// traffic); one table row per (world rank, row).  Returns whether activations_kept and
-// parameters_in_pass equal their models on every rank.
+// traffic); one table row per (world rank, row).  Returns whether activations_kept,
+// parameters_in_pass and gradients_in_step equal their models on every rank.
 bool add_memory_rows(Table& table, const TrainResult& result, int stage, const Mesh& mesh, const Backend& backend) {
   const std::vector<MemoryRow> rows = memory_rows(result, backend);
   std::vector<double> mine;
@@ -101,7 +103,9 @@ bool add_memory_rows(Table& table, const TrainResult& result, int stage, const M
   for (int r = 0; r < world.size(); ++r)
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const double* row = &v[static_cast<std::size_t>(r) * per_rank + 4 * i];
-      if ((rows[i].name == "activations_kept" || rows[i].name == "parameters_in_pass") && row[2] != row[3])
+      if ((rows[i].name == "activations_kept" || rows[i].name == "parameters_in_pass" ||
+           rows[i].name == "gradients_in_step") &&
+          row[2] != row[3])
         kept_equal = false;
       table.row()(std::int64_t{r})(static_cast<std::int64_t>(row[0]))(rows[i].name)(static_cast<std::int64_t>(row[1]))(
           static_cast<std::int64_t>(row[2]))(static_cast<std::int64_t>(row[3]));
@@ -135,6 +139,22 @@ std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPl
   return held + gathered_parameter_peak(reads, bytes, zero.keep_parameters_for_step);
 }
 // ---- end activation memory
+
+// The `gradients` counter's peak inside a step: what the bucket plan says is held, plus, at stages
+// 2–3, the full gradient buckets held at once (plan/gradient_peak.hpp); stages 0–1 hold their
+// gradients whole throughout.
+std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPlan& plan, int stage,
+                                        const ZeroConfig& zero) {
+  const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).gradients;
+  if (zero.stage < 2) return held;
+  std::vector<std::vector<int>> writers;
+  std::vector<std::int64_t> bytes;
+  for (std::size_t b = 0; b < engine.layout().bucket_count(); ++b) {
+    writers.push_back(engine.layout().writers(b));
+    bytes.push_back(engine.plan().buckets[b].bytes());
+  }
+  return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage), writers, bytes);
+}
 
 // This stage's chunks as the model takes them.
 std::vector<UnitRange> stage_chunks(const StagePartition& partition, int stage) {
@@ -310,6 +330,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   run::StopRequest stop_request;
   std::string nonfinite;  // why training stopped on a non-finite value, "" when it did not
   // ---- end faults
+  backend->allocator().tracker().start_window();  // the steps' own peaks (gradients_in_step)
   for (std::int64_t s = 0; s < tc.steps; ++s) {
     const StepTokens batch = step_tokens(plan.data, state.data_position, replica, plan);
     ledger.clear();
@@ -401,6 +422,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   result.kept_activations.parameters_in_pass = model.kept_sample().parameters_in_pass_peak;
   result.kept_activations.parameters_in_pass_model = modelled_parameters_in_pass(engine, plan, stage, tc.zero);
   // ---- end activation memory
+  result.gradients_in_step.measured =
+      result.steps.empty() ? 0 : backend->allocator().tracker().window_peak(MemCategory::gradients);
+  result.gradients_in_step.model = modelled_gradients_in_step(engine, plan, stage, tc.zero);
   Table memory = memory_table();
   result.kept_activations.equal_on_every_rank = add_memory_rows(memory, result, stage, mesh, *backend);
 

@@ -108,6 +108,12 @@ struct TrainResult {
     std::int64_t parameters_in_pass = 0, parameters_in_pass_model = 0;
   } kept_activations;
   // ---- end activation memory
+  // The `gradients` counter's peak inside the steps (ZeRO-2/3 free each full gradient bucket once
+  // it is reduced: docs/zero.md §3) and its model (plan/gradient_peak.hpp); 0 measured when no step
+  // ran.  kept_activations.equal_on_every_rank covers it too.
+  struct GradientsInStep {
+    std::int64_t measured = 0, model = 0;
+  } gradients_in_step;
   // Faults (docs/failures.md): the signal that stopped the run after a step (0: none; results and
   // checkpoint are written all the same), and the steps skipped for a non-finite loss.
   int stop_signal = 0;

@@ -6,8 +6,10 @@
 //
 // Stage 1 starts every reduce-scatter when the gradients are finished; stages 2–3 start a bucket's
 // as soon as every unit writing into it reported grads_ready, so it overlaps the rest of the
-// backward pass, and free the full bucket once its sum has arrived.  Every call is tagged with
-// the phase "grad-sync", whatever pass is running when it starts.
+// backward pass.  They wait for it, and free the full bucket, when the next unit that completes a
+// bucket reports (or in finish): at most the buckets of the latest such unit are in flight, so
+// full gradients do not pile up during backward.  Every call is tagged with the phase "grad-sync",
+// whatever pass is running when it starts.
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -20,22 +22,27 @@ class GradientReducer {
   GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend);
   // A new step: no bucket started, every writer outstanding.
   void begin_step();
-  // A unit's gradients are complete: start each bucket whose writers are all done (stages 2–3).
+  // A unit's gradients are complete: start each bucket whose writers are all done, then complete
+  // the buckets started at the previous such call (stages 2–3).
   void unit_ready(int unit);
-  // Starts the buckets not yet started, waits for all in bucket order, sums the shards over their
-  // partial groups and (stages 2–3) frees the full gradients.
+  // Starts the buckets not yet started, completes the rest in bucket order, then sums every shard
+  // over its partial groups.
   void finish();
   // Buckets whose reduce-scatter has started this step (tests observe the overlap with it).
   std::size_t started() const { return started_count_; }
 
  private:
   void start(std::size_t b);
+  // Waits for bucket b's reduce-scatter, puts the sum in its shard and (stages 2–3) frees the full
+  // gradient.
+  void complete(std::size_t b);
   const ZeroLayout& layout_;
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
   std::vector<std::vector<int>> outstanding_;  // per bucket, writers not yet ready
-  std::vector<bool> started_;
+  std::vector<bool> started_, completed_;
+  std::vector<std::size_t> in_flight_;  // started at the latest unit_ready that started any
   std::vector<CommHandle> handles_;
   std::vector<Tensor> targets_;  // where each reduce-scatter lands
   std::size_t started_count_ = 0;

@@ -95,12 +95,17 @@ void ZeroBuffers::release_values(std::size_t b) {
   value_full_[b] = Tensor();
 }
 
-void ZeroBuffers::open_gradients() {
+void ZeroBuffers::begin_gradients() {
   for (std::size_t b = 0; b < grad_full_.size(); ++b) {
-    if (stage_ == 1) {
-      backend_.fill(grad_full_[b], 0.0);
-      continue;
-    }
+    if (stage_ == 1) backend_.fill(grad_full_[b], 0.0);
+    else if (grad_full_[b].defined()) release_full_gradients(b);  // left by a step that was not finished
+  }
+}
+
+void ZeroBuffers::open_gradients(const std::vector<std::size_t>& buckets) {
+  if (stage_ == 1) return;
+  for (const std::size_t b : buckets) {
+    if (grad_full_.at(b).defined()) continue;
     const Bucket& bucket = layout_.bucket(b);
     grad_full_[b] = backend_.zeros({bucket.padded}, bucket.dtype, MemCategory::gradients);
     bind(b, grad_full_[b], true);

@@ -4,8 +4,9 @@
 //
 //   stage   values                          gradients
 //   1       full bucket (parameters)        full bucket; this rank's shard is a view of it
-//   2       full bucket                     the shard only (the full bucket exists from
-//                                           begin_step until its reduce-scatter completes)
+//   2       full bucket                     the shard only (the full bucket exists from the
+//                                           first backward pass that writes into it until its
+//                                           reduce-scatter completes)
 //   3       the shard only; a unit's full   as stage 2
 //           buckets while it runs
 //
@@ -42,8 +43,11 @@ class ZeroBuffers {
   // This rank's shard of bucket b's (reduced) gradient.
   Tensor& grad_shard(std::size_t b) { return grad_shard_.at(b); }
   const Tensor& grad_full(std::size_t b) const { return grad_full_.at(b); }
-  // Zeroed full gradient buckets bound to the parameters: the start of a step.
-  void open_gradients();
+  // The start of a step: stage 1 zeroes its full gradients; stages 2–3 hold none yet.
+  void begin_gradients();
+  // Stages 2–3: zeroed full gradient buffers for the buckets not yet open in this step, bound to
+  // the parameters (before the first pass that adds into them); a no-op at stage 1.
+  void open_gradients(const std::vector<std::size_t>& buckets);
   // Stages 2–3: unbind and free bucket b's full gradient (its shard holds the reduced sum now).
   void release_full_gradients(std::size_t b);
 

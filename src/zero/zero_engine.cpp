@@ -37,6 +37,8 @@ class ZeroEngine::Hooks final : public UnitHooks {
     engine_.after_pass(unit, +1);
   }
   void before_backward_input(int unit, int microbatch) override {
+    // The unit's backward passes add into these buckets (LayerNorm's in this pass already).
+    engine_.buffers_->open_gradients(engine_.layout_.writes(unit));
     engine_.before_pass(unit, -1);
     if (next_) next_->before_backward_input(unit, microbatch);
   }
@@ -87,7 +89,7 @@ void ZeroEngine::begin_step() {
   if (unsharded_) {
     model_.zero_gradients();
   } else {
-    buffers_->open_gradients();
+    buffers_->begin_gradients();
     reducer_->begin_step();
   }
   phase_ = Phase::accumulating;

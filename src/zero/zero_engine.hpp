@@ -4,7 +4,7 @@
 //
 //   ZeroEngine engine(zero, optimizer, model, mesh, backend);
 //   for each step:
-//     engine.begin_step();           // gradients zeroed (in the buckets)
+//     engine.begin_step();           // stage 1 zeroes its gradients; 2–3 open buckets as backward reaches them
 //     … the model's chunks: forward / backward_input / backward_weight per micro-batch
 //       (last_of_step on the step's last W of each chunk) …
 //     engine.finish_gradients();     // phase grad-sync: the rest of the reduction

@@ -80,6 +80,9 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
         add_unique(forward_reads_[static_cast<std::size_t>(head)], b);
         if (std::find(writers_[b].begin(), writers_[b].end(), head) == writers_[b].end()) writers_[b].push_back(head);
       }
+  writes_.resize(static_cast<std::size_t>(units));
+  for (std::size_t b = 0; b < writers_.size(); ++b)
+    for (const int u : writers_[b]) add_unique(writes_.at(static_cast<std::size_t>(u)), b);
   backward_reads_ = forward_reads_;
   backward_reads_[0].clear();
   for (const ModelChunk& c : model.chunks()) chunks_.push_back(c.units());

@@ -58,6 +58,9 @@ class ZeroLayout {
   // The units whose weight pass adds into bucket b's gradients (its parameters' units, and the head
   // for a tied wte): the bucket is complete once each of them reported grads_ready.
   const std::vector<int>& writers(std::size_t b) const { return writers_.at(b); }
+  // The buckets unit u's passes add gradients into (the inverse of writers): stages 2–3 allocate
+  // their full gradient buffers before the unit's first backward-input pass of a step.
+  const std::vector<std::size_t>& writes(int u) const { return writes_.at(static_cast<std::size_t>(u)); }
   // The unit the same chunk runs after u in a pass of `direction` (+1 forward, -1 backward), or -1.
   int next_unit(int u, int direction) const;
 
@@ -83,6 +86,7 @@ class ZeroLayout {
   std::vector<int> shard_ranks_;
   std::vector<std::vector<std::size_t>> forward_reads_, backward_reads_;
   std::vector<std::vector<int>> writers_;
+  std::vector<std::vector<std::size_t>> writes_;
   std::vector<UnitRange> chunks_;
   const Mesh* mesh_ = nullptr;
   std::uint64_t seed_ = 0;

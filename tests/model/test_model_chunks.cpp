@@ -235,20 +235,14 @@ TEST_CASE("unit hooks fire in order, and gradients are ready only after the step
       want.push_back(event('F', u, i));
       want.push_back(event('f', u, i));
     }
-  for (int i = 0; i < 2; ++i) {
-    for (int u = L + 1; u >= 2; --u) {
+  // The fused backward runs unit by unit: each unit's backward-input pass, then its weight pass,
+  // whose end on the step's last micro-batch makes the unit's gradients complete.
+  for (int i = 0; i < 2; ++i)
+    for (int u = L + 1; u >= 0; --u) {
       want.push_back(event('B', u, i));
       want.push_back(event('b', u, i));
+      if (i == 1) want.push_back(event('G', u));
     }
-    if (i == 1)
-      for (int u = L + 1; u >= 2; --u) want.push_back(event('G', u));
-    for (int u = 1; u >= 0; --u) {
-      want.push_back(event('B', u, i));
-      want.push_back(event('b', u, i));
-    }
-    if (i == 1)
-      for (int u = 1; u >= 0; --u) want.push_back(event('G', u));
-  }
   CHECK(hooks.calls == want);
 }
 
