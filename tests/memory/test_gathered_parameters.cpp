@@ -10,7 +10,7 @@
 
 #include "model/gpt_harness.hpp"
 #include "plan/gathered_parameters.hpp"
-#include "train/trainer.hpp"
+#include "train/train_shape.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -18,21 +18,19 @@ using namespace mdtp::testing;
 namespace {
 
 struct GatherCase {
-  std::string label;
-  TpMode mode = TpMode::none;
-  int tp = 1, pp = 1, micro_batches = 1, zero = 3;
-  bool keep = false;
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  TrainShape shape;
+  bool keep = false;  // ZeroConfig::keep_parameters_for_step
 };
 
 std::vector<GatherCase> gather_cases(int world) {
   switch (world) {
     case 2:
-      return {{"zero3 dp2", TpMode::none}, {"zero3 keep dp2", TpMode::none, 1, 1, 1, 3, true},
-              {"zero1 dp2", TpMode::none, 1, 1, 1, 1}};
+      return {{{"zero3 dp2", TpMode::none, 1, 1, 1, 3}},
+              {{"zero3 keep dp2", TpMode::none, 1, 1, 1, 3}, true},
+              {{"zero1 dp2", TpMode::none, 1, 1, 1, 1}}};
     case 4:
-      return {{"zero3 1d tp2 dp2", TpMode::d1, 2},
-              {"zero3 pp2 zb-h1 dp2", TpMode::none, 1, 2, 2, 3, false, ScheduleKind::zb_h1}};
+      return {{{"zero3 1d tp2 dp2", TpMode::d1, 2, 1, 1, 3}},
+              {{"zero3 pp2 zb-h1 dp2", TpMode::none, 1, 2, 2, 3, ScheduleKind::zb_h1}}};
     default: return {};
   }
 }
@@ -43,19 +41,9 @@ TEST_CASE("inside a pass the parameters counter equals the held shards plus the 
           "[memory][zero]") {
   const int world = world_size();
   for (const GatherCase& c : gather_cases(world)) {
-    DYNAMIC_SECTION(c.label) {
-      TrainConfig t;
-      t.tp_mode = c.mode;
-      t.tp = c.tp;
-      t.pp = c.pp;
-      t.schedule = c.schedule;
-      t.micro_batches = c.micro_batches;
-      t.zero.stage = c.zero;
-      t.zero.bucket_mb = 0.004;
+    DYNAMIC_SECTION(c.shape.label) {
+      TrainConfig t = small_train_config(c.shape, world);
       t.zero.keep_parameters_for_step = c.keep;
-      t.model = GptConfig{0, 4, 4, 32, 16};
-      t.batch = 2 * world / (c.tp * c.pp) * c.micro_batches;
-      t.steps = 2;
       const TrainResult r = train(t, MPI_COMM_WORLD);
       const TrainResult::KeptActivations& k = r.kept_activations;
       INFO("parameters inside a pass: measured " << k.parameters_in_pass << " B, model " << k.parameters_in_pass_model);
@@ -65,10 +53,10 @@ TEST_CASE("inside a pass the parameters counter equals the held shards plus the 
       std::int64_t held = -1;
       for (const auto& [category, bytes] : r.memory_model)
         if (category == MemCategory::parameters) held = bytes;
-      if (c.zero < 3) CHECK(k.parameters_in_pass == held);
+      if (c.shape.zero < 3) CHECK(k.parameters_in_pass == held);
       else CHECK(k.parameters_in_pass > held);
       if (world_rank() == 0)
-        std::cout << "[gathered parameters] " << c.label << ": " << k.parameters_in_pass << " B inside a pass, "
+        std::cout << "[gathered parameters] " << c.shape.label << ": " << k.parameters_in_pass << " B inside a pass, "
                   << held << " B held between steps\n";
     }
   }

@@ -11,7 +11,7 @@
 #include "model/gpt_harness.hpp"
 #include "plan/gradient_peak.hpp"
 #include "plan/bucket_memory.hpp"
-#include "train/trainer.hpp"
+#include "train/train_shape.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -19,28 +19,25 @@ using namespace mdtp::testing;
 namespace {
 
 struct GradientCase {
-  std::string label;
-  TpMode mode = TpMode::none;
-  int tp = 1, pp = 1, micro_batches = 1, zero = 2;
+  TrainShape shape;
   bool offload = false;
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
 };
 
 std::vector<GradientCase> gradient_cases(int world) {
   switch (world) {
     case 2:
-      return {{"zero2 dp2", TpMode::none},
-              {"zero3 dp2", TpMode::none, 1, 1, 1, 3},
-              {"zero2 dp2 m3", TpMode::none, 1, 1, 3},
-              {"zero2 offload dp2", TpMode::none, 1, 1, 1, 2, true},
-              {"zero1 dp2", TpMode::none, 1, 1, 1, 1},
-              {"zero0 dp2", TpMode::none, 1, 1, 1, 0}};
+      return {{{"zero2 dp2", TpMode::none, 1, 1, 1, 2}},
+              {{"zero3 dp2", TpMode::none, 1, 1, 1, 3}},
+              {{"zero2 dp2 m3", TpMode::none, 1, 1, 3, 2}},
+              {{"zero2 offload dp2", TpMode::none, 1, 1, 1, 2}, true},
+              {{"zero1 dp2", TpMode::none, 1, 1, 1, 1}},
+              {{"zero0 dp2", TpMode::none, 1, 1, 1, 0}}};
     case 4:
-      return {{"zero2 1d tp2 dp2", TpMode::d1, 2},
-              {"zero3 pp2 1f1b dp2 m2", TpMode::none, 1, 2, 2, 3},
-              {"zero2 pp2 zb-h1 dp2 m2", TpMode::none, 1, 2, 2, 2, false, ScheduleKind::zb_h1}};
+      return {{{"zero2 1d tp2 dp2", TpMode::d1, 2, 1, 1, 2}},
+              {{"zero3 pp2 1f1b dp2 m2", TpMode::none, 1, 2, 2, 3}},
+              {{"zero2 pp2 zb-h1 dp2 m2", TpMode::none, 1, 2, 2, 2, ScheduleKind::zb_h1}}};
     case 8:
-      return {{"zero2 2d tp4 dp2", TpMode::d2, 4}, {"zero3 dp8", TpMode::none, 1, 1, 1, 3}};
+      return {{{"zero2 2d tp4 dp2", TpMode::d2, 4, 1, 1, 2}}, {{"zero3 dp8", TpMode::none, 1, 1, 1, 3}}};
     default: return {};
   }
 }
@@ -57,19 +54,10 @@ TEST_CASE("inside a step the gradients counter equals the held shards plus the f
           "[memory][zero]") {
   const int world = world_size();
   for (const GradientCase& c : gradient_cases(world)) {
-    DYNAMIC_SECTION(c.label) {
-      TrainConfig t;
-      t.tp_mode = c.mode;
-      t.tp = c.tp;
-      t.pp = c.pp;
-      t.schedule = c.schedule;
-      t.micro_batches = c.micro_batches;
-      t.zero.stage = c.zero;
+    DYNAMIC_SECTION(c.shape.label) {
+      const TrainShape& shape = c.shape;
+      TrainConfig t = small_train_config(shape, world);
       t.zero.offload = c.offload;
-      t.zero.bucket_mb = 0.004;  // many buckets in this small model
-      t.model = GptConfig{0, 4, 4, 32, 16};
-      t.batch = 2 * world / (c.tp * c.pp) * c.micro_batches;
-      t.steps = 2;
       const TrainResult r = train(t, MPI_COMM_WORLD);
       const std::int64_t held = bytes_in(r.memory_model, MemCategory::gradients);
       INFO("gradients inside a step: measured " << r.gradients_in_step.measured << " B, model "
@@ -78,20 +66,20 @@ TEST_CASE("inside a step the gradients counter equals the held shards plus the f
       CHECK(r.kept_activations.equal_on_every_rank);
       // Between steps, the shards (stages 2–3) or the whole gradients (0–1), as before.
       CHECK(bytes_in(r.memory_held, MemCategory::gradients) == held);
-      if (c.zero < 2) {
+      if (shape.zero < 2) {
         CHECK(r.gradients_in_step.model == held);
       } else {
         CHECK(r.gradients_in_step.model > held);
         // One micro-batch on one stage: units complete one by one and their buckets are freed
         // while backward runs, so fewer than all full buckets are ever held together.
         // The full buckets are dp shards each (offload adds a host copy of the shard to `held`).
-        if (c.pp == 1 && c.micro_batches == 1) {
-          const std::int64_t shards = c.offload ? held / 2 : held, dp = world / (c.tp * c.pp);
+        if (shape.pp == 1 && shape.micro_batches == 1) {
+          const std::int64_t shards = c.offload ? held / 2 : held, dp = world / (shape.tp * shape.pp);
           CHECK(r.gradients_in_step.model - held < shards * dp);
         }
       }
       if (world_rank() == 0)
-        std::cout << "[gradient peak] " << c.label << ": " << r.gradients_in_step.measured
+        std::cout << "[gradient peak] " << shape.label << ": " << r.gradients_in_step.measured
                   << " B inside a step (model " << r.gradients_in_step.model << " B), " << held
                   << " B held between steps\n";
     }

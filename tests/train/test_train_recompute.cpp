@@ -9,7 +9,7 @@
 
 #include "model/gpt_harness.hpp"
 #include "io/h5_file.hpp"
-#include "train/trainer.hpp"
+#include "train/train_shape.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -21,14 +21,7 @@ std::string shared_path(const std::string& name) {
   return dir.path() + "/" + name;
 }
 
-struct RecomputeCase {
-  std::string label;
-  TpMode mode = TpMode::none;
-  int tp = 1, pp = 1, micro_batches = 1, zero = 0;
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
-};
-
-std::vector<RecomputeCase> recompute_cases(int world) {
+std::vector<TrainShape> recompute_cases(int world) {
   switch (world) {
     case 2: return {{"none dp2", TpMode::none, 1, 1, 2, 0}};
     case 4:
@@ -57,18 +50,9 @@ std::int64_t peak_activations(const TrainResult& r) {
 
 TEST_CASE("full recomputation gives bit-identical training and keeps fewer activations", "[train][recompute]") {
   const int world = world_size();
-  for (const RecomputeCase& c : recompute_cases(world)) {
+  for (const TrainShape& c : recompute_cases(world)) {
     DYNAMIC_SECTION(c.label) {
-      TrainConfig t;
-      t.tp_mode = c.mode;
-      t.tp = c.tp;
-      t.pp = c.pp;
-      t.schedule = c.schedule;
-      t.micro_batches = c.micro_batches;
-      t.zero.stage = c.zero;
-      t.zero.bucket_mb = 0.004;
-      t.model = GptConfig{0, 4, 4, 32, 16};
-      t.batch = 4 * world / (c.tp * c.pp) * c.micro_batches;
+      TrainConfig t = small_train_config(c, world, 4);
       t.steps = 3;
       t.optimizer.lr = 2e-2;
       t.optimizer.grad_clip = 0.5;
