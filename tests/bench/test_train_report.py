@@ -8,7 +8,8 @@ equals its model on every rank, and must show each run's set-up time.  Then one 
 is changed in a copy of the file and the verdict must turn to DIFFERS, naming how many rows:
   - a ledger row's model bytes (last step);
   - a modelled memory row's bytes held after the last step;
-  - the kept-activation peak (a row modelled by its peak, not by what is held at the end);
+  - the kept-activation peak and the ZeRO-3 run's gradients peak inside a step (rows modelled by
+    their peak, not by what is held at the end);
 and changing what a peak row holds at the end must NOT change the verdict (that row is compared
 by its peak: the report once said DIFFERS for every run because of it).
 
@@ -146,7 +147,15 @@ def main():
     _, rows, _ = verdicts(path, os.path.join(args.dir, "report-peak"))
     check("DIFFERS on 1 (rank, category) rows" in rows[first], f"kept-activation peak changed: {first} DIFFERS on 1 row")
 
-    # ... so what it holds at the end does not matter.
+    # The ZeRO-3 run's gradients peak inside its steps (the full buckets it held at once), also a peak row.
+    path = tampered("gradients-in-step")
+    edit(path, second, "memory", add("peak_bytes", category_row("gradients_in_step", 1), 64))
+    _, rows, _ = verdicts(path, os.path.join(args.dir, "report-gradients-in-step"))
+    check("DIFFERS on 1 (rank, category) rows" in rows[second],
+          f"gradients peak inside a step changed: {second} DIFFERS on 1 row")
+    check("| equal on every rank |" in rows[first], f"... and {first} still equal on every rank")
+
+    # ... so what a peak row holds at the end does not matter.
     path = tampered("peak-held")
     edit(path, first, "memory", add("held_bytes", category_row("activations_kept"), 12345))
     _, rows, _ = verdicts(path, os.path.join(args.dir, "report-peak-held"))
