@@ -3,9 +3,9 @@
 // (micro-batch, chunk) context holds, from its forward F until its backward-input pass B, the sum
 // of its units' after-forward bytes, and from B until its weight pass W their after-input bytes;
 // a fused backward BW passes through both, except where it runs unit by unit
-// (fused_backward_unit_by_unit: no pass end between B and W).  The stage's kept bytes after a pass are the sum over
-// the contexts then in flight; the peak is their maximum over the pass ends of the step — where
-// GptModel samples the same sum from the tensors the contexts hold.
+// (fused_backward_unit_by_unit: no pass end between B and W).  The stage's kept bytes after a
+// pass are the sum over the contexts then in flight; the peak is their maximum over the pass ends
+// of the step — where GptModel samples the same sum from the tensors the contexts hold.
 #include <cstdint>
 #include <vector>
 

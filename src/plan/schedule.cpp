@@ -154,7 +154,8 @@ std::vector<int> last_weight_actions(const Schedule& schedule, int stage) {
   std::vector<int> last(static_cast<std::size_t>(schedule.chunks), -1);
   const std::vector<Action>& list = schedule.actions[static_cast<std::size_t>(stage)];
   for (std::size_t i = 0; i < list.size(); ++i)
-    if (list[i].op == PassKind::W || list[i].op == PassKind::BW) last.at(static_cast<std::size_t>(list[i].chunk)) = static_cast<int>(i);
+    if (list[i].op == PassKind::W || list[i].op == PassKind::BW)
+      last.at(static_cast<std::size_t>(list[i].chunk)) = static_cast<int>(i);
   return last;
 }
 

@@ -62,6 +62,7 @@ std::int64_t modelled(const ZeroHeldBytes& model, MemCategory c) {
 struct MemoryRow {
   std::string name;
   std::int64_t held = 0, peak = 0, model = -1;
+  bool peak_modelled = false;  // the model is of the peak, and must equal it on every rank
 };
 
 std::vector<MemoryRow> memory_rows(const TrainResult& result, const Backend& backend) {
@@ -73,17 +74,17 @@ std::vector<MemoryRow> memory_rows(const TrainResult& result, const Backend& bac
   // model, and the allocator's `activations` counter at those points (it adds the boundary
   // tensors in flight, so it is reported beside, not modelled).
   const TrainResult::KeptActivations& k = result.kept_activations;
-  rows.push_back({"activations_kept", 0, k.measured, k.model});
+  rows.push_back({"activations_kept", 0, k.measured, k.model, true});
   rows.push_back({"activations_at_pass_ends", 0, k.allocator_at_pass_ends, -1});
-  rows.push_back({"parameters_in_pass", 0, k.parameters_in_pass, k.parameters_in_pass_model});
+  rows.push_back({"parameters_in_pass", 0, k.parameters_in_pass, k.parameters_in_pass_model, true});
   // ---- end activation memory
-  rows.push_back({"gradients_in_step", 0, result.gradients_in_step.measured, result.gradients_in_step.model});
+  rows.push_back({"gradients_in_step", 0, result.gradients_in_step.measured, result.gradients_in_step.model, true});
   return rows;
 }
 
 // Every rank's rows gathered to every rank (outside the ledger: this is reporting, not training
-// traffic); one table row per (world rank, row).  Returns whether activations_kept,
-// parameters_in_pass and gradients_in_step equal their models on every rank.
+// traffic); one table row per (world rank, row).  Returns whether the rows whose model is a peak
+// (activations_kept, parameters_in_pass, gradients_in_step) equal it on every rank.
 bool add_memory_rows(Table& table, const TrainResult& result, int stage, const Mesh& mesh, const Backend& backend) {
   const std::vector<MemoryRow> rows = memory_rows(result, backend);
   std::vector<double> mine;
@@ -103,10 +104,7 @@ bool add_memory_rows(Table& table, const TrainResult& result, int stage, const M
   for (int r = 0; r < world.size(); ++r)
     for (std::size_t i = 0; i < rows.size(); ++i) {
       const double* row = &v[static_cast<std::size_t>(r) * per_rank + 4 * i];
-      if ((rows[i].name == "activations_kept" || rows[i].name == "parameters_in_pass" ||
-           rows[i].name == "gradients_in_step") &&
-          row[2] != row[3])
-        kept_equal = false;
+      if (rows[i].peak_modelled && row[2] != row[3]) kept_equal = false;
       table.row()(std::int64_t{r})(static_cast<std::int64_t>(row[0]))(rows[i].name)(static_cast<std::int64_t>(row[1]))(
           static_cast<std::int64_t>(row[2]))(static_cast<std::int64_t>(row[3]));
     }
@@ -125,6 +123,13 @@ std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, in
   return kept_activations(plan.schedule, plan.partition, stage, units).peak;
 }
 
+// Each bucket's full (padded) bytes, in bucket order: what a gathered or full gradient bucket holds.
+std::vector<std::int64_t> bucket_bytes(const BucketPlan& plan) {
+  std::vector<std::int64_t> bytes;
+  for (const Bucket& b : plan.buckets) bytes.push_back(b.bytes());
+  return bytes;
+}
+
 // The `parameters` counter inside a pass: what the bucket plan says is held, plus ZeRO-3's gathered
 // buckets (those the pass reads and those of the next pass, in the order the engine prefetches).
 std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPlan& plan, int stage,
@@ -134,9 +139,7 @@ std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPl
   std::vector<std::vector<std::size_t>> reads;
   for (const UnitPass& p : stage_unit_passes(plan.schedule, plan.partition, stage))
     reads.push_back(p.direction > 0 ? engine.layout().forward_reads(p.unit) : engine.layout().backward_reads(p.unit));
-  std::vector<std::int64_t> bytes;
-  for (const Bucket& b : engine.plan().buckets) bytes.push_back(b.bytes());
-  return held + gathered_parameter_peak(reads, bytes, zero.keep_parameters_for_step);
+  return held + gathered_parameter_peak(reads, bucket_bytes(engine.plan()), zero.keep_parameters_for_step);
 }
 // ---- end activation memory
 
@@ -148,12 +151,9 @@ std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPla
   const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).gradients;
   if (zero.stage < 2) return held;
   std::vector<std::vector<int>> writers;
-  std::vector<std::int64_t> bytes;
-  for (std::size_t b = 0; b < engine.layout().bucket_count(); ++b) {
-    writers.push_back(engine.layout().writers(b));
-    bytes.push_back(engine.plan().buckets[b].bytes());
-  }
-  return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage), writers, bytes);
+  for (std::size_t b = 0; b < engine.layout().bucket_count(); ++b) writers.push_back(engine.layout().writers(b));
+  return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage), writers,
+                                   bucket_bytes(engine.plan()));
 }
 
 // This stage's chunks as the model takes them.

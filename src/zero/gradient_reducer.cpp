@@ -84,7 +84,8 @@ void GradientReducer::finish() {
   in_flight_.clear();
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   for (std::size_t b = 0; b < started_.size(); ++b)
-    for (const std::string& group : layout_.bucket(b).partial_groups) mesh_.comm(group).all_reduce(buffers_.grad_shard(b));
+    for (const std::string& group : layout_.bucket(b).partial_groups)
+      mesh_.comm(group).all_reduce(buffers_.grad_shard(b));
 }
 
 }  // namespace mdtp

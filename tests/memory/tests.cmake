@@ -4,8 +4,9 @@
 # interleaved, and recompute none, selective and full; the schedule replay against sums it
 # recomputes from the schedule itself.  ZeRO-3's gathered temporaries: the `parameters` counter
 # inside a pass equals the held shards plus the buckets in use and prefetched; ZeRO-2/3's `gradients`
-# counter inside a step equals the held shards plus the full buckets held at once.  Selective recomputation against none: bit-identical
-# losses, gradients and parameters, and the same communication.  Rank counts: 1, 2, 4 and 8.
+# counter inside a step equals the held shards plus the full buckets held at once.  Selective
+# recomputation against none: bit-identical losses, gradients and parameters, and the same
+# communication.  Rank counts: 1, 2, 4 and 8.
 mdtp_add_mpi_test(memory_activations SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kept_activations.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_selective_recompute.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_gathered_parameters.cpp
