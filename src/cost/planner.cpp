@@ -96,8 +96,10 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.schedule = schedule;
           c.chunks = chunks;
           for (int zero : zeros) {
-            // ZeRO-2 under a pipeline keeps full gradients: the memory and traffic of stage 1.
-            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
+            // ZeRO-2 with several micro-batches (always under a pipeline) holds its shards and,
+            // inside the step, every full gradient bucket (step_memory.hpp): stage 1's traffic with
+            // more memory, never a better choice.  ZeRO-3 under a pipeline is not in the step model.
+            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1) || (zero == 2 && c.microbatches() > 1)) continue;
             c.zero = zero;
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities) continue;

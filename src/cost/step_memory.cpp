@@ -1,6 +1,13 @@
 #include "cost/step_memory.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "plan/gradient_peak.hpp"
+#include "plan/schedule.hpp"
+#include "plan/stage_partition.hpp"
 
 namespace mdtp::cost {
 
@@ -9,6 +16,40 @@ double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage)
   if (stage == 0) n += costs.embedding_params;
   if (stage == c.pp - 1) n += costs.head_params + (c.pp > 1 ? costs.wte_params : 0.0);
   return n;
+}
+
+double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int stage) {
+  if (c.zero < 2) return 0.0;
+  // Without interleaving, several micro-batches keep every unit's buckets from the first
+  // micro-batch's backward (which opens them all) until the last one's weight pass: the stage.
+  if (c.microbatches() > 1 && c.schedule != PipelineSchedule::interleaved) return stage_parameters(c, costs, stage);
+
+  // One bucket per unit in elements; the wte bucket has two writers when the stage holds both the
+  // embedding and the head (no pipeline), else it belongs to the unit that holds the copy.
+  const int L = static_cast<int>(c.model.layers), head = L + 1;
+  const StagePartition partition(L, c.pp, c.chunks);
+  std::vector<std::vector<int>> writers;
+  std::vector<std::int64_t> elements;
+  auto bucket = [&](std::vector<int> units, double n) {
+    writers.push_back(std::move(units));
+    elements.push_back(std::llround(n));
+  };
+  for (const UnitSpan& span : partition.stage_units(stage)) {
+    for (int u = span.last; u >= span.first; --u) {
+      if (u == head) {
+        bucket({head}, costs.head_params);  // the final LayerNorm
+        if (c.pp > 1) bucket({head}, costs.wte_params);
+      } else if (u == 0) {
+        bucket({0}, costs.embedding_params - costs.wte_params);  // wpe
+        bucket(c.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
+      } else {
+        bucket({u}, costs.block_params);
+      }
+    }
+  }
+  const Schedule schedule = make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp,
+                                          static_cast<int>(c.microbatches()), c.chunks);
+  return static_cast<double>(full_gradient_peak(stage_gradient_events(schedule, partition, stage), writers, elements));
 }
 
 namespace {
@@ -31,8 +72,8 @@ MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Clu
   const double sharded = (P - folded) / dp + folded / (dp * c.depth);
   m.parameters = (c.zero >= 3 ? sharded : P) * delta;
   if (c.zero >= 3) m.parameters += 2.0 * costs.block_params * delta;  // a gathered block, and the next
-  const bool shard_gradients = c.zero >= 3 || (c.zero == 2 && c.pp == 1);
-  m.gradients = (shard_gradients ? sharded : P) * g;
+  m.gradients_in_step = full_gradient_window(c, costs, stage) * g;
+  m.gradients = (c.zero >= 2 ? sharded * g + m.gradients_in_step : P * g);
   m.optimizer = (c.zero >= 1 ? sharded : P) * K;
   m.reserved = cluster.reserved_bytes;
 

@@ -6,10 +6,19 @@
 //                LayerNorm, and with pp > 1 the tied wte copy, on stage p−1) × δ
 //   gradients    P_r × g (g = grad_dtype's bytes: fp32 main gradients under bf16)
 //   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8)
-//   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also g (not under a
-//                pipeline: mdtp's stage 2 keeps full gradients until the last micro-batch, §4.2),
-//                stage 3 also δ, plus one gathered block's parameters twice (in use + prefetched)
-//                (2.5D: its weights, whose depth copies are replicas, over dp × depth)
+//   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also the g held between
+//                steps, stage 3 also δ, plus one gathered block's parameters twice (in use +
+//                prefetched) (2.5D: its weights, whose depth copies are replicas, over dp × depth).
+//                Inside a step ZeRO-2/3 also hold full gradient buckets, as mdtp's engine does
+//                (docs/zero.md §3, plan/gradient_peak.hpp): opened when backward first writes a
+//                unit, freed once its reduce-scatter is done after the unit's last weight pass.
+//                With one micro-batch and a fused backward that runs unit by unit (no pipeline, or
+//                the first stage) that is about two units (+ the tied wte, which the head and the
+//                embedding both write); with several micro-batches every unit's buckets stay from
+//                the first micro-batch's backward to the last one's: the whole stage, so the
+//                paper's (2 + K/N_d)·Ψ of stage 2 holds only with one micro-batch per step.  The
+//                model replays the schedule over one bucket per unit (units, not the 25 MB cap,
+//                are what this formula knows; padding is ignored)
 //   activations  (peak micro-batches in flight on the stage, pipeline_bubble.hpp's
 //                peak_in_flight; 1 without a pipeline) × (its layers, per chunk when interleaved)
 //                × the kept bytes per layer (layer_costs.hpp: Korthikanti et al. 2022), plus, with
@@ -27,6 +36,7 @@ namespace mdtp::cost {
 struct MemorySplit {
   int stage = 0;  // the stage it describes (the larger)
   double parameters = 0.0, gradients = 0.0, optimizer = 0.0, activations = 0.0, reserved = 0.0;
+  double gradients_in_step = 0.0;   // of `gradients`: ZeRO-2/3's full buckets at their peak in a step
   double parameter_elements = 0.0;  // on this rank
   int in_flight = 0;                // micro-batches (interleaved: micro-batch × chunk passes) held
   double total() const { return parameters + gradients + optimizer + activations + reserved; }
@@ -34,6 +44,10 @@ struct MemorySplit {
 
 // Parameter elements on one rank of stage r.
 double stage_parameters(const StepConfig& config, const LayerCosts& costs, int stage);
+
+// ZeRO-2/3: the largest number of gradient elements one rank of stage r holds in full buckets at
+// once inside a step (the replay above; 0 below stage 2).
+double full_gradient_window(const StepConfig& config, const LayerCosts& costs, int stage);
 
 MemorySplit step_memory(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster);
 

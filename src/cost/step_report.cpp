@@ -65,6 +65,7 @@ json estimate_object(const StepEstimate& e) {
             {"parameter_elements", m.parameter_elements},
             {"parameters_bytes", m.parameters},
             {"gradients_bytes", m.gradients},
+            {"gradients_in_step_bytes", m.gradients_in_step},
             {"optimizer_bytes", m.optimizer},
             {"activations_bytes", m.activations},
             {"reserved_bytes", m.reserved},
@@ -124,10 +125,13 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
                     "bubble {:.4f} s ({:.1f}%), optimizer {:.4f} s\n",
                     t.compute, t.tp_comm, t.pp_comm, t.dp_comm, t.bubble, 100 * e.bubble_fraction, t.optimizer);
   const MemorySplit& m = e.memory;
-  os << fmt::format("memory per GPU (stage {}): {} GB of {} GB{} — parameters {}, gradients {}, optimizer {}, "
+  // ZeRO-2/3: say how much of the gradients are full buckets held only inside the step.
+  const std::string in_step =
+      m.gradients_in_step > 0 ? fmt::format(" ({} of it full buckets inside the step)", gb(m.gradients_in_step)) : "";
+  os << fmt::format("memory per GPU (stage {}): {} GB of {} GB{} — parameters {}, gradients {}{}, optimizer {}, "
                     "activations {} ({} in flight), reserved {}\n",
                     m.stage, gb(m.total()), gb(e.memory_capacity), e.fits ? "" : " (DOES NOT FIT)", gb(m.parameters),
-                    gb(m.gradients), gb(m.optimizer), gb(m.activations), m.in_flight, gb(m.reserved));
+                    gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight, gb(m.reserved));
   os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp), link_class_name(e.placement.dp),
                     link_class_name(e.placement.pp));
   return os.str();

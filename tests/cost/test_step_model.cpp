@@ -6,6 +6,7 @@
 
 #include "cost/layer_costs.hpp"
 #include "cost/model_flops.hpp"
+#include "cost/step_memory.hpp"
 #include "cost/step_model.hpp"
 
 using namespace mdtp;
@@ -125,7 +126,11 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   const double optimizer0 = params * 12;
   CHECK(estimate_step(z, a100()).memory.optimizer == Approx(optimizer0 / 8));
   z.zero = 3;
-  CHECK(estimate_step(z, a100()).memory.gradients == Approx(params * 4 / 8));  // fp32 main gradients, sharded
+  // fp32 main gradients: the shards, and with m = 256 / 8 = 32 micro-batches every full bucket too
+  // (see the next test).
+  CHECK(estimate_step(z, a100()).memory.gradients == Approx(params * 4 / 8 + params * 4));
+  z.global_batch = 8;  // one micro-batch: the shards and a window of two blocks plus the tied wte
+  CHECK(estimate_step(z, a100()).memory.gradients < params * 4 / 8 + params * 4 / 4);
   z.pp = 2;
   z.dp = 4;
   CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("ZeRO-3"));
@@ -159,10 +164,70 @@ TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp"
   CHECK(m.optimizer == Approx(((m.parameter_elements - weights) / 4 + weights / 8) * K));
   c.zero = 3;
   const MemorySplit m3 = estimate_step(c, a100()).memory;
-  CHECK(m3.gradients == Approx(((m3.parameter_elements - weights) / 4 + weights / 8) * 4));  // fp32 main gradients
+  // fp32 main gradients: the shards, beside the full buckets inside the step (the next test)
+  CHECK(m3.gradients - m3.gradients_in_step == Approx(((m3.parameter_elements - weights) / 4 + weights / 8) * 4));
+  CHECK(m3.gradients_in_step == Approx(m3.parameter_elements * 4));  // m = 4 micro-batches: all of them
   c.depth = 1;  // 2.5D with depth 1 is 2D's layout: nothing folds
   c.tp = 4;
   c.zero = 1;
   const MemorySplit flat = estimate_step(c, a100()).memory;
   CHECK(flat.optimizer == Approx(flat.parameter_elements / 4 * K));
+}
+
+TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the engine does", "[cost][step][zero]") {
+  // Hand replays of the engine's rule (docs/zero.md §3): a unit's buckets open at its first
+  // backward-input pass and are freed when the next unit that completes a bucket reports, after
+  // the unit's last weight pass.  In elements per rank of one block (B), the embedding (E = wte +
+  // wpe), the wte alone, and a stage's parameters (P).
+  StepConfig c;
+  c.model = GptShape{8, 1024, 16, 512, 51200};
+  c.micro_batch = 2;
+  c.mode = TpMode::d1;
+  c.tp = 2;
+  c.dp = 4;
+  c.zero = 2;
+  c.dtype = DType::f32;
+  const LayerCosts costs = layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+  const double B = costs.block_params, E = costs.embedding_params, wte = costs.wte_params;
+  REQUIRE(B > E - wte);  // a block outweighs wpe and the final LayerNorm
+  REQUIRE(B > costs.head_params);
+
+  // No pipeline, one micro-batch: unit by unit, each block freed one block later; the tied wte,
+  // written by the head first and the embedding last, stays through the whole backward.
+  c.global_batch = 8;  // b · dp: m = 1
+  CHECK(full_gradient_window(c, costs, 0) == Approx(wte + 2 * B));
+  const MemorySplit one = step_memory(c, costs, a100());
+  CHECK(one.gradients_in_step == Approx((wte + 2 * B) * 4));
+  CHECK(one.gradients == Approx(one.parameter_elements / 4 * 4 + (wte + 2 * B) * 4));
+
+  // Several micro-batches: the first one's backward opens every bucket, the last one's weight
+  // passes complete them — the whole model in full, beside the shards.
+  c.global_batch = 32;  // m = 4
+  CHECK(full_gradient_window(c, costs, 0) == Approx(stage_parameters(c, costs, 0)));
+  CHECK(step_memory(c, costs, a100()).gradients == Approx(one.parameter_elements * 4 * (1.0 + 1.0 / 4)));
+
+  // Below stage 2 there is no window: stage 1 holds the gradients whole.
+  c.zero = 1;
+  CHECK(full_gradient_window(c, costs, 0) == 0.0);
+  CHECK(step_memory(c, costs, a100()).gradients == Approx(one.parameter_elements * 4));
+  c.zero = 2;
+
+  // Two stages, one micro-batch, 1F1B: the first stage runs unit by unit (its wte has no second
+  // writer), so at the embedding it holds block 1 (not freed yet) and the embedding; the last stage
+  // runs every backward-input pass before its weight passes: all its buckets at once.
+  c.pp = 2;
+  c.dp = 2;
+  c.global_batch = 4;  // m = 1
+  CHECK(full_gradient_window(c, costs, 0) == Approx(std::max(2 * B, B + E)));
+  CHECK(full_gradient_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
+
+  // Interleaved, p = 2, v = 2, m = 2: stage 0 holds the embedding + blocks 1–2 (chunk 0, virtual
+  // stage 0, unit by unit) and blocks 5–6 (chunk 1).  Its backwards: chunk 1 for micro-batches 0, 1
+  // (blocks 6, 5 complete at the second; 5 is still in flight), then chunk 0 for 0, 1, whose first
+  // pass opens blocks 2, 1 and the embedding while block 5 is held: 3B + E.
+  c.schedule = PipelineSchedule::interleaved;
+  c.chunks = 2;
+  c.global_batch = 8;  // m = 2
+  CHECK(full_gradient_window(c, costs, 0) == Approx(3 * B + E));
+  CHECK(full_gradient_window(c, costs, 0) < stage_parameters(c, costs, 0));
 }
