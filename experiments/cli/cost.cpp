@@ -47,6 +47,7 @@ struct CostOptions {
   int gpus = 0;
   std::string schedule = "1f1b", recompute = "none", cluster = "dgx-a100";
   int zero_stage = 0;
+  bool zero_reduce_per_micro_batch = false;
   bool no_dropout = false;
   bool streaming_attention = false;
 };
@@ -135,7 +136,7 @@ cost::StepConfig model_step_config(const CostOptions& o) {
   return step_config(StepChoice{cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab}, o.global_batch,
                                 o.micro_batch, o.tp_mode, o.tp, o.tp_depth, o.pp, o.gpus, o.chunks, o.zero_stage,
                                 o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{},
-                                !o.streaming_attention});
+                                !o.streaming_attention, o.zero_reduce_per_micro_batch});
 }
 
 // The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
@@ -153,6 +154,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   std::vector<cost::StepEstimate> rows;
   for (int stage = 0; stage <= 3; ++stage) {
     per_stage.zero_stage = stage;
+    per_stage.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch && stage >= 2;  // stages 2–3 only
     const cost::StepConfig c = model_step_config(per_stage);
     if (stage == 3 && c.pp > 1) continue;  // the step model does not combine ZeRO-3 with a pipeline
     rows.push_back(cost::estimate_step(c, cluster));
@@ -217,6 +219,8 @@ void add_model_options(CLI::App& app, CostOptions& o) {
       ->check(one_of({"none", "selective", "full"}));
   add(app, "--cluster", o.cluster, "GPT step: a name in data/clusters/ or a path to a cluster JSON");
   add(app, "--zero-stage", o.zero_stage, "GPT step: ZeRO stage 0-3 (--zero prints all four)")->check(between(0, 3));
+  app.add_flag("--zero-reduce-per-micro-batch", o.zero_reduce_per_micro_batch,
+               "GPT step: ZeRO 2-3 reduce the gradients after every micro-batch (with --zero: rows 2-3)");
   app.add_flag("--no-dropout", o.no_dropout, "GPT step: no dropout masks (mdtp's GPT)");
   app.add_flag("--streaming-attention", o.streaming_attention,
                "GPT step: the attention kernel keeps no T×T probabilities (selective = none)");

@@ -25,6 +25,7 @@ cost::StepConfig step_config(const StepChoice& o) {
   c.dropout = o.dropout;
   c.overlap = o.overlap;
   c.attention_keeps_probabilities = o.attention_keeps_probabilities;
+  c.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch;
   return c;
 }
 

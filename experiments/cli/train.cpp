@@ -158,6 +158,9 @@ Command add_train(CLI::App& root) {
              "Q, K, V) or full (each block's forward again before its backward)");
   app->add_flag("--zero-keep-params", c.zero.keep_parameters_for_step,
                 "ZeRO 3: gather each unit's parameters once per step, not once per pass");
+  app->add_flag("--zero-reduce-per-micro-batch", c.zero.reduce_per_micro_batch,
+                "ZeRO 2-3: reduce-scatter the gradients after every micro-batch (m x the traffic, full buckets "
+                "freed per micro-batch), not once per step");
   add_dtype(*app, "--dtype", c.dtype, "f32 or f64");
   add(*app, "--seed", c.seed, "seed of the initial parameters and the data order");
   add(*app, "--data", c.data, "token data (.h5) or a text corpus (.txt) (default: the shipped corpus)")

@@ -415,8 +415,12 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
       list.add_if_many("grad-sync", "grad-sync", "dp", CollectiveOp::all_reduce, p.numel, p.dtype, 1);
     }
   } else {
+    // A round per micro-batch with reduce_per_micro_batch (stages 2–3: each writer reports after
+    // every weight pass, m times), else one per step.
+    const std::int64_t rounds = config.reduce_per_micro_batch && config.zero_stage >= 2 ? m : 1;
     for (const Bucket& b : plan.buckets) {
-      list.add_if_many("grad-sync", "grad-sync", shard_group(b), CollectiveOp::reduce_scatter, b.padded, b.dtype, 1);
+      list.add_if_many("grad-sync", "grad-sync", shard_group(b), CollectiveOp::reduce_scatter, b.padded, b.dtype,
+                       rounds);
       for (const std::string& g : b.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
     }
   }

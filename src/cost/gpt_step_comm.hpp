@@ -60,6 +60,7 @@ struct StepCommConfig {
   double bucket_mb = 25.0;
   std::int64_t align_bytes = 64;
   bool keep_parameters = false;    // stage 3: gather each bucket once per step
+  bool reduce_per_micro_batch = false;  // stages 2–3: every bucket reduce-scattered once per micro-batch
   // Full activation recomputation: every block's forward again (phase "recompute") before its
   // backward-input pass.  Selective recomputation (the attention core from the kept Q, K, V)
   // communicates nothing, so it leaves this false and the plan as under none.

@@ -46,6 +46,25 @@ std::vector<std::pair<PipelineSchedule, int>> schedules(const StepConfig& c) {
   return out;
 }
 
+// The ZeRO variants searched, as (stage, reduce per micro-batch).  With one micro-batch the two
+// ways of reducing are the same step: listed once.  With several, ZeRO-2 reducing once per step
+// holds its shards and, inside the step, every full gradient bucket (step_memory.hpp): stage 1's
+// traffic with more memory, never the better choice, so only its per-micro-batch form is listed;
+// ZeRO-3 is listed both ways (reducing once saves m−1 reduce-scatters, per micro-batch saves the
+// full buckets).
+std::vector<std::pair<int, bool>> zero_choices(const std::vector<int>& stages, std::int64_t micro_batches) {
+  std::vector<std::pair<int, bool>> out;
+  for (int zero : stages) {
+    if (zero < 2 || micro_batches == 1) {
+      out.push_back({zero, false});
+      continue;
+    }
+    if (zero == 3) out.push_back({zero, false});
+    out.push_back({zero, true});
+  }
+  return out;
+}
+
 }  // namespace
 
 PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
@@ -95,12 +114,11 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         for (const auto& [schedule, chunks] : schedules(c)) {
           c.schedule = schedule;
           c.chunks = chunks;
-          for (int zero : zeros) {
-            // ZeRO-2 with several micro-batches (always under a pipeline) holds its shards and,
-            // inside the step, every full gradient bucket (step_memory.hpp): stage 1's traffic with
-            // more memory, never a better choice.  ZeRO-3 under a pipeline is not in the step model.
-            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1) || (zero == 2 && c.microbatches() > 1)) continue;
+          for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches())) {
+            // ZeRO-2/3 under a pipeline: left out (below).
+            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
             c.zero = zero;
+            c.zero_reduce_per_micro_batch = per_micro_batch;
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities) continue;
               c.recompute = recompute;

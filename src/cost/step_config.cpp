@@ -50,6 +50,8 @@ void validate(const StepConfig& c) {
   // DeepSpeed refuses ZeRO-2/3 with its pipeline and Colossal-AI ZeRO-2+; mdtp's stage 2 under a
   // pipeline keeps full gradients (docs/theory.md §4.2), stage 3 would re-gather every micro-batch.
   require(c.zero < 3 || c.pp == 1, "ZeRO-3 is not combined with a pipeline (pp=", c.pp, ")");
+  require(!c.zero_reduce_per_micro_batch || c.zero >= 2,
+          "reducing the gradients per micro-batch needs ZeRO stage 2 or 3; got zero=", c.zero);
   require(c.dtype == DType::bf16 || c.dtype == DType::f16 || c.dtype == DType::f32,
           "the step model takes dtype bf16, f16 or f32; got ", dtype_name(c.dtype));
   require(c.overlap.bucket_bytes > 0, "the gradient bucket must be > 0 bytes; got ", c.overlap.bucket_bytes);
@@ -61,8 +63,9 @@ std::string describe(const StepConfig& c) {
   if (c.mode == TpMode::d2p5) os << " d=" << c.depth;
   os << " pp=" << c.pp << " dp=" << c.dp << " " << pipeline_schedule_name(c.schedule);
   if (c.schedule == PipelineSchedule::interleaved) os << " v=" << c.chunks;
-  os << " mb=" << c.micro_batch << " zero=" << c.zero << " recompute=" << recompute_name(c.recompute) << " "
-     << dtype_name(c.dtype);
+  os << " mb=" << c.micro_batch << " zero=" << c.zero;
+  if (c.zero_reduce_per_micro_batch) os << " reduce-per-micro-batch";
+  os << " recompute=" << recompute_name(c.recompute) << " " << dtype_name(c.dtype);
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   return os.str();
 }

@@ -58,6 +58,9 @@ struct StepConfig {
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   int chunks = 1;  // v, interleaved only
   int zero = 0;
+  // ZeRO-2/3: reduce-scatter the gradients after every micro-batch (m rounds, DeepSpeed's way),
+  // not once per step after the last one (mdtp's default, which keeps full buckets meanwhile).
+  bool zero_reduce_per_micro_batch = false;
   Recompute recompute = Recompute::none;
   DType dtype = DType::bf16;
   bool dropout = true;  // GPT-3/Megatron train with dropout 0.1 (masks are stored, Korthikanti's 34)
@@ -85,7 +88,8 @@ struct StepConfig {
 // are Geometry's (they run when the layer costs are built).
 void validate(const StepConfig& config);
 
-// "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16" (+ " streaming-attention")
+// "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16" (+ " streaming-attention";
+// " reduce-per-micro-batch" after the ZeRO stage when set)
 std::string describe(const StepConfig& config);
 
 }  // namespace mdtp::cost

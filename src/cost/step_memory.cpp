@@ -20,9 +20,15 @@ double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage)
 
 double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int stage) {
   if (c.zero < 2) return 0.0;
-  // Without interleaving, several micro-batches keep every unit's buckets from the first
-  // micro-batch's backward (which opens them all) until the last one's weight pass: the stage.
-  if (c.microbatches() > 1 && c.schedule != PipelineSchedule::interleaved) return stage_parameters(c, costs, stage);
+  const bool per_micro_batch = c.zero_reduce_per_micro_batch;
+  // Reducing once per step without interleaving, several micro-batches keep every unit's buckets
+  // from the first micro-batch's backward (which opens them all) until the last one's weight
+  // pass: the stage.
+  if (!per_micro_batch && c.microbatches() > 1 && c.schedule != PipelineSchedule::interleaved)
+    return stage_parameters(c, costs, stage);
+  // Reducing per micro-batch without a pipeline, every micro-batch replays the same events from
+  // the same state (the embedding's rounds in flight), so two micro-batches give the peak.
+  const std::int64_t m = per_micro_batch && c.pp == 1 ? std::min<std::int64_t>(c.microbatches(), 2) : c.microbatches();
 
   // One bucket per unit in elements; the wte bucket has two writers when the stage holds both the
   // embedding and the head (no pipeline), else it belongs to the unit that holds the copy.
@@ -47,9 +53,10 @@ double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int st
       }
     }
   }
-  const Schedule schedule = make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp,
-                                          static_cast<int>(c.microbatches()), c.chunks);
-  return static_cast<double>(full_gradient_peak(stage_gradient_events(schedule, partition, stage), writers, elements));
+  const Schedule schedule =
+      make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp, static_cast<int>(m), c.chunks);
+  return static_cast<double>(
+      full_gradient_peak(stage_gradient_events(schedule, partition, stage, per_micro_batch), writers, elements));
 }
 
 namespace {

@@ -104,8 +104,9 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   }
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
 
-  // ZeRO-3: the stage's parameters gathered for forward and for backward, gradients
-  // reduce-scattered, every micro-batch; prefetched under the micro-batch's own compute.
+  // ZeRO-3: the stage's parameters gathered for forward and for backward every micro-batch (and,
+  // reducing per micro-batch, its gradients reduce-scattered), prefetched under the micro-batch's
+  // own compute.
   const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.pp - 1));
   double zero3_exposed = 0.0;
   if (c.zero == 3 && c.dp > 1) {
@@ -114,7 +115,8 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
         seconds(CollectiveOp::reduce_scatter, c.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model);
     const double first_block =
         seconds(CollectiveOp::all_gather, c.dp, costs.block_params * delta, c.dtype, e.placement.dp, model);
-    zero3_exposed = first_block + std::max(0.0, 2 * gather + scatter - slowest->seconds());
+    const double scatter_here = c.zero_reduce_per_micro_batch ? scatter : 0.0;
+    zero3_exposed = first_block + std::max(0.0, 2 * gather + scatter_here - slowest->seconds());
   }
 
   const PipelineConfig pipeline{c.pp, static_cast<int>(m), c.chunks, c.schedule};
@@ -130,9 +132,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   if (c.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
     e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
 
-  // Data parallelism (ZeRO 0–2 once per step; 3 per micro-batch, above).
+  // Data parallelism: ZeRO-3's gathers per micro-batch (above); the gradient reduction once per
+  // step under the last micro-batch's backward, or with zero_reduce_per_micro_batch under each
+  // micro-batch's (ZeRO-2 here, ZeRO-3 above); the updated parameters all-gathered at 1–2.
   e.time.dp_comm = mb * zero3_exposed;
-  if (c.dp > 1 && c.zero < 3) {
+  const bool reduction_in_zero3 = c.zero == 3 && c.zero_reduce_per_micro_batch;
+  if (c.dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = c.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
     const double reduction = seconds(reduce, c.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
@@ -143,8 +148,8 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
       const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
       exposed = std::max(last_bucket, reduction - window);
     }
-    e.time.dp_comm += exposed;
-    if (c.zero >= 1)
+    e.time.dp_comm += (c.zero_reduce_per_micro_batch ? mb : 1.0) * exposed;
+    if (c.zero == 1 || c.zero == 2)
       e.time.dp_comm += seconds(CollectiveOp::all_gather, c.dp, stage_params * delta, c.dtype, e.placement.dp, model);
   }
 

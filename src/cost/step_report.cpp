@@ -30,6 +30,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"schedule", pipeline_schedule_name(c.schedule)},
           {"chunks", c.chunks},
           {"zero", c.zero},
+          {"zero_reduce_per_micro_batch", c.zero_reduce_per_micro_batch},
           {"recompute", recompute_name(c.recompute)},
           {"dtype", dtype_name(c.dtype)},
           {"grad_dtype", dtype_name(c.grad_dtype())},
@@ -78,6 +79,9 @@ json estimate_object(const StepEstimate& e) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
 
+// The ZeRO column: the stage, "m" appended when it reduces the gradients per micro-batch.
+std::string zero_text(const StepConfig& c) { return fmt::format("{}{}", c.zero, c.zero_reduce_per_micro_batch ? "m" : ""); }
+
 std::string row_text(int rank, const StepEstimate& e) {
   const TimeSplit& t = e.time;
   const StepConfig& c = e.config;
@@ -88,7 +92,7 @@ std::string row_text(int rank, const StepEstimate& e) {
   return fmt::format(
       "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9.3f} {:>10.4g} {:>7.1f} {:>5.1f} {:>5.1f} {:>6} "
       "{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f}\n",
-      rank, mode, c.tp, c.pp, c.dp, schedule, c.micro_batch, c.zero, recompute_name(c.recompute), e.step_seconds,
+      rank, mode, c.tp, c.pp, c.dp, schedule, c.micro_batch, zero_text(c), recompute_name(c.recompute), e.step_seconds,
       e.tokens_per_second, e.tflops_per_gpu, 100 * e.mfu, 100 * e.hfu, gb(e.memory.total()), t.compute, t.tp_comm,
       t.pp_comm, t.dp_comm, t.bubble, t.optimizer);
 }
@@ -169,7 +173,9 @@ std::string plan_text(const PlanRequest& r, const PlanResult& result, const Clus
   os << fmt::format("{} configurations fit ({} evaluated, {} over the GPU memory, {} shapes refused by the layouts)\n",
                     result.ranked.size(), result.considered, result.too_big, result.refused);
   if (result.ranked.empty()) return os.str();
-  os << "times in seconds per step; TFLOP/s per GPU counts recomputation (hardware FLOPs)\n" << header_text();
+  os << "times in seconds per step; TFLOP/s per GPU counts recomputation (hardware FLOPs); zero 2m/3m: "
+        "gradients reduce-scattered after every micro-batch\n"
+     << header_text();
   const std::size_t n = top > 0 ? std::min<std::size_t>(static_cast<std::size_t>(top), result.ranked.size())
                                 : result.ranked.size();
   for (std::size_t i = 0; i < n; ++i) os << row_text(static_cast<int>(i + 1), result.ranked[i]);

@@ -65,7 +65,7 @@ std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config) {
 }
 
 ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro_batches, bool keep_parameters,
-                                    const std::map<LedgerKey, LedgerTotals>& ledger,
+                                    bool reduce_per_micro_batch, const std::map<LedgerKey, LedgerTotals>& ledger,
                                     const std::map<LedgerKey, LedgerTotals>* model) {
   require(stage >= 0 && stage <= 3, "ZeRO stages are 0, 1, 2 and 3; got stage=", stage);
   ZeroPaperTraffic t;
@@ -97,6 +97,10 @@ ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro
   std::vector<std::string> why;
   if (padding > 0) why.push_back(fmt::format("bucket padding and alignment ({:.0f} B per collective pass)", padding));
   if (stage >= 1 && plan.options.dp > 1) why.push_back("the gradient norm's 8-byte all-reduce over dp");
+  if (stage >= 2 && reduce_per_micro_batch && micro_batches > 1)
+    why.push_back(fmt::format("gradients reduce-scattered after every micro-batch (m = {}: {} reduce-scatters per "
+                              "bucket, not 1)",
+                              micro_batches, micro_batches));
   if (stage == 3 && keep_parameters) why.push_back("keep-params gathers each bucket once per step (2Psi, not 3Psi)");
   if (stage == 3 && !keep_parameters)
     why.push_back(fmt::format("stage 3 gathers per pass and micro-batch (m = {}: about 2m gathers per bucket; none "

@@ -61,9 +61,10 @@ struct ZeroPaperTraffic {
   std::string why;
   std::string line() const;       // one line for a run's log
 };
-// `model` may be null.  `micro_batches` and `keep_parameters` matter at stage 3.
+// `model` may be null.  `micro_batches` and `keep_parameters` matter at stage 3,
+// `reduce_per_micro_batch` (m reduce-scatters per bucket) at stages 2–3.
 ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro_batches, bool keep_parameters,
-                                    const std::map<LedgerKey, LedgerTotals>& ledger,
+                                    bool reduce_per_micro_batch, const std::map<LedgerKey, LedgerTotals>& ledger,
                                     const std::map<LedgerKey, LedgerTotals>* model);
 
 }  // namespace mdtp::cost

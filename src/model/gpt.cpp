@@ -152,6 +152,7 @@ Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scal
 void ModelChunk::unit_backward_weight(int u, ChunkSaved& saved, bool last_of_step) {
   GptModel& m = *model_;
   const int L = static_cast<int>(m.config_.n_layer);
+  if (m.hooks_) m.hooks_->before_backward_weight(u, saved.microbatch);
   if (u == L + 1) {
     m.head_->backward_weight(saved.head);
     m.ln_f_->backward_weight(saved.ln_f);
@@ -161,7 +162,10 @@ void ModelChunk::unit_backward_weight(int u, ChunkSaved& saved, bool last_of_ste
     m.blocks_[static_cast<std::size_t>(u - 1)]->backward_weight(
         saved.blocks[static_cast<std::size_t>(u - std::max(units_.first, 1))]);
   }
-  if (last_of_step && m.hooks_) m.hooks_->grads_ready(u);
+  if (m.hooks_) {
+    m.hooks_->after_backward_weight(u, saved.microbatch);
+    if (last_of_step) m.hooks_->grads_ready(u);
+  }
 }
 
 Tensor ModelChunk::backward_input(const Tensor& dy, double loss_scale, ChunkSaved& saved) {

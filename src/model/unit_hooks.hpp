@@ -13,7 +13,12 @@ class UnitHooks {
   virtual void after_forward(int unit, int microbatch) {}
   virtual void before_backward_input(int unit, int microbatch) {}
   virtual void after_backward_input(int unit, int microbatch) {}
-  // After the unit's last weight pass of the step: its gradients are complete.
+  // Before and after each of the unit's weight passes (after: its gradients hold this
+  // micro-batch's share now).
+  virtual void before_backward_weight(int unit, int microbatch) {}
+  virtual void after_backward_weight(int unit, int microbatch) {}
+  // After the unit's last weight pass of the step (following after_backward_weight): its
+  // gradients are complete.
   virtual void grads_ready(int unit) {}
 };
 

@@ -6,7 +6,8 @@
 
 namespace mdtp {
 
-std::vector<GradientEvent> stage_gradient_events(const Schedule& schedule, const StagePartition& partition, int stage) {
+std::vector<GradientEvent> stage_gradient_events(const Schedule& schedule, const StagePartition& partition, int stage,
+                                                 bool per_micro_batch) {
   const std::vector<int> last_weight = last_weight_actions(schedule, stage);  // validates the stage
   const std::vector<UnitSpan> spans = partition.stage_units(stage);
   require(spans.size() == static_cast<std::size_t>(schedule.chunks), "gradient events: stage ", stage, " holds ",
@@ -16,13 +17,18 @@ std::vector<GradientEvent> stage_gradient_events(const Schedule& schedule, const
   for (std::size_t i = 0; i < list.size(); ++i) {
     const Action& a = list[i];
     const UnitSpan& span = spans.at(static_cast<std::size_t>(a.chunk));
-    const bool last = last_weight[static_cast<std::size_t>(a.chunk)] == static_cast<int>(i);
+    const bool last = per_micro_batch || last_weight[static_cast<std::size_t>(a.chunk)] == static_cast<int>(i);
     auto inputs = [&] {
       for (int u = span.last; u >= span.first; --u) events.push_back({u, false});
     };
+    // Reporting per micro-batch, a weight pass also opens its unit's buckets: an earlier report
+    // may have detached them since the backward-input pass (ZB-H1's deferred W).  Reporting once
+    // per step, they are always still open there, so that open is left out.
     auto weights = [&] {
-      if (last)
-        for (int u = span.last; u >= span.first; --u) events.push_back({u, true});
+      for (int u = span.last; u >= span.first; --u) {
+        if (per_micro_batch) events.push_back({u, false});
+        if (last) events.push_back({u, true});
+      }
     };
     switch (a.op) {
       case PassKind::F: break;
@@ -49,17 +55,18 @@ std::int64_t full_gradient_peak(const std::vector<GradientEvent>& events, const 
   require(writers.size() == bucket_bytes.size(), "gradient peak: ", writers.size(), " writer lists for ",
           bucket_bytes.size(), " buckets");
   const std::size_t n = bucket_bytes.size();
-  std::vector<std::vector<int>> outstanding = writers;
-  std::vector<bool> open(n, false), started(n, false);
-  std::vector<std::size_t> in_flight;
+  std::vector<std::vector<int>> reports(n);
+  for (std::size_t b = 0; b < n; ++b) reports[b].assign(writers[b].size(), 0);
+  std::vector<int> rounds(n, 0);
+  std::vector<bool> open(n, false);
+  std::vector<std::size_t> in_flight;  // buckets whose latest round's buffer is still held
   std::int64_t held = 0, peak = 0;
   for (const GradientEvent& e : events) {
     if (!e.ready) {
-      // The engine opens, in bucket order, every bucket the unit writes that holds no buffer yet;
-      // a started bucket's writers are all done, so none of them comes back to it.
+      // The engine opens, in bucket order, every bucket the unit writes that holds no buffer.
       for (std::size_t b = 0; b < n; ++b) {
         const bool writes = std::find(writers[b].begin(), writers[b].end(), e.unit) != writers[b].end();
-        if (writes && !open[b] && !started[b]) {
+        if (writes && !open[b]) {
           open[b] = true;
           held += bucket_bytes[b];
         }
@@ -69,21 +76,19 @@ std::int64_t full_gradient_peak(const std::vector<GradientEvent>& events, const 
     }
     std::vector<std::size_t> now;
     for (std::size_t b = 0; b < n; ++b) {
-      auto& left = outstanding[b];
-      const auto it = std::find(left.begin(), left.end(), e.unit);
-      if (it == left.end()) continue;
-      left.erase(it);
-      if (left.empty() && !started[b]) {
-        require(open[b], "gradient peak: bucket ", b, " is complete before any unit writing it ran its backward");
-        started[b] = true;
+      const auto it = std::find(writers[b].begin(), writers[b].end(), e.unit);
+      if (it == writers[b].end()) continue;
+      std::vector<int>& counts = reports[b];
+      ++counts[static_cast<std::size_t>(it - writers[b].begin())];
+      if (*std::min_element(counts.begin(), counts.end()) > rounds[b]) {
+        require(open[b], "gradient peak: a round of bucket ", b, " starts before any unit writing it ran its backward");
+        ++rounds[b];
+        open[b] = false;  // detached: held until the round completes, a later pass opens another
         now.push_back(b);
       }
     }
     if (now.empty()) continue;
-    for (const std::size_t b : in_flight) {
-      open[b] = false;
-      held -= bucket_bytes[b];
-    }
+    for (const std::size_t b : in_flight) held -= bucket_bytes[b];
     in_flight = std::move(now);
   }
   return peak;

@@ -23,6 +23,7 @@ cost::StepCommConfig step_comm_config(const TrainConfig& tc, const TrainPlan& pl
   c.bucket_mb = tc.zero.bucket_mb;
   c.align_bytes = tc.zero.align_bytes;
   c.keep_parameters = tc.zero.keep_parameters_for_step;
+  c.reduce_per_micro_batch = tc.zero.reduce_per_micro_batch;
   c.recompute_full = tc.recompute == ActivationRecompute::full;
   return c;
 }

@@ -152,8 +152,9 @@ std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPla
   if (zero.stage < 2) return held;
   std::vector<std::vector<int>> writers;
   for (std::size_t b = 0; b < engine.layout().bucket_count(); ++b) writers.push_back(engine.layout().writers(b));
-  return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage), writers,
-                                   bucket_bytes(engine.plan()));
+  return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage,
+                                                         zero.reduce_per_micro_batch),
+                                   writers, bucket_bytes(engine.plan()));
 }
 
 // This stage's chunks as the model takes them.
@@ -231,6 +232,7 @@ Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
           {"zero_bucket_mb", tc.zero.bucket_mb},
           {"zero_offload", std::int64_t{tc.zero.offload ? 1 : 0}},
           {"zero_keep_parameters", std::int64_t{tc.zero.keep_parameters_for_step ? 1 : 0}},
+          {"zero_reduce_per_micro_batch", std::int64_t{tc.zero.reduce_per_micro_batch ? 1 : 0}},
           {"seed", static_cast<std::int64_t>(tc.seed)},
           {"data", plan.data.source}};
 }
@@ -393,8 +395,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     if (mesh.rank() == 0 && s == 0) {
       std::optional<std::map<LedgerKey, LedgerTotals>> own;
       if (comm_model) own = cost::plan_step_comm(step_comm_config(tc, plan), stage).totals();
-      paper_traffic = cost::zero_paper_traffic(engine.plan(), tc.zero.stage, m, tc.zero.keep_parameters_for_step,
-                                               result.ledger, own ? &*own : nullptr);
+      paper_traffic =
+          cost::zero_paper_traffic(engine.plan(), tc.zero.stage, m, tc.zero.keep_parameters_for_step,
+                                   tc.zero.reduce_per_micro_batch, result.ledger, own ? &*own : nullptr);
       if (progress) *progress << paper_traffic.line() << "\n" << std::flush;
     }
     // ---- end

@@ -7,83 +7,91 @@
 namespace mdtp {
 
 GradientReducer::GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
-                                 const Backend& backend)
-    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend) {
+                                 const Backend& backend, bool per_micro_batch)
+    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), per_micro_batch_(per_micro_batch) {
   begin_step();
 }
 
 void GradientReducer::begin_step() {
   const std::size_t n = layout_.bucket_count();
-  outstanding_.assign(n, {});
-  for (std::size_t b = 0; b < n; ++b) outstanding_[b] = layout_.writers(b);
-  started_.assign(n, false);
-  completed_.assign(n, false);
+  reports_.assign(n, {});
+  for (std::size_t b = 0; b < n; ++b) reports_[b].assign(layout_.writers(b).size(), 0);
+  rounds_.assign(n, 0);
   in_flight_.clear();
-  handles_.clear();
-  handles_.resize(n);
-  targets_.assign(n, Tensor());
   started_count_ = 0;
 }
 
 void GradientReducer::unit_ready(int unit) {
   if (buffers_.stage() < 2) return;
-  std::vector<std::size_t> now;
-  for (std::size_t b = 0; b < outstanding_.size(); ++b) {
-    auto& left = outstanding_[b];
-    const auto it = std::find(left.begin(), left.end(), unit);
-    if (it == left.end()) continue;
-    left.erase(it);
-    if (left.empty() && !started_[b]) {
-      start(b);
-      now.push_back(b);
-    }
+  std::vector<Round> now;
+  for (std::size_t b = 0; b < reports_.size(); ++b) {
+    const std::vector<int>& writers = layout_.writers(b);
+    const auto it = std::find(writers.begin(), writers.end(), unit);
+    if (it == writers.end()) continue;
+    std::vector<int>& counts = reports_[b];
+    ++counts[static_cast<std::size_t>(it - writers.begin())];
+    // A new round once every writer has reported one more time than the rounds so far.
+    if (*std::min_element(counts.begin(), counts.end()) > rounds_[b]) start(b, now);
   }
   if (now.empty()) return;
-  // The buckets started at an earlier unit have had that unit's successors' passes to arrive: wait
+  // The rounds started at an earlier unit have had that unit's successors' passes to arrive: wait
   // for them and free their full gradients, while the ones just started stay in flight.  Waiting
   // at fixed points (not whenever a request happens to be done) makes the memory held at every
-  // point of the step the same in every run, so the model can predict it
-  // (plan/gradient_peak.hpp).
-  for (const std::size_t b : in_flight_) complete(b);
+  // point of the step the same in every run, so the model can predict it.
+  for (Round& r : in_flight_) complete(r);
   in_flight_ = std::move(now);
 }
 
-void GradientReducer::start(std::size_t b) {
+void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
-  started_[b] = true;
+  Round r;
+  r.bucket = b;
+  r.accumulate = rounds_[b] > 0;
+  ++rounds_[b];
   ++started_count_;
+  // Stages 2–3: the parameters let go of the buffer, so a pass after this point (the next
+  // micro-batch's, with per_micro_batch) adds into a fresh one rather than under the collective.
+  // Stage 1's full gradient is its persistent bucket.
+  r.full = buffers_.stage() >= 2 ? buffers_.detach_full_gradients(b) : buffers_.grad_full(b);
   Communicator& group = layout_.shard_comm(b);
-  if (group.size() == 1) return;  // the full bucket is the shard: nothing to sum
-  const Bucket& bucket = layout_.bucket(b);
-  // Stage 1's shard is a slot of the full bucket, which a reduce-scatter may not write into: it
-  // lands in a scratch buffer and is copied back.
-  targets_[b] = buffers_.stage() == 1 ? backend_.empty({bucket.shard}, bucket.dtype, MemCategory::communication)
-                                      : buffers_.grad_shard(b);
-  handles_[b] = group.ireduce_scatter(buffers_.grad_full(b), targets_[b]);
+  if (group.size() > 1) {
+    const Bucket& bucket = layout_.bucket(b);
+    // Stage 1's shard is a slot of the full bucket, which a reduce-scatter may not write into, and
+    // a later round's sum is added to the earlier ones: both land in a scratch buffer first.
+    r.target = buffers_.stage() == 1 || r.accumulate
+                   ? backend_.empty({bucket.shard}, bucket.dtype, MemCategory::communication)
+                   : buffers_.grad_shard(b);
+    r.handle = group.ireduce_scatter(r.full, r.target);
+  }
+  into.push_back(std::move(r));
 }
 
-void GradientReducer::complete(std::size_t b) {
+void GradientReducer::complete(Round& r) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
-  Tensor& shard = buffers_.grad_shard(b);
-  if (layout_.shard_comm(b).size() == 1) {
-    if (buffers_.stage() >= 2) backend_.copy(buffers_.grad_full(b), shard);
-  } else {
-    handles_[b].wait();
-    if (buffers_.stage() == 1) backend_.copy(targets_[b], shard);
+  Tensor& shard = buffers_.grad_shard(r.bucket);
+  // With a shard group of one rank the full bucket is the sum.
+  const bool single = layout_.shard_comm(r.bucket).size() == 1;
+  if (!single) r.handle.wait();
+  const Tensor& sum = single ? r.full : r.target;
+  if (buffers_.stage() == 1) {
+    if (!single) backend_.copy(sum, shard);
+  } else if (r.accumulate) {
+    backend_.axpy(1.0, sum, shard);
+  } else if (single) {
+    backend_.copy(sum, shard);
   }
-  targets_[b] = Tensor();
-  buffers_.release_full_gradients(b);
-  completed_[b] = true;
+  r = Round{};  // frees the scratch and (stages 2–3) the full buffer
 }
 
 void GradientReducer::finish() {
-  for (std::size_t b = 0; b < started_.size(); ++b)
-    if (!started_[b]) start(b);
-  for (std::size_t b = 0; b < started_.size(); ++b)
-    if (!completed_[b]) complete(b);
+  std::vector<Round> rest;
+  for (std::size_t b = 0; b < rounds_.size(); ++b)
+    if (rounds_[b] == 0) start(b, rest);
+  for (Round& r : in_flight_) complete(r);
+  for (Round& r : rest) complete(r);
   in_flight_.clear();
   PhaseScope phase(mesh_.ledger(), "grad-sync");
-  for (std::size_t b = 0; b < started_.size(); ++b)
+  for (std::size_t b = 0; b < rounds_.size(); ++b)
     for (const std::string& group : layout_.bucket(b).partial_groups)
       mesh_.comm(group).all_reduce(buffers_.grad_shard(b));
 }

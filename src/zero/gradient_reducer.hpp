@@ -1,15 +1,22 @@
 #pragma once
 // GradientReducer: the gradient half of ZeRO (docs/zero.md §5).  Each bucket's full gradient is
-// reduce-scattered over its shard group (dp, or dp × depth for 2.5D weights) into this rank's shard, then the shard alone is all-reduced over the
-// bucket's partial-sum groups (TP planes, the tied embedding's pair of stages) — the same sum as
-// reducing the full tensor over those groups first, at 1/dp of the bytes.
+// reduce-scattered over its shard group (dp, or dp × depth for 2.5D weights) into this rank's
+// shard, then the shard alone is all-reduced over the bucket's partial-sum groups (TP planes, the
+// tied embedding's pair of stages) — the same sum as reducing the full tensor over those groups
+// first, at 1/dp of the bytes.
 //
-// Stage 1 starts every reduce-scatter when the gradients are finished; stages 2–3 start a bucket's
-// as soon as every unit writing into it reported grads_ready, so it overlaps the rest of the
-// backward pass.  They wait for it, and free the full bucket, when the next unit that completes a
-// bucket reports (or in finish): at most the buckets of the latest such unit are in flight, so
-// full gradients do not pile up during backward.  Every call is tagged with the phase "grad-sync",
-// whatever pass is running when it starts.
+// Stage 1 starts every reduce-scatter when the gradients are finished.  Stages 2–3 reduce a bucket
+// in rounds: a round starts as soon as every unit writing into the bucket has reported once more
+// (unit_ready), so it overlaps the rest of the backward pass.  By default a unit reports after its
+// last weight pass of the step, so there is one round per step and the full bucket accumulates
+// every micro-batch first.  With `per_micro_batch` (DeepSpeed's stage 2) a unit reports after each
+// of its weight passes: one round per micro-batch, m× the reduce-scatter traffic, and the shard
+// sums the rounds.  Starting a round detaches the full buffer from the parameters (a later pass
+// opens a fresh one); the round is waited for, and its buffer freed, when the next unit that
+// starts a round reports (or in finish): at most the rounds of the latest such unit are in flight,
+// at points that are the same in every run, so the model predicts the memory
+// (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
+// running when it starts.
 #include <vector>
 
 #include "comm/communicator.hpp"
@@ -19,32 +26,39 @@ namespace mdtp {
 
 class GradientReducer {
  public:
-  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend);
-  // A new step: no bucket started, every writer outstanding.
+  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend,
+                  bool per_micro_batch);
+  // A new step: no round started, no report counted.
   void begin_step();
-  // A unit's gradients are complete: start each bucket whose writers are all done, then complete
-  // the buckets started at the previous such call (stages 2–3).
+  // Unit `unit` has reported (see above): start a round of each bucket whose writers have all
+  // reported once more, then complete the rounds started at the previous such call (stages 2–3).
   void unit_ready(int unit);
-  // Starts the buckets not yet started, completes the rest in bucket order, then sums every shard
-  // over its partial groups.
+  // Starts a round of every bucket that has had none, completes the rest in start order, then
+  // sums every shard over its partial groups.
   void finish();
-  // Buckets whose reduce-scatter has started this step (tests observe the overlap with it).
+  // Reduce-scatter rounds started this step, over all buckets (tests observe the overlap).
   std::size_t started() const { return started_count_; }
 
  private:
-  void start(std::size_t b);
-  // Waits for bucket b's reduce-scatter, puts the sum in its shard and (stages 2–3) frees the full
-  // gradient.
-  void complete(std::size_t b);
+  // One round of one bucket: the full buffer it reduces, where the sum lands, and whether it is
+  // added into the shard (every round after the first) or is the shard.
+  struct Round {
+    std::size_t bucket = 0;
+    Tensor full, target;
+    bool accumulate = false;
+    CommHandle handle;
+  };
+  void start(std::size_t b, std::vector<Round>& into);
+  // Waits for a round, puts its sum into the shard and (stages 2–3) frees its full buffer.
+  void complete(Round& round);
   const ZeroLayout& layout_;
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  std::vector<std::vector<int>> outstanding_;  // per bucket, writers not yet ready
-  std::vector<bool> started_, completed_;
-  std::vector<std::size_t> in_flight_;  // started at the latest unit_ready that started any
-  std::vector<CommHandle> handles_;
-  std::vector<Tensor> targets_;  // where each reduce-scatter lands
+  bool per_micro_batch_;
+  std::vector<std::vector<int>> reports_;  // per bucket, per writer (layout order): reports this step
+  std::vector<int> rounds_;                // per bucket: rounds started this step
+  std::vector<Round> in_flight_;           // started at the latest unit_ready that started any
   std::size_t started_count_ = 0;
 };
 

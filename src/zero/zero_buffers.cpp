@@ -1,5 +1,7 @@
 #include "zero/zero_buffers.hpp"
 
+#include <utility>
+
 namespace mdtp {
 
 void transfer(const Backend& from, const Tensor& src, const Backend& to, Tensor& dst) {
@@ -112,10 +114,12 @@ void ZeroBuffers::open_gradients(const std::vector<std::size_t>& buckets) {
   }
 }
 
-void ZeroBuffers::release_full_gradients(std::size_t b) {
-  if (stage_ == 1) return;
+void ZeroBuffers::release_full_gradients(std::size_t b) { detach_full_gradients(b); }
+
+Tensor ZeroBuffers::detach_full_gradients(std::size_t b) {
+  if (stage_ == 1) return grad_full_.at(b);
   for (const BucketSlot& s : layout_.bucket(b).slots) layout_.params()[s.param].param->grad = Tensor();
-  grad_full_[b] = Tensor();
+  return std::exchange(grad_full_.at(b), Tensor());
 }
 
 }  // namespace mdtp

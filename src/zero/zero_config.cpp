@@ -14,6 +14,9 @@ void validate(const ZeroConfig& z, const OptimizerConfig& optimizer) {
           " with offload");
   require(!z.keep_parameters_for_step || z.stage == 3,
           "keep_parameters_for_step keeps ZeRO-3's gathered parameters and needs stage 3; got stage=", z.stage);
+  require(!z.reduce_per_micro_batch || z.stage >= 2,
+          "reduce_per_micro_batch reduce-scatters ZeRO-2/3's sharded gradients and needs stage 2 or 3; got stage=",
+          z.stage);
   require(!z.data_parallel_group.empty() && !z.model_parallel_group.empty(),
           "ZeRO needs the names of its data-parallel and model-parallel groups; got '", z.data_parallel_group, "' and '",
           z.model_parallel_group, "'");

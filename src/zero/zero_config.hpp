@@ -18,6 +18,11 @@ struct ZeroConfig {
   // Stage 3: keep every unit's gathered parameters from its first use until the step's gradients
   // are finished, instead of gathering again for every pass of every micro-batch.
   bool keep_parameters_for_step = false;
+  // Stages 2–3: reduce-scatter each bucket after every micro-batch's backward and sum the rounds
+  // on the shard (DeepSpeed's stage 2): m× the gradient traffic, but the full buckets are freed
+  // after each micro-batch instead of held for the step (docs/zero.md §3).  Default: once per
+  // step, after the last micro-batch.
+  bool reduce_per_micro_batch = false;
   std::int64_t align_bytes = 64;  // start of every parameter and shard inside a bucket
   std::string data_parallel_group = "dp";
   // The group whose ranks hold distinct elements apart from dp (the gradient norm's sum).

@@ -46,8 +46,19 @@ class ZeroEngine::Hooks final : public UnitHooks {
     if (next_) next_->after_backward_input(unit, microbatch);
     engine_.after_pass(unit, -1);
   }
+  void before_backward_weight(int unit, int microbatch) override {
+    // Reducing per micro-batch, an earlier micro-batch's weight pass may have handed this unit's
+    // buckets to a reduction since its backward-input pass (ZB-H1 defers W): open fresh ones.
+    // Otherwise they are still open from the backward-input pass and this does nothing.
+    engine_.buffers_->open_gradients(engine_.layout_.writes(unit));
+    if (next_) next_->before_backward_weight(unit, microbatch);
+  }
+  void after_backward_weight(int unit, int microbatch) override {
+    if (engine_.zero_.reduce_per_micro_batch) engine_.reducer_->unit_ready(unit);
+    if (next_) next_->after_backward_weight(unit, microbatch);
+  }
   void grads_ready(int unit) override {
-    engine_.reducer_->unit_ready(unit);
+    if (!engine_.zero_.reduce_per_micro_batch) engine_.reducer_->unit_ready(unit);
     if (next_) next_->grads_ready(unit);
   }
 
@@ -70,7 +81,7 @@ ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer,
     return;
   }
   buffers_ = std::make_unique<ZeroBuffers>(layout_, zero_.stage, backend);
-  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend);
+  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend, zero_.reduce_per_micro_batch);
   sharded_ = std::make_unique<ShardOptimizer>(optimizer_, zero_, layout_, *buffers_, mesh, backend);
   if (zero_.stage == 3)
     gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.keep_parameters_for_step);

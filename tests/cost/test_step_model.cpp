@@ -231,3 +231,54 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   CHECK(full_gradient_window(c, costs, 0) == Approx(3 * B + E));
   CHECK(full_gradient_window(c, costs, 0) < stage_parameters(c, costs, 0));
 }
+
+TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters for the full buckets",
+          "[cost][step][zero]") {
+  StepConfig c;
+  c.model = GptShape{8, 1024, 16, 512, 51200};
+  c.micro_batch = 2;
+  c.mode = TpMode::d1;
+  c.tp = 2;
+  c.dp = 4;
+  c.global_batch = 32;  // m = 4
+  c.dtype = DType::f32;
+  c.overlap.dp_gradients = false;  // every reduction on the critical path: the count shows
+  const LayerCosts costs = layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+  const double B = costs.block_params, wte = costs.wte_params, wpe = costs.embedding_params - wte;
+  const double ln_f = costs.head_params;
+  for (int zero : {2, 3}) {
+    INFO("zero " << zero);
+    c.zero = zero;
+    c.zero_reduce_per_micro_batch = false;
+    const StepEstimate once = estimate_step(c, costs, a100());
+    c.zero_reduce_per_micro_batch = true;
+    const StepEstimate each = estimate_step(c, costs, a100());
+    // Memory: the full stage inside the step, or per micro-batch the window of one (the tied wte
+    // and two blocks) — except that between micro-batches the embedding's round (wpe and the wte)
+    // is still in flight when the next micro-batch's head opens the final LayerNorm's bucket and a
+    // fresh wte: two wte buffers at once, the larger term with this vocabulary.
+    CHECK(once.memory.gradients_in_step == Approx(once.memory.parameter_elements * 4));
+    REQUIRE(2 * wte + wpe + ln_f > wte + 2 * B);
+    CHECK(each.memory.gradients_in_step == Approx((2 * wte + wpe + ln_f) * 4));
+    CHECK(each.memory.gradients - each.memory.gradients_in_step ==
+          Approx(once.memory.gradients - once.memory.gradients_in_step));  // the same shards
+    CHECK(describe(each.config).find("reduce-per-micro-batch") != std::string::npos);
+  }
+  c.zero = 2;
+  c.zero_reduce_per_micro_batch = false;
+  const double once2 = estimate_step(c, costs, a100()).time.dp_comm;
+  c.zero = 1;
+  const double stage1 = estimate_step(c, costs, a100()).time.dp_comm;  // reduce-scatter + all-gather, once
+  CHECK(once2 == Approx(stage1));
+  c.zero = 2;
+  c.zero_reduce_per_micro_batch = true;
+  const double each2 = estimate_step(c, costs, a100()).time.dp_comm;
+  CHECK(each2 > once2);
+  // Stage 2: one all-gather either way; the reduce-scatter r taken 4 times instead of once:
+  // each2 − once2 = 3r, and once2 = r + all-gather.
+  const double r = (each2 - once2) / 3;
+  CHECK(r > 0);
+  CHECK(once2 - r > 0);  // the all-gather
+  c.zero = 1;
+  CHECK_THROWS_WITH(estimate_step(c, costs, a100()), Catch::Contains("needs ZeRO stage 2 or 3; got zero=1"));
+}

@@ -21,6 +21,7 @@ namespace {
 struct GradientCase {
   TrainShape shape;
   bool offload = false;
+  bool per_micro_batch = false;  // ZeroConfig::reduce_per_micro_batch
 };
 
 std::vector<GradientCase> gradient_cases(int world) {
@@ -30,12 +31,16 @@ std::vector<GradientCase> gradient_cases(int world) {
               {{"zero3 dp2", TpMode::none, 1, 1, 1, 3}},
               {{"zero2 dp2 m3", TpMode::none, 1, 1, 3, 2}},
               {{"zero2 offload dp2", TpMode::none, 1, 1, 1, 2}, true},
+              {{"zero2 dp2 m3 per micro-batch", TpMode::none, 1, 1, 3, 2}, false, true},
+              {{"zero3 dp2 m3 per micro-batch", TpMode::none, 1, 1, 3, 3}, false, true},
               {{"zero1 dp2", TpMode::none, 1, 1, 1, 1}},
               {{"zero0 dp2", TpMode::none, 1, 1, 1, 0}}};
     case 4:
       return {{{"zero2 1d tp2 dp2", TpMode::d1, 2, 1, 1, 2}},
               {{"zero3 pp2 1f1b dp2 m2", TpMode::none, 1, 2, 2, 3}},
-              {{"zero2 pp2 zb-h1 dp2 m2", TpMode::none, 1, 2, 2, 2, ScheduleKind::zb_h1}}};
+              {{"zero2 pp2 zb-h1 dp2 m2", TpMode::none, 1, 2, 2, 2, ScheduleKind::zb_h1}},
+              {{"zero2 pp2 zb-h1 dp2 m2 per micro-batch", TpMode::none, 1, 2, 2, 2, ScheduleKind::zb_h1}, false, true},
+              {{"zero3 pp2 1f1b dp2 m2 per micro-batch", TpMode::none, 1, 2, 2, 3}, false, true}};
     case 8:
       return {{{"zero2 2d tp4 dp2", TpMode::d2, 4, 1, 1, 2}}, {{"zero3 dp8", TpMode::none, 1, 1, 1, 3}}};
     default: return {};
@@ -58,6 +63,7 @@ TEST_CASE("inside a step the gradients counter equals the held shards plus the f
       const TrainShape& shape = c.shape;
       TrainConfig t = small_train_config(shape, world);
       t.zero.offload = c.offload;
+      t.zero.reduce_per_micro_batch = c.per_micro_batch;
       const TrainResult r = train(t, MPI_COMM_WORLD);
       const std::int64_t held = bytes_in(r.memory_model, MemCategory::gradients);
       INFO("gradients inside a step: measured " << r.gradients_in_step.measured << " B, model "
@@ -73,7 +79,8 @@ TEST_CASE("inside a step the gradients counter equals the held shards plus the f
         // One micro-batch on one stage: units complete one by one and their buckets are freed
         // while backward runs, so fewer than all full buckets are ever held together.
         // The full buckets are dp shards each (offload adds a host copy of the shard to `held`).
-        if (shape.pp == 1 && shape.micro_batches == 1) {
+        // Reducing every micro-batch, each micro-batch's buckets are freed as its backward runs.
+        if (shape.pp == 1 && (shape.micro_batches == 1 || c.per_micro_batch)) {
           const std::int64_t shards = c.offload ? held / 2 : held, dp = world / (shape.tp * shape.pp);
           CHECK(r.gradients_in_step.model - held < shards * dp);
         }
@@ -105,7 +112,17 @@ TEST_CASE("the full gradient peak replays opens at backward-input passes and fre
   // No weight pass: nothing completes, nothing is freed.
   CHECK(full_gradient_peak({{3, false}, {2, false}}, writers, bytes) == 10 + 20 + 160 + 40);
   CHECK_THROWS_WITH(full_gradient_peak(unit_by_unit, writers, {1, 2}), Catch::Contains("5 writer lists for 2 buckets"));
-  CHECK_THROWS_WITH(full_gradient_peak({{3, true}}, writers, bytes), Catch::Contains("complete before any unit"));
+  CHECK_THROWS_WITH(full_gradient_peak({{3, true}}, writers, bytes), Catch::Contains("starts before any unit"));
+  // Reducing every micro-batch, two micro-batches unit by unit: the first repeats the replay above;
+  // its last report starts the tied bucket 4 (160), still in flight when the second micro-batch's
+  // B3 reopens 0, 1 and a fresh 4 (350); ready 3 frees the old 4 (190), and the rest as before.
+  std::vector<GradientEvent> two = unit_by_unit;
+  two.insert(two.end(), unit_by_unit.begin(), unit_by_unit.end());
+  CHECK(full_gradient_peak(two, writers, bytes) == 350);
+  // Reporting once per step instead, the same passes keep every bucket for the step.
+  const std::vector<GradientEvent> once{{3, false}, {2, false}, {1, false}, {0, false}, {3, false}, {3, true},
+                                        {2, false}, {2, true},  {1, false}, {1, true},  {0, false}, {0, true}};
+  CHECK(full_gradient_peak(once, writers, bytes) == 310);
 }
 
 TEST_CASE("gradient events follow the stage's action list", "[memory][zero]") {
@@ -124,6 +141,10 @@ TEST_CASE("gradient events follow the stage's action list", "[memory][zero]") {
     const std::vector<GradientEvent> expected{{2, false}, {1, false}, {0, false}, {2, false}, {2, true},
                                               {1, false}, {1, true},  {0, false}, {0, true}};
     CHECK(stage_gradient_events(s, partition, 0) == expected);
+    // Reporting per micro-batch: every weight pass reports.
+    const std::vector<GradientEvent> per_micro_batch{{2, false}, {2, true}, {1, false}, {1, true}, {0, false}, {0, true},
+                                                     {2, false}, {2, true}, {1, false}, {1, true}, {0, false}, {0, true}};
+    CHECK(stage_gradient_events(s, partition, 0, true) == per_micro_batch);
   }
   // A later stage of a pipeline sends its input gradient before its weight passes; under ZB-H1
   // the weight passes are actions of their own: per chunk, B opens for every micro-batch, and the

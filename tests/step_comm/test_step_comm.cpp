@@ -117,6 +117,16 @@ std::vector<GridCase> ci_grid() {
   g.push_back(with("1d-sp tp2 pp2 dp2 1f1b m2 zero3", zero(base(TpMode::d1_sp, 2, 2, 4, 2), 3)));
   g.push_back(with("2d tp4 pp1 dp2 zero3 keep, 2 steps", zero(base(TpMode::d2, 4, 1, 4, 1), 3, 0.004, true, 2)));
   {
+    TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::zb_h1), 2);
+    t.zero.reduce_per_micro_batch = true;
+    g.push_back(with("1d tp2 pp2 dp2 zb-h1 m2 zero2 per micro-batch", t));
+  }
+  {
+    TrainConfig t = zero(base(TpMode::none, 1, 1, 16, 2), 3, 0.004, false, 2);
+    t.zero.reduce_per_micro_batch = true;
+    g.push_back(with("none tp1 pp1 dp8 m2 zero3 per micro-batch, 2 steps", t));
+  }
+  {
     TrainConfig t = base(TpMode::d1_sp, 2, 2, 8, 2, ScheduleKind::zb_h1);
     t.recompute = ActivationRecompute::full;
     g.push_back(with("1d-sp tp2 pp2 dp2 zb-h1 m2 recompute full", t));
@@ -173,6 +183,13 @@ std::vector<GridCase> slow_grid() {
     TrainConfig t = zero(base(TpMode::none, 1, 2, 8, 2, ScheduleKind::interleaved), 3, 0.002);
     t.chunks = 2;
     g.push_back(with("none tp1 pp2 dp4 interleaved v2 m2 zero3", t));
+    t.zero.reduce_per_micro_batch = true;
+    g.push_back(with("none tp1 pp2 dp4 interleaved v2 m2 zero3 per micro-batch", t));
+  }
+  {
+    TrainConfig t = zero(base(TpMode::d2, 4, 1, 8, 2), 2);
+    t.zero.reduce_per_micro_batch = true;
+    g.push_back(with("2d tp4 pp1 dp2 m2 zero2 per micro-batch", t));
   }
   {
     TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::interleaved), 3, 0.004, true);

@@ -88,22 +88,27 @@ TEST_CASE("mdtp train at every ZeRO stage equals stage 0 on the same mesh", "[tr
         struct Variant {
           int stage;
           bool offload, keep;
+          bool per_micro_batch = false;
         };
-        // Every stage; offload and keep-params once each; with clipping the two sharded-gradient stages.
+        // Every stage; offload, keep-params and reducing per micro-batch once each; with clipping
+        // the two sharded-gradient stages, and stage 2 reducing per micro-batch.
         const std::vector<Variant> variants =
-            clip ? std::vector<Variant>{{2, false, false}, {3, true, false}}
+            clip ? std::vector<Variant>{{2, false, false}, {3, true, false}, {2, false, false, true}}
                  : std::vector<Variant>{{1, false, false}, {2, false, false}, {3, false, false},
-                                        {1, true, false},  {3, false, true}};
+                                        {1, true, false},  {3, false, true},  {3, false, false, true}};
         for (const Variant& v : variants) {
           TrainConfig t = base;
           t.zero.stage = v.stage;
           t.zero.offload = v.offload;
           t.zero.keep_parameters_for_step = v.keep;
-          const std::string tag = ref_tag + "-z" + std::to_string(v.stage) + (v.offload ? "o" : "") + (v.keep ? "k" : "");
+          t.zero.reduce_per_micro_batch = v.per_micro_batch;
+          const std::string tag = ref_tag + "-z" + std::to_string(v.stage) + (v.offload ? "o" : "") + (v.keep ? "k" : "") +
+                                  (v.per_micro_batch ? "m" : "");
           run(t, tag);
           const double grads = file_error(shared_path(tag + "-grads.h5"), shared_path(ref_tag + "-grads.h5"));
           const double params = file_error(shared_path(tag + "-params.h5"), shared_path(ref_tag + "-params.h5"));
-          INFO("stage " << v.stage << " offload " << v.offload << " keep " << v.keep << ": gradients " << grads
+          INFO("stage " << v.stage << " offload " << v.offload << " keep " << v.keep << " per micro-batch "
+                        << v.per_micro_batch << ": gradients " << grads
                         << ", parameters after 3 steps " << params);
           CHECK(grads <= 1e-13);
           // dp = 2, no clipping, no pipeline (the tied wte's copies add terms), and a mode that leaves no gradient partial over a
@@ -111,13 +116,15 @@ TEST_CASE("mdtp train at every ZeRO stage equals stage 0 on the same mesh", "[tr
           // nothing depends on the order of a sum.  (2D/2.5D/3D and 1D-SP sum LayerNorm and bias
           // gradients over TP groups too, which stage 0 fuses with the dp sum and ZeRO does on the
           // shards: another order.)
-          const bool two_term = dp == 2 && !clip && c.pp == 1 &&
-                                (c.mode == TpMode::none || c.mode == TpMode::d1);
+          // (Reducing per micro-batch sums the micro-batches after the dp sum, not before.)
+          const bool two_term = dp == 2 && !clip && c.pp == 1 && (c.mode == TpMode::none || c.mode == TpMode::d1) &&
+                                !(v.per_micro_batch && c.micro_batches > 1);
           if (two_term) CHECK(params == 0.0);
           else CHECK(params <= 1e-10);
           if (world_rank() == 0)
             std::cout << "[train zero] " << c.label << (clip ? " clip" : "") << " stage " << v.stage
-                      << (v.offload ? " offload" : "") << (v.keep ? " keep" : "") << ": gradients " << grads
+                      << (v.offload ? " offload" : "") << (v.keep ? " keep" : "")
+                      << (v.per_micro_batch ? " per micro-batch" : "") << ": gradients " << grads
                       << ", parameters " << params << "\n";
         }
       }

@@ -185,7 +185,7 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
           // and the norm's 8-byte all-reduce over dp.
           const BucketPlan bucket_plan = cost::stage_bucket_plan(sc, pp_stage);
           const cost::ZeroPaperTraffic paper =
-              cost::zero_paper_traffic(bucket_plan, stage, t.micro_batches, false, r.ledger, &model);
+              cost::zero_paper_traffic(bucket_plan, stage, t.micro_batches, false, false, r.ledger, &model);
           if (stage <= 2) {
             double expected = paper.paper_bus_bytes;
             if (stage >= 1) {

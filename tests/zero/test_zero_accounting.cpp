@@ -3,7 +3,8 @@
 //    and without offload, AdamW and SGD; stage 3 never holds more parameters than its shards plus
 //    the two units a pass has in hand (the running one and the prefetched next);
 //  - the ledger per (phase, group, op) of a step of two micro-batches: the reduce-scatter of every
-//    padded bucket and the partial-sum all-reduces of its shard (grad-sync), the norm's scalars and
+//    padded bucket (twice when stages 2–3 reduce per micro-batch) and the partial-sum all-reduces
+//    of its shard (grad-sync), the norm's scalars and
 //    the all-gather of every bucket (optimizer), stage 3's gathers per pass (param-gather).
 // The expected figures are written here from the plan (phase 2 moves them into src/cost).
 #include <catch2/catch.hpp>
@@ -85,7 +86,9 @@ TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_bat
   for (std::size_t i = 0; i < e.plan().buckets.size(); ++i) {
     const Bucket& b = e.plan().buckets[i];
     const bool many = b.shards > 1;
-    if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.bytes());
+    // One reduce-scatter per step, or per micro-batch when stages 2–3 reduce every micro-batch.
+    const int rounds = z.stage >= 2 && z.reduce_per_micro_batch ? micro_batches : 1;
+    if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.bytes(), rounds);
     for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.shard_bytes());
     if (z.stage < 3 && many) add(m, "optimizer", group(i), CollectiveOp::all_gather, b.bytes());
     if (z.stage == 3 && many && z.keep_parameters_for_step) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.bytes());
@@ -149,6 +152,13 @@ std::vector<ZeroConfig> accounting_configs() {
   keep.keep_parameters_for_step = true;
   keep.bucket_mb = 0.01;
   out.push_back(keep);
+  for (int stage = 2; stage <= 3; ++stage) {
+    ZeroConfig per_micro_batch;
+    per_micro_batch.stage = stage;
+    per_micro_batch.reduce_per_micro_batch = true;
+    per_micro_batch.bucket_mb = 0.01;
+    out.push_back(per_micro_batch);
+  }
   return out;
 }
 
@@ -170,7 +180,8 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
           const std::int64_t communication = tracker.current(MemCategory::communication);
           ZeroRun run(base, start, z, opt);
           const Bytes want = expected_memory(run.engine->plan(), z, opt);
-          INFO("stage " << z.stage << " offload " << z.offload << " keep " << z.keep_parameters_for_step << " " << kind);
+          INFO("stage " << z.stage << " offload " << z.offload << " keep " << z.keep_parameters_for_step
+                        << " per micro-batch " << z.reduce_per_micro_batch << " " << kind);
           CHECK(tracked(tracker) - before == want);
           for (int s = 0; s < 2; ++s) {
             base.ledger.clear();

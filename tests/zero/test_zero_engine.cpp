@@ -129,6 +129,8 @@ TEST_CASE("bad ZeRO configurations are refused on every rank before any collecti
       {zero([](ZeroConfig& z) { z.stage = 1; z.align_bytes = 12; }), test_adamw(), "align_bytes=12"},
       {zero([](ZeroConfig& z) { z.offload = true; }), test_adamw(), "stage=0 with offload"},
       {zero([](ZeroConfig& z) { z.stage = 2; z.keep_parameters_for_step = true; }), test_adamw(), "needs stage 3; got stage=2"},
+      {zero([](ZeroConfig& z) { z.stage = 1; z.reduce_per_micro_batch = true; }), test_adamw(),
+       "reduce_per_micro_batch reduce-scatters ZeRO-2/3's sharded gradients and needs stage 2 or 3; got stage=1"},
       {zero([](ZeroConfig& z) { z.stage = 1; z.data_parallel_group = "nope"; }), test_adamw(), "nope"},
       {zero([](ZeroConfig& z) { z.stage = 3; }), unknown, "unknown optimizer 'adam'"},
       {zero([](ZeroConfig& z) { z.stage = 3; }), no_lr, "learning rate must be positive; got 0"},

@@ -52,6 +52,11 @@ double ZeroRun::step(const TokenBatch& batch) {
 }
 
 double ZeroRun::step(const std::vector<TokenBatch>& micro_batches) {
+  accumulate(micro_batches);
+  return engine->step();
+}
+
+void ZeroRun::accumulate(const std::vector<TokenBatch>& micro_batches) {
   const int m = static_cast<int>(micro_batches.size());
   const double scale = model->loss_scale(m);
   engine->begin_step();
@@ -64,7 +69,6 @@ double ZeroRun::step(const std::vector<TokenBatch>& micro_batches) {
     model->chunk(0).backward(Tensor(), scale, saved, i == m - 1);
   }
   engine->finish_gradients();
-  return engine->step();
 }
 
 ParamMap ZeroRun::gather(ZeroTensor what) {

@@ -36,6 +36,9 @@ struct ZeroRun {
   // The same with several micro-batches through the model's chunk (forward then fused backward
   // each, last_of_step on the last), as a pipeline of one stage runs them.
   double step(const std::vector<TokenBatch>& micro_batches);
+  // That step up to finish_gradients: the reduced gradients are readable (local(ZeroTensor::grad))
+  // until the engine's step().
+  void accumulate(const std::vector<TokenBatch>& micro_batches);
   // Every parameter's full value or moment (collective).
   ParamMap gather(ZeroTensor what = ZeroTensor::value);
   // This rank's TP shard of every parameter's value or moment (collective over dp only).
