@@ -63,10 +63,18 @@ std::int64_t full_gradient_peak(const std::vector<GradientEvent>& events, const 
   std::int64_t held = 0, peak = 0;
   for (const GradientEvent& e : events) {
     if (!e.ready) {
+      auto writes = [&](std::size_t b) {
+        return std::find(writers[b].begin(), writers[b].end(), e.unit) != writers[b].end();
+      };
+      // A bucket about to reopen while its round is in flight: the engine completes the rounds in
+      // flight first.
+      if (std::any_of(in_flight.begin(), in_flight.end(), writes)) {
+        for (const std::size_t b : in_flight) held -= bucket_bytes[b];
+        in_flight.clear();
+      }
       // The engine opens, in bucket order, every bucket the unit writes that holds no buffer.
       for (std::size_t b = 0; b < n; ++b) {
-        const bool writes = std::find(writers[b].begin(), writers[b].end(), e.unit) != writers[b].end();
-        if (writes && !open[b]) {
+        if (writes(b) && !open[b]) {
           open[b] = true;
           held += bucket_bytes[b];
         }

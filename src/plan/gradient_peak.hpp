@@ -6,7 +6,8 @@
 // weight pass of the step (or, reducing per micro-batch, after each weight pass); a round of a
 // bucket starts — and the buffer is detached, so a later pass opens a new one — once every unit
 // writing into it has reported once more; the engine waits for the round, then frees the buffer,
-// when the next report that starts a round arrives, or at the end of backward.  So the buffers
+// when the next report that starts a round arrives, when a pass is about to reopen a bucket whose
+// round is still in flight (then it waits for every round in flight), or at the end of backward.  So the buffers
 // held at every point follow from the stage's action list alone; their largest sum is the peak of
 // the `gradients` counter above the shards.
 //

@@ -42,6 +42,15 @@ void GradientReducer::unit_ready(int unit) {
   in_flight_ = std::move(now);
 }
 
+void GradientReducer::before_open(const std::vector<std::size_t>& buckets) {
+  const bool reopens = std::any_of(in_flight_.begin(), in_flight_.end(), [&](const Round& r) {
+    return std::find(buckets.begin(), buckets.end(), r.bucket) != buckets.end();
+  });
+  if (!reopens) return;
+  for (Round& r : in_flight_) complete(r);
+  in_flight_.clear();
+}
+
 void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   Round r;

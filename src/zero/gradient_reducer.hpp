@@ -13,9 +13,9 @@
 // of its weight passes: one round per micro-batch, m× the reduce-scatter traffic, and the shard
 // sums the rounds.  Starting a round detaches the full buffer from the parameters (a later pass
 // opens a fresh one); the round is waited for, and its buffer freed, when the next unit that
-// starts a round reports (or in finish): at most the rounds of the latest such unit are in flight,
-// at points that are the same in every run, so the model predicts the memory
-// (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
+// starts a round reports, or a pass is about to reopen one of their buckets, or in finish: at most
+// the rounds of the latest such unit are in flight, at points that are the same in every run, so
+// the model predicts the memory (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
 // running when it starts.
 #include <vector>
 
@@ -33,6 +33,12 @@ class GradientReducer {
   // Unit `unit` has reported (see above): start a round of each bucket whose writers have all
   // reported once more, then complete the rounds started at the previous such call (stages 2–3).
   void unit_ready(int unit);
+  // Before a pass opens `buckets` (ZeroLayout::writes): if one of them is still being reduced from an
+  // earlier round, complete the rounds in flight first, so its buffer is freed before a fresh one
+  // is allocated (reducing per micro-batch, the tied wte's last round of one micro-batch would
+  // otherwise meet the next micro-batch's head: two wte buffers).  The round has had the next
+  // micro-batch's forward pass to arrive.
+  void before_open(const std::vector<std::size_t>& buckets);
   // Starts a round of every bucket that has had none, completes the rest in start order, then
   // sums every shard over its partial groups.
   void finish();

@@ -38,7 +38,7 @@ class ZeroEngine::Hooks final : public UnitHooks {
   }
   void before_backward_input(int unit, int microbatch) override {
     // The unit's backward passes add into these buckets (LayerNorm's in this pass already).
-    engine_.buffers_->open_gradients(engine_.layout_.writes(unit));
+    engine_.open_gradients(unit);
     engine_.before_pass(unit, -1);
     if (next_) next_->before_backward_input(unit, microbatch);
   }
@@ -50,7 +50,7 @@ class ZeroEngine::Hooks final : public UnitHooks {
     // Reducing per micro-batch, an earlier micro-batch's weight pass may have handed this unit's
     // buckets to a reduction since its backward-input pass (ZB-H1 defers W): open fresh ones.
     // Otherwise they are still open from the backward-input pass and this does nothing.
-    engine_.buffers_->open_gradients(engine_.layout_.writes(unit));
+    engine_.open_gradients(unit);
     if (next_) next_->before_backward_weight(unit, microbatch);
   }
   void after_backward_weight(int unit, int microbatch) override {
@@ -158,6 +158,12 @@ void ZeroEngine::set_step_count(std::int64_t steps) {
 const Backend& ZeroEngine::state_backend() const { return sharded_ ? sharded_->state_backend() : backend_; }
 
 // ---- Stage 3: parameters around each pass ---------------------------------------------------------
+
+void ZeroEngine::open_gradients(int unit) {
+  const std::vector<std::size_t>& buckets = layout_.writes(unit);
+  reducer_->before_open(buckets);
+  buffers_->open_gradients(buckets);
+}
 
 const std::vector<std::size_t>& ZeroEngine::reads(int unit, int direction) const {
   return direction > 0 ? layout_.forward_reads(unit) : layout_.backward_reads(unit);

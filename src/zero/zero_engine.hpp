@@ -100,6 +100,9 @@ class ZeroEngine {
   class Hooks;
   enum class Phase { idle, accumulating, reduced };
   void before_pass(int unit, int direction);
+  // Stages 2–3: the full gradient buckets unit `unit` adds into, opened where not open (after any
+  // round still reducing one of them has completed).
+  void open_gradients(int unit);
   void after_pass(int unit, int direction);
   const std::vector<std::size_t>& reads(int unit, int direction) const;
   // Bucket b's shard of `what` and the backend it lives on.

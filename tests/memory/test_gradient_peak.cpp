@@ -115,10 +115,14 @@ TEST_CASE("the full gradient peak replays opens at backward-input passes and fre
   CHECK_THROWS_WITH(full_gradient_peak({{3, true}}, writers, bytes), Catch::Contains("starts before any unit"));
   // Reducing every micro-batch, two micro-batches unit by unit: the first repeats the replay above;
   // its last report starts the tied bucket 4 (160), still in flight when the second micro-batch's
-  // B3 reopens 0, 1 and a fresh 4 (350); ready 3 frees the old 4 (190), and the rest as before.
+  // B3 is about to reopen it, so that round completes first (0) and B3 opens 0, 1 and a fresh 4
+  // (190): the second micro-batch repeats the first, peak 280, never two copies of bucket 4.
   std::vector<GradientEvent> two = unit_by_unit;
   two.insert(two.end(), unit_by_unit.begin(), unit_by_unit.end());
-  CHECK(full_gradient_peak(two, writers, bytes) == 350);
+  CHECK(full_gradient_peak(two, writers, bytes) == 280);
+  // A reopen that finds no round of its own in flight waits for nothing: B2 opening bucket 2 right
+  // after ready 3 started 0 and 1 leaves them in flight (10 + 20 + 160 + 40).
+  CHECK(full_gradient_peak({{3, false}, {3, true}, {2, false}}, writers, bytes) == 10 + 20 + 160 + 40);
   // Reporting once per step instead, the same passes keep every bucket for the step.
   const std::vector<GradientEvent> once{{3, false}, {2, false}, {1, false}, {0, false}, {3, false}, {3, true},
                                         {2, false}, {2, true},  {1, false}, {1, true},  {0, false}, {0, true}};
