@@ -87,15 +87,15 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
             ": its input is the residual stream [", b.rows, ", ", b.cols, "] in layout ", m.split_.residual.name,
             "; got ", x.defined() ? shape_string(x.shape()) : std::string("nothing"));
   }
-  const int first_block = std::max(units_.first, 1), last_block = std::min(units_.last, L);
-  const std::size_t block_count = static_cast<std::size_t>(std::max(0, last_block - first_block + 1));
+  const int last_block = std::min(units_.last, L);
+  const std::size_t block_count = static_cast<std::size_t>(std::max(0, last_block - first_block() + 1));
   saved.blocks.resize(block_count);
   const bool recompute = m.recompute_ == ActivationRecompute::full;
   const bool keep_probabilities = m.recompute_ != ActivationRecompute::selective;
   if (recompute) saved.block_inputs.resize(block_count);
   m.context_started(saved);
-  for (int u = first_block; u <= last_block; ++u) {
-    const auto i = static_cast<std::size_t>(u - first_block);
+  for (int u = first_block(); u <= last_block; ++u) {
+    const std::size_t i = block_slot(u);
     if (hooks) hooks->before_forward(u, mb.index);
     m.sample_parameters();
     if (recompute) {
@@ -134,7 +134,7 @@ Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scal
   } else if (u == 0) {
     m.embedding_->backward_input(dy, saved.embedding);
   } else {
-    const auto i = static_cast<std::size_t>(u - std::max(units_.first, 1));
+    const std::size_t i = block_slot(u);
     TransformerBlock& block = *m.blocks_[static_cast<std::size_t>(u - 1)];
     if (!saved.block_inputs.empty()) {
       // Full recomputation: the block's forward again (its parameters are in hand: the hook above
@@ -160,7 +160,7 @@ void ModelChunk::unit_backward_weight(int u, ChunkSaved& saved, bool last_of_ste
     m.embedding_->backward_weight(saved.embedding);
   } else {
     m.blocks_[static_cast<std::size_t>(u - 1)]->backward_weight(
-        saved.blocks[static_cast<std::size_t>(u - std::max(units_.first, 1))]);
+        saved.blocks[block_slot(u)]);
   }
   if (m.hooks_) {
     m.hooks_->after_backward_weight(u, saved.microbatch);

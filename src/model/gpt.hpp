@@ -22,6 +22,7 @@
 // logits' row split C and the data-parallel replicas) and scaling it (1/(m·b·T·dp) for m
 // micro-batches of b sequences of T tokens on dp replicas) is the caller's, once per step —
 // loss_scale() and reduce_loss() do it.  The head's backward takes that scale.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -111,8 +112,12 @@ class ModelChunk {
  private:
   // Unit u's backward-input pass inside the chunk's (hooks around it): the gradient of its input.
   Tensor unit_backward_input(int u, const Tensor& dy, double loss_scale, ChunkSaved& saved);
-  // Unit u's weight pass; on the step's last one, UnitHooks::grads_ready(u).
+  // Unit u's weight pass (UnitHooks::before/after_backward_weight around it); on the step's last
+  // one, UnitHooks::grads_ready(u).
   void unit_backward_weight(int u, ChunkSaved& saved, bool last_of_step);
+  // The chunk's first block (unit ≥ 1) and block u's slot in ChunkSaved::blocks / block_inputs.
+  int first_block() const { return std::max(units_.first, 1); }
+  std::size_t block_slot(int u) const { return static_cast<std::size_t>(u - first_block()); }
   GptModel* model_;
   UnitRange units_;
 };
