@@ -7,8 +7,8 @@
 namespace mdtp {
 
 GradientReducer::GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
-                                 const Backend& backend, bool per_micro_batch)
-    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), per_micro_batch_(per_micro_batch) {
+                                 const Backend& backend)
+    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend) {
   begin_step();
 }
 

@@ -7,15 +7,16 @@
 //
 // Stage 1 starts every reduce-scatter when the gradients are finished.  Stages 2–3 reduce a bucket
 // in rounds: a round starts as soon as every unit writing into the bucket has reported once more
-// (unit_ready), so it overlaps the rest of the backward pass.  By default a unit reports after its
-// last weight pass of the step, so there is one round per step and the full bucket accumulates
-// every micro-batch first.  With `per_micro_batch` (DeepSpeed's stage 2) a unit reports after each
-// of its weight passes: one round per micro-batch, m× the reduce-scatter traffic, and the shard
-// sums the rounds.  Starting a round detaches the full buffer from the parameters (a later pass
-// opens a fresh one); the round is waited for, and its buffer freed, when the next unit that
-// starts a round reports, or a pass is about to reopen one of their buckets, or in finish: at most
-// the rounds of the latest such unit are in flight, at points that are the same in every run, so
-// the model predicts the memory (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
+// (unit_ready), so it overlaps the rest of the backward pass.  The engine decides when a unit
+// reports: by default after its last weight pass of the step, so there is one round per step and
+// the full bucket accumulates every micro-batch first; reducing per micro-batch (DeepSpeed's
+// stage 2, ZeroConfig::reduce_per_micro_batch) after each of its weight passes: one round per
+// micro-batch, m× the reduce-scatter traffic, and the shard sums the rounds.  Starting a round
+// detaches the full buffer from the parameters (a later pass opens a fresh one); the round is
+// waited for, and its buffer freed, when the next unit that starts a round reports, or a pass is
+// about to reopen one of their buckets, or in finish: at most the rounds of the latest such unit
+// are in flight, at points that are the same in every run, so the model predicts the memory
+// (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
 // running when it starts.
 #include <vector>
 
@@ -26,8 +27,7 @@ namespace mdtp {
 
 class GradientReducer {
  public:
-  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend,
-                  bool per_micro_batch);
+  GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend);
   // A new step: no round started, no report counted.
   void begin_step();
   // Unit `unit` has reported (see above): start a round of each bucket whose writers have all
@@ -61,7 +61,6 @@ class GradientReducer {
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  bool per_micro_batch_;
   std::vector<std::vector<int>> reports_;  // per bucket, per writer (layout order): reports this step
   std::vector<int> rounds_;                // per bucket: rounds started this step
   std::vector<Round> in_flight_;           // started at the latest unit_ready that started any

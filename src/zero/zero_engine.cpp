@@ -81,7 +81,7 @@ ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer,
     return;
   }
   buffers_ = std::make_unique<ZeroBuffers>(layout_, zero_.stage, backend);
-  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend, zero_.reduce_per_micro_batch);
+  reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend);
   sharded_ = std::make_unique<ShardOptimizer>(optimizer_, zero_, layout_, *buffers_, mesh, backend);
   if (zero_.stage == 3)
     gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.keep_parameters_for_step);
@@ -157,13 +157,15 @@ void ZeroEngine::set_step_count(std::int64_t steps) {
 
 const Backend& ZeroEngine::state_backend() const { return sharded_ ? sharded_->state_backend() : backend_; }
 
-// ---- Stage 3: parameters around each pass ---------------------------------------------------------
+// ---- Stages 2–3: gradient buckets around each pass ------------------------------------------------
 
 void ZeroEngine::open_gradients(int unit) {
   const std::vector<std::size_t>& buckets = layout_.writes(unit);
   reducer_->before_open(buckets);
   buffers_->open_gradients(buckets);
 }
+
+// ---- Stage 3: parameters around each pass ---------------------------------------------------------
 
 const std::vector<std::size_t>& ZeroEngine::reads(int unit, int direction) const {
   return direction > 0 ? layout_.forward_reads(unit) : layout_.backward_reads(unit);

@@ -19,6 +19,25 @@ const Cluster& a100() {
   return c;
 }
 
+// The ZeRO-2/3 gradient-window cases: 8 layers, hidden 1024, vocabulary 51200 (its wte outweighs two
+// blocks), 1D tp 2 over dp 4, f32, two sequences per micro-batch; `micro_batches` per step.
+StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
+  StepConfig c;
+  c.model = GptShape{8, 1024, 16, 512, 51200};
+  c.micro_batch = 2;
+  c.mode = TpMode::d1;
+  c.tp = 2;
+  c.dp = 4;
+  c.zero = zero;
+  c.global_batch = micro_batches * c.micro_batch * c.dp;
+  c.dtype = DType::f32;
+  return c;
+}
+
+LayerCosts costs_of(const StepConfig& c) {
+  return layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+}
+
 }  // namespace
 
 TEST_CASE("model FLOPs: PaLM's 6N + 12lhs per token, and Narayanan's count with recomputation", "[cost][step]") {
@@ -179,22 +198,14 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // backward-input pass and are freed when the next unit that completes a bucket reports, after
   // the unit's last weight pass.  In elements per rank of one block (B), the embedding (E = wte +
   // wpe), the wte alone, and a stage's parameters (P).
-  StepConfig c;
-  c.model = GptShape{8, 1024, 16, 512, 51200};
-  c.micro_batch = 2;
-  c.mode = TpMode::d1;
-  c.tp = 2;
-  c.dp = 4;
-  c.zero = 2;
-  c.dtype = DType::f32;
-  const LayerCosts costs = layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+  StepConfig c = zero_window_config(2, 1);
+  const LayerCosts costs = costs_of(c);
   const double B = costs.block_params, E = costs.embedding_params, wte = costs.wte_params;
   REQUIRE(B > E - wte);  // a block outweighs wpe and the final LayerNorm
   REQUIRE(B > costs.head_params);
 
   // No pipeline, one micro-batch: unit by unit, each block freed one block later; the tied wte,
   // written by the head first and the embedding last, stays through the whole backward.
-  c.global_batch = 8;  // b · dp: m = 1
   CHECK(full_gradient_window(c, costs, 0) == Approx(wte + 2 * B));
   const MemorySplit one = step_memory(c, costs, a100());
   CHECK(one.gradients_in_step == Approx((wte + 2 * B) * 4));
@@ -234,16 +245,9 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
 
 TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters for the full buckets",
           "[cost][step][zero]") {
-  StepConfig c;
-  c.model = GptShape{8, 1024, 16, 512, 51200};
-  c.micro_batch = 2;
-  c.mode = TpMode::d1;
-  c.tp = 2;
-  c.dp = 4;
-  c.global_batch = 32;  // m = 4
-  c.dtype = DType::f32;
+  StepConfig c = zero_window_config(2, 4);
   c.overlap.dp_gradients = false;  // every reduction on the critical path: the count shows
-  const LayerCosts costs = layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+  const LayerCosts costs = costs_of(c);
   const double B = costs.block_params, wte = costs.wte_params, wpe = costs.embedding_params - wte;
   const double ln_f = costs.head_params;
   for (int zero : {2, 3}) {
