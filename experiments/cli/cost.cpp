@@ -167,11 +167,14 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   }
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
   std::cout << "ZeRO stages of " << cost::describe(rows.front().config) << " on " << o.cluster
-            << " (memory per GPU of the largest stage, GiB)\n"
+            << " (memory per GPU of the largest stage, GiB"
+            << (o.zero_reduce_per_micro_batch ? "; 2m, 3m: gradients reduce-scattered after every micro-batch" : "")
+            << ")\n"
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
     const cost::MemorySplit& m = e.memory;
-    fmt::print("{:5d}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", e.config.zero,
+    const std::string stage = fmt::format("{}{}", e.config.zero, e.config.zero_reduce_per_micro_batch ? "m" : "");
+    fmt::print("{:>5}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", stage,
                m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
                e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
   }

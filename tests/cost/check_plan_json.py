@@ -12,6 +12,8 @@ import sys
 ESTIMATE_KEYS = ["step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes", "fits", "time",
                  "memory", "config", "placement"]
 TIME_KEYS = ["compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"]
+MEMORY_KEYS = ["gradients_bytes", "gradients_in_step_bytes"]
+CONFIG_KEYS = ["zero", "zero_reduce_per_micro_batch"]
 MODEL = ["--layers", "128", "--hidden", "25600", "--heads", "160", "--seq", "2048", "--vocab", "51200"]
 FORMS = {
     "one": MODEL + ["--global-batch", "3072", "--micro-batch", "1", "--tp-mode", "1d", "--tp", "8", "--pp", "64",
@@ -25,6 +27,8 @@ FORMS = {
 
 def check_estimate(e, where):
     missing = [k for k in ESTIMATE_KEYS if k not in e] + [f"time.{k}" for k in TIME_KEYS if k not in e.get("time", {})]
+    missing += [f"memory.{k}" for k in MEMORY_KEYS if k not in e.get("memory", {})]
+    missing += [f"config.{k}" for k in CONFIG_KEYS if k not in e.get("config", {})]
     if missing:
         sys.exit(f"{where}: missing keys {missing}")
     split = sum(e["time"][k] for k in TIME_KEYS)
@@ -32,6 +36,12 @@ def check_estimate(e, where):
         sys.exit(f"{where}: the time split {split} does not add up to step_s {e['step_s']}")
     if not 0 < e["mfu"] <= e["hfu"] <= 1:
         sys.exit(f"{where}: expected 0 < mfu <= hfu <= 1, got {e['mfu']}, {e['hfu']}")
+    m = e["memory"]
+    if not 0 <= m["gradients_in_step_bytes"] <= m["gradients_bytes"]:
+        sys.exit(f"{where}: the full buckets inside a step ({m['gradients_in_step_bytes']} B) are part of the "
+                 f"gradients ({m['gradients_bytes']} B)")
+    if e["config"]["zero_reduce_per_micro_batch"] and e["config"]["zero"] < 2:
+        sys.exit(f"{where}: reduction per micro-batch at ZeRO stage {e['config']['zero']}")
 
 
 def main():
