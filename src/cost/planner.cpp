@@ -115,7 +115,8 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.schedule = schedule;
           c.chunks = chunks;
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches())) {
-            // ZeRO-2/3 under a pipeline: left out (below).
+            // ZeRO-2/3 under a pipeline are left out: ZeRO-2 keeps full gradients there
+            // (docs/theory.md §4.2) and the step model does not combine ZeRO-3 with one.
             if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
             c.zero = zero;
             c.zero_reduce_per_micro_batch = per_micro_batch;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "plan/gradient_rounds.hpp"
 
 namespace mdtp {
 
@@ -55,26 +56,23 @@ std::int64_t full_gradient_peak(const std::vector<GradientEvent>& events, const 
   require(writers.size() == bucket_bytes.size(), "gradient peak: ", writers.size(), " writer lists for ",
           bucket_bytes.size(), " buckets");
   const std::size_t n = bucket_bytes.size();
-  std::vector<std::vector<int>> reports(n);
-  for (std::size_t b = 0; b < n; ++b) reports[b].assign(writers[b].size(), 0);
-  std::vector<int> rounds(n, 0);
+  GradientRounds rounds(writers);
   std::vector<bool> open(n, false);
   std::vector<std::size_t> in_flight;  // buckets whose latest round's buffer is still held
   std::int64_t held = 0, peak = 0;
+  auto complete_in_flight = [&] {
+    for (const std::size_t b : in_flight) held -= bucket_bytes[b];
+    in_flight.clear();
+  };
   for (const GradientEvent& e : events) {
     if (!e.ready) {
-      auto writes = [&](std::size_t b) {
-        return std::find(writers[b].begin(), writers[b].end(), e.unit) != writers[b].end();
-      };
       // A bucket about to reopen while its round is in flight: the engine completes the rounds in
       // flight first.
-      if (std::any_of(in_flight.begin(), in_flight.end(), writes)) {
-        for (const std::size_t b : in_flight) held -= bucket_bytes[b];
-        in_flight.clear();
-      }
+      if (std::any_of(in_flight.begin(), in_flight.end(), [&](std::size_t b) { return rounds.writes(e.unit, b); }))
+        complete_in_flight();
       // The engine opens, in bucket order, every bucket the unit writes that holds no buffer.
       for (std::size_t b = 0; b < n; ++b) {
-        if (writes(b) && !open[b]) {
+        if (rounds.writes(e.unit, b) && !open[b]) {
           open[b] = true;
           held += bucket_bytes[b];
         }
@@ -82,21 +80,13 @@ std::int64_t full_gradient_peak(const std::vector<GradientEvent>& events, const 
       peak = std::max(peak, held);
       continue;
     }
-    std::vector<std::size_t> now;
-    for (std::size_t b = 0; b < n; ++b) {
-      const auto it = std::find(writers[b].begin(), writers[b].end(), e.unit);
-      if (it == writers[b].end()) continue;
-      std::vector<int>& counts = reports[b];
-      ++counts[static_cast<std::size_t>(it - writers[b].begin())];
-      if (*std::min_element(counts.begin(), counts.end()) > rounds[b]) {
-        require(open[b], "gradient peak: a round of bucket ", b, " starts before any unit writing it ran its backward");
-        ++rounds[b];
-        open[b] = false;  // detached: held until the round completes, a later pass opens another
-        now.push_back(b);
-      }
-    }
+    std::vector<std::size_t> now = rounds.report(e.unit);
     if (now.empty()) continue;
-    for (const std::size_t b : in_flight) held -= bucket_bytes[b];
+    for (const std::size_t b : now) {
+      require(open[b], "gradient peak: a round of bucket ", b, " starts before any unit writing it ran its backward");
+      open[b] = false;  // detached: held until the round completes, a later pass opens another
+    }
+    complete_in_flight();
     in_flight = std::move(now);
   }
   return peak;

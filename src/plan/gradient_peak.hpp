@@ -4,12 +4,12 @@
 // exists from the start of a backward-input pass of a unit that adds into it (when none is open),
 // until the reduce-scatter round that reads it has completed.  A unit reports after its last
 // weight pass of the step (or, reducing per micro-batch, after each weight pass); a round of a
-// bucket starts — and the buffer is detached, so a later pass opens a new one — once every unit
-// writing into it has reported once more; the engine waits for the round, then frees the buffer,
-// when the next report that starts a round arrives, when a pass is about to reopen a bucket whose
-// round is still in flight (then it waits for every round in flight), or at the end of backward.  So the buffers
-// held at every point follow from the stage's action list alone; their largest sum is the peak of
-// the `gradients` counter above the shards.
+// bucket starts (gradient_rounds.hpp) — and the buffer is detached, so a later pass opens a new one
+// — once every unit writing into it has reported once more; the engine waits for the round, then
+// frees the buffer, when the next report that starts a round arrives, when a pass is about to
+// reopen a bucket whose round is still in flight (then it waits for every round in flight), or at
+// the end of backward.  So the buffers held at every point follow from the stage's action list
+// alone; their largest sum is the peak of the `gradients` counter above the shards.
 //
 // Where it helps: a fused backward that runs unit by unit (virtual stage 0: pp = 1, or the first
 // stage) completes each unit's gradients before the next unit's backward starts, so only the

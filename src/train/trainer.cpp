@@ -150,11 +150,9 @@ std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPla
                                         const ZeroConfig& zero) {
   const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).gradients;
   if (zero.stage < 2) return held;
-  std::vector<std::vector<int>> writers;
-  for (std::size_t b = 0; b < engine.layout().bucket_count(); ++b) writers.push_back(engine.layout().writers(b));
   return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage,
                                                          zero.reduce_per_micro_batch),
-                                   writers, bucket_bytes(engine.plan()));
+                                   engine.layout().writers(), bucket_bytes(engine.plan()));
 }
 
 // This stage's chunks as the model takes them.

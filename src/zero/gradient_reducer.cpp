@@ -8,15 +8,10 @@ namespace mdtp {
 
 GradientReducer::GradientReducer(const ZeroLayout& layout, ZeroBuffers& buffers, const Mesh& mesh,
                                  const Backend& backend)
-    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend) {
-  begin_step();
-}
+    : layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend), rounds_(layout.writers()) {}
 
 void GradientReducer::begin_step() {
-  const std::size_t n = layout_.bucket_count();
-  reports_.assign(n, {});
-  for (std::size_t b = 0; b < n; ++b) reports_[b].assign(layout_.writers(b).size(), 0);
-  rounds_.assign(n, 0);
+  rounds_.reset();
   in_flight_.clear();
   started_count_ = 0;
 }
@@ -24,15 +19,7 @@ void GradientReducer::begin_step() {
 void GradientReducer::unit_ready(int unit) {
   if (buffers_.stage() < 2) return;
   std::vector<Round> now;
-  for (std::size_t b = 0; b < reports_.size(); ++b) {
-    const std::vector<int>& writers = layout_.writers(b);
-    const auto it = std::find(writers.begin(), writers.end(), unit);
-    if (it == writers.end()) continue;
-    std::vector<int>& counts = reports_[b];
-    ++counts[static_cast<std::size_t>(it - writers.begin())];
-    // A new round once every writer has reported one more time than the rounds so far.
-    if (*std::min_element(counts.begin(), counts.end()) > rounds_[b]) start(b, now);
-  }
+  for (const std::size_t b : rounds_.report(unit)) start(b, now);
   if (now.empty()) return;
   // The rounds started at an earlier unit have had that unit's successors' passes to arrive: wait
   // for them and free their full gradients, while the ones just started stay in flight.  Waiting
@@ -55,8 +42,7 @@ void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
   PhaseScope phase(mesh_.ledger(), "grad-sync");
   Round r;
   r.bucket = b;
-  r.accumulate = rounds_[b] > 0;
-  ++rounds_[b];
+  r.accumulate = rounds_.rounds(b) > 1;  // rounds_ counts this one already
   ++started_count_;
   // Stages 2–3: the parameters let go of the buffer, so a pass after this point (the next
   // micro-batch's, with per_micro_batch) adds into a fresh one rather than under the collective.
@@ -93,14 +79,15 @@ void GradientReducer::complete(Round& r) {
 }
 
 void GradientReducer::finish() {
+  // Stage 1's buckets, and any bucket no unit reported for, are reduced once here.
   std::vector<Round> rest;
-  for (std::size_t b = 0; b < rounds_.size(); ++b)
-    if (rounds_[b] == 0) start(b, rest);
+  for (std::size_t b = 0; b < rounds_.bucket_count(); ++b)
+    if (rounds_.rounds(b) == 0) start(b, rest);
   for (Round& r : in_flight_) complete(r);
   for (Round& r : rest) complete(r);
   in_flight_.clear();
   PhaseScope phase(mesh_.ledger(), "grad-sync");
-  for (std::size_t b = 0; b < rounds_.size(); ++b)
+  for (std::size_t b = 0; b < rounds_.bucket_count(); ++b)
     for (const std::string& group : layout_.bucket(b).partial_groups)
       mesh_.comm(group).all_reduce(buffers_.grad_shard(b));
 }

@@ -7,7 +7,8 @@
 //
 // Stage 1 starts every reduce-scatter when the gradients are finished.  Stages 2–3 reduce a bucket
 // in rounds: a round starts as soon as every unit writing into the bucket has reported once more
-// (unit_ready), so it overlaps the rest of the backward pass.  The engine decides when a unit
+// (unit_ready; the rule is plan/gradient_rounds.hpp's), so it overlaps the rest of the backward
+// pass.  The engine decides when a unit
 // reports: by default after its last weight pass of the step, so there is one round per step and
 // the full bucket accumulates every micro-batch first; reducing per micro-batch (DeepSpeed's
 // stage 2, ZeroConfig::reduce_per_micro_batch) after each of its weight passes: one round per
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "plan/gradient_rounds.hpp"
 #include "zero/zero_buffers.hpp"
 
 namespace mdtp {
@@ -61,9 +63,8 @@ class GradientReducer {
   ZeroBuffers& buffers_;
   const Mesh& mesh_;
   const Backend& backend_;
-  std::vector<std::vector<int>> reports_;  // per bucket, per writer (layout order): reports this step
-  std::vector<int> rounds_;                // per bucket: rounds started this step
-  std::vector<Round> in_flight_;           // started at the latest unit_ready that started any
+  GradientRounds rounds_;          // this step's reports and rounds
+  std::vector<Round> in_flight_;  // started at the latest unit_ready that started any
   std::size_t started_count_ = 0;
 };
 

@@ -100,7 +100,7 @@ void ZeroBuffers::release_values(std::size_t b) {
 void ZeroBuffers::begin_gradients() {
   for (std::size_t b = 0; b < grad_full_.size(); ++b) {
     if (stage_ == 1) backend_.fill(grad_full_[b], 0.0);
-    else if (grad_full_[b].defined()) release_full_gradients(b);  // left by a step that was not finished
+    else if (grad_full_[b].defined()) detach_full_gradients(b);  // left by a step that was not finished: freed
   }
 }
 
@@ -113,8 +113,6 @@ void ZeroBuffers::open_gradients(const std::vector<std::size_t>& buckets) {
     bind(b, grad_full_[b], true);
   }
 }
-
-void ZeroBuffers::release_full_gradients(std::size_t b) { detach_full_gradients(b); }
 
 Tensor ZeroBuffers::detach_full_gradients(std::size_t b) {
   if (stage_ == 1) return grad_full_.at(b);

@@ -48,8 +48,6 @@ class ZeroBuffers {
   // Stages 2–3: zeroed full gradient buffers for the buckets not yet open in this step, bound to
   // the parameters (before the first pass that adds into them); a no-op at stage 1.
   void open_gradients(const std::vector<std::size_t>& buckets);
-  // Stages 2–3: unbind and free bucket b's full gradient (its shard holds the reduced sum now).
-  void release_full_gradients(std::size_t b);
   // Stages 2–3: unbind bucket b's full gradient and hand it over (to the reduction that reads it);
   // the bucket counts as not open, so the next pass that writes into it opens a fresh one.
   Tensor detach_full_gradients(std::size_t b);

@@ -58,6 +58,7 @@ class ZeroLayout {
   // The units whose weight pass adds into bucket b's gradients (its parameters' units, and the head
   // for a tied wte): the bucket is complete once each of them reported grads_ready.
   const std::vector<int>& writers(std::size_t b) const { return writers_.at(b); }
+  const std::vector<std::vector<int>>& writers() const { return writers_; }  // of every bucket
   // The buckets unit u's passes add gradients into (the inverse of writers): stages 2–3 allocate
   // their full gradient buffers before the unit's first backward-input pass of a step.
   const std::vector<std::size_t>& writes(int u) const { return writes_.at(static_cast<std::size_t>(u)); }

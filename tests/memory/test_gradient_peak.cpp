@@ -10,6 +10,7 @@
 
 #include "model/gpt_harness.hpp"
 #include "plan/gradient_peak.hpp"
+#include "plan/gradient_rounds.hpp"
 #include "plan/bucket_memory.hpp"
 #include "train/train_shape.hpp"
 
@@ -127,6 +128,25 @@ TEST_CASE("the full gradient peak replays opens at backward-input passes and fre
   const std::vector<GradientEvent> once{{3, false}, {2, false}, {1, false}, {0, false}, {3, false}, {3, true},
                                         {2, false}, {2, true},  {1, false}, {1, true},  {0, false}, {0, true}};
   CHECK(full_gradient_peak(once, writers, bytes) == 310);
+}
+
+TEST_CASE("a bucket's round starts once every writer has reported once more", "[memory][zero]") {
+  // Bucket 0 written by unit 2 alone, bucket 1 by units 2 and 0 (a tied wte).
+  GradientRounds rounds({{2}, {2, 0}});
+  CHECK(rounds.report(2) == std::vector<std::size_t>{0});
+  CHECK(rounds.report(2) == std::vector<std::size_t>{0});  // unit 2 again: bucket 1 still waits for unit 0
+  CHECK(rounds.report(0) == std::vector<std::size_t>{1});  // one report of unit 0 for two of unit 2
+  CHECK(rounds.report(0) == std::vector<std::size_t>{1});
+  CHECK(rounds.report(0).empty());  // unit 0 ahead of unit 2 now
+  CHECK(rounds.report(1).empty());  // writes nothing
+  CHECK(rounds.rounds(0) == 2);
+  CHECK(rounds.rounds(1) == 2);
+  CHECK(rounds.report(2) == std::vector<std::size_t>{0, 1});
+  CHECK(rounds.writes(0, 1));
+  CHECK_FALSE(rounds.writes(0, 0));
+  rounds.reset();
+  CHECK(rounds.rounds(0) == 0);
+  CHECK(rounds.report(0).empty());
 }
 
 TEST_CASE("gradient events follow the stage's action list", "[memory][zero]") {
