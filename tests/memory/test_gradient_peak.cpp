@@ -166,8 +166,9 @@ TEST_CASE("gradient events follow the stage's action list", "[memory][zero]") {
                                               {1, false}, {1, true},  {0, false}, {0, true}};
     CHECK(stage_gradient_events(s, partition, 0) == expected);
     // Reporting per micro-batch: every weight pass reports.
-    const std::vector<GradientEvent> per_micro_batch{{2, false}, {2, true}, {1, false}, {1, true}, {0, false}, {0, true},
-                                                     {2, false}, {2, true}, {1, false}, {1, true}, {0, false}, {0, true}};
+    const std::vector<GradientEvent> per_micro_batch{{2, false}, {2, true}, {1, false}, {1, true},
+                                                     {0, false}, {0, true}, {2, false}, {2, true},
+                                                     {1, false}, {1, true}, {0, false}, {0, true}};
     CHECK(stage_gradient_events(s, partition, 0, true) == per_micro_batch);
   }
   // A later stage of a pipeline sends its input gradient before its weight passes; under ZB-H1

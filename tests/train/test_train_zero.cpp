@@ -102,8 +102,8 @@ TEST_CASE("mdtp train at every ZeRO stage equals stage 0 on the same mesh", "[tr
           t.zero.offload = v.offload;
           t.zero.keep_parameters_for_step = v.keep;
           t.zero.reduce_per_micro_batch = v.per_micro_batch;
-          const std::string tag = ref_tag + "-z" + std::to_string(v.stage) + (v.offload ? "o" : "") + (v.keep ? "k" : "") +
-                                  (v.per_micro_batch ? "m" : "");
+          const std::string tag = ref_tag + "-z" + std::to_string(v.stage) + (v.offload ? "o" : "") +
+                                  (v.keep ? "k" : "") + (v.per_micro_batch ? "m" : "");
           run(t, tag);
           const double grads = file_error(shared_path(tag + "-grads.h5"), shared_path(ref_tag + "-grads.h5"));
           const double params = file_error(shared_path(tag + "-params.h5"), shared_path(ref_tag + "-params.h5"));
