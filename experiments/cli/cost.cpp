@@ -47,7 +47,7 @@ struct CostOptions {
   int gpus = 0;
   std::string schedule = "1f1b", recompute = "none", cluster = "dgx-a100";
   int zero_stage = 0;
-  bool zero_reduce_per_micro_batch = false;
+  bool zero_reduce_per_micro_batch = false, zero_keep_parameters = false;
   bool no_dropout = false;
   bool streaming_attention = false;
 };
@@ -136,7 +136,7 @@ cost::StepConfig model_step_config(const CostOptions& o) {
   return step_config(StepChoice{cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab}, o.global_batch,
                                 o.micro_batch, o.tp_mode, o.tp, o.tp_depth, o.pp, o.gpus, o.chunks, o.zero_stage,
                                 o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{},
-                                !o.streaming_attention, o.zero_reduce_per_micro_batch});
+                                !o.streaming_attention, o.zero_reduce_per_micro_batch, o.zero_keep_parameters});
 }
 
 // The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
@@ -155,9 +155,8 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   for (int stage = 0; stage <= 3; ++stage) {
     per_stage.zero_stage = stage;
     per_stage.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch && stage >= 2;  // stages 2–3 only
-    const cost::StepConfig c = model_step_config(per_stage);
-    if (stage == 3 && c.pp > 1) continue;  // the step model does not combine ZeRO-3 with a pipeline
-    rows.push_back(cost::estimate_step(c, cluster));
+    per_stage.zero_keep_parameters = o.zero_keep_parameters && stage == 3;
+    rows.push_back(cost::estimate_step(model_step_config(per_stage), cluster));
   }
   if (o.json) {
     std::cout << "[";
@@ -169,12 +168,12 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   std::cout << "ZeRO stages of " << cost::describe(rows.front().config) << " on " << o.cluster
             << " (memory per GPU of the largest stage, GiB"
             << (o.zero_reduce_per_micro_batch ? "; 2m, 3m: gradients reduce-scattered after every micro-batch" : "")
+            << (o.zero_keep_parameters ? "; 3k: parameters gathered once per step and kept" : "")
             << ")\n"
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
     const cost::MemorySplit& m = e.memory;
-    const std::string stage = fmt::format("{}{}", e.config.zero, e.config.zero_reduce_per_micro_batch ? "m" : "");
-    fmt::print("{:>5}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", stage,
+    fmt::print("{:>5}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", cost::zero_label(e.config),
                m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
                e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
   }
@@ -224,6 +223,8 @@ void add_model_options(CLI::App& app, CostOptions& o) {
   add(app, "--zero-stage", o.zero_stage, "GPT step: ZeRO stage 0-3 (--zero prints all four)")->check(between(0, 3));
   app.add_flag("--zero-reduce-per-micro-batch", o.zero_reduce_per_micro_batch,
                "GPT step: ZeRO 2-3 reduce the gradients after every micro-batch (with --zero: rows 2-3)");
+  app.add_flag("--zero-keep-params", o.zero_keep_parameters,
+               "GPT step: ZeRO 3 gathers each unit's parameters once per step and keeps them (with --zero: row 3)");
   app.add_flag("--no-dropout", o.no_dropout, "GPT step: no dropout masks (mdtp's GPT)");
   app.add_flag("--streaming-attention", o.streaming_attention,
                "GPT step: the attention kernel keeps no T×T probabilities (selective = none)");

@@ -22,7 +22,7 @@ struct PlanOptions {
   std::string cluster = "dgx-a100";
   DType dtype = DType::bf16;
   bool json = false, validate = false, no_dropout = false, no_dp_overlap = false, p2p_overlap = false;
-  bool streaming_attention = false, zero_reduce_per_micro_batch = false;
+  bool streaming_attention = false, zero_reduce_per_micro_batch = false, zero_keep_parameters = false;
   int top = 10, max_tp = 64;
   std::int64_t max_micro_batch = 16;
   std::vector<TpMode> modes;
@@ -66,6 +66,8 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   add(app, "--zero", o.zero, "one configuration: ZeRO stage 0-3");
   app.add_flag("--zero-reduce-per-micro-batch", o.zero_reduce_per_micro_batch,
                "one configuration: ZeRO 2-3 reduce the gradients after every micro-batch");
+  app.add_flag("--zero-keep-params", o.zero_keep_parameters,
+               "one configuration: ZeRO 3 gathers each unit's parameters once per step and keeps them");
   add(app, "--recompute", o.recompute, "one configuration: activation recomputation")
       ->check(one_of({"none", "selective", "full"}));
 }
@@ -86,7 +88,7 @@ int run_one(const PlanOptions& o, const cost::Cluster& cluster) {
   const cost::StepEstimate e = cost::estimate_step(
       step_config(StepChoice{o.model, o.global_batch, o.micro_batch, o.mode, o.tp, o.depth, o.pp, o.gpus, o.chunks,
                              o.zero, o.schedule, o.recompute, o.dtype, !o.no_dropout, overlap_of(o),
-                             !o.streaming_attention, o.zero_reduce_per_micro_batch}),
+                             !o.streaming_attention, o.zero_reduce_per_micro_batch, o.zero_keep_parameters}),
       cluster);
   std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
   return 0;

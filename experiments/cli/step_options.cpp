@@ -26,6 +26,7 @@ cost::StepConfig step_config(const StepChoice& o) {
   c.overlap = o.overlap;
   c.attention_keeps_probabilities = o.attention_keeps_probabilities;
   c.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch;
+  c.zero_keep_parameters = o.zero_keep_parameters;
   return c;
 }
 

@@ -18,6 +18,7 @@ struct StepChoice {
   cost::OverlapAssumptions overlap{};
   bool attention_keeps_probabilities = true;  // false: --streaming-attention
   bool zero_reduce_per_micro_batch = false;   // --zero-reduce-per-micro-batch
+  bool zero_keep_parameters = false;          // --zero-keep-params
 };
 
 // dp = gpus / (tp · pp); an mdtp::Error naming the value when it does not divide, or for an

@@ -37,8 +37,8 @@ std::vector<TpShape> tp_shapes(const PlanRequest& r) {
 
 std::vector<std::pair<PipelineSchedule, int>> schedules(const StepConfig& c) {
   if (c.pp == 1) return {{PipelineSchedule::one_f_one_b, 1}};
-  std::vector<std::pair<PipelineSchedule, int>> out = {
-      {PipelineSchedule::gpipe, 1}, {PipelineSchedule::one_f_one_b, 1}, {PipelineSchedule::zb_h1, 1}};
+  std::vector<std::pair<PipelineSchedule, int>> out = {{PipelineSchedule::gpipe, 1}, {PipelineSchedule::one_f_one_b, 1}};
+  if (c.microbatches() >= c.pp) out.push_back({PipelineSchedule::zb_h1, 1});  // its W passes fill a full pipe
   const std::int64_t per_stage = c.layers_per_stage();
   if (c.microbatches() % c.pp == 0)
     for (int v = 2; v <= per_stage; ++v)
@@ -51,7 +51,11 @@ std::vector<std::pair<PipelineSchedule, int>> schedules(const StepConfig& c) {
 // holds its shards and, inside the step, every full gradient bucket (step_memory.hpp): stage 1's
 // traffic with more memory, never the better choice, so only its per-micro-batch form is listed;
 // ZeRO-3 is listed both ways (reducing once saves m−1 reduce-scatters, per micro-batch saves the
-// full buckets).
+// full buckets).  ZeRO-3 keeping its gathered parameters for the step is not listed: it then holds
+// every parameter in full for the step, as ZeRO-2 does, plus its shard, for ZeRO-2's traffic (one
+// gather per step, the same reductions); `mdtp plan --zero-keep-params` evaluates one.
+// With a pipeline as without: the engine runs every stage under every schedule, and the step
+// model replays the schedule for the buckets it holds (step_memory.hpp).
 std::vector<std::pair<int, bool>> zero_choices(const std::vector<int>& stages, std::int64_t micro_batches) {
   std::vector<std::pair<int, bool>> out;
   for (int zero : stages) {
@@ -115,9 +119,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.schedule = schedule;
           c.chunks = chunks;
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches())) {
-            // ZeRO-2/3 under a pipeline are left out: ZeRO-2 keeps full gradients there
-            // (docs/theory.md §4.2) and the step model does not combine ZeRO-3 with one.
-            if ((zero > 0 && dp == 1) || (zero >= 2 && pp > 1)) continue;
+            if (zero > 0 && dp == 1) continue;  // nothing to shard over
             c.zero = zero;
             c.zero_reduce_per_micro_batch = per_micro_batch;
             for (Recompute recompute : recomputes) {

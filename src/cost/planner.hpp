@@ -6,9 +6,9 @@
 // 2.5d: d·q² with d ≥ 2; 3d: q³), pp (divides the layers and the GPUs), dp = gpus/(tp·pp),
 // micro-batch (powers of two dividing the batch per replica), schedule (without a pipeline:
 // plain accumulation, named 1f1b; with one: gpipe, 1f1b, zb-h1, interleaved with every v ≥ 2
-// dividing the layers per stage), ZeRO stage (0 without dp; under a pipeline 0 and 1 only: stage 2
-// there keeps full gradients, which is stage 1, and stage 3 is not combined with one) and
-// recomputation.  Shapes the layouts refuse (geometry, heads, whole sequences) are skipped, and
+// dividing the layers per stage; zb-h1 with m ≥ pp), ZeRO stage (0 without dp; with several
+// micro-batches stage 2 reducing per micro-batch, stage 3 reducing once or per micro-batch; every
+// stage with every schedule) and recomputation.  Shapes the layouts refuse (geometry, heads, whole sequences) are skipped, and
 // so is every configuration whose memory exceeds the GPU's.
 #include <cstdint>
 #include <string>

@@ -43,15 +43,16 @@ void validate(const StepConfig& c) {
     require(c.microbatches() % c.pp == 0, "the interleaved schedule needs micro-batches m=", c.microbatches(),
             " to be a multiple of pp=", c.pp);
   } else {
+    require(c.schedule != PipelineSchedule::zb_h1 || c.microbatches() >= c.pp, "the zb-h1 schedule needs at least pp=",
+            c.pp, " micro-batches; got m=", c.microbatches());
     require(c.chunks == 1, "chunks=", c.chunks, " applies only to the interleaved schedule, not ",
             pipeline_schedule_name(c.schedule));
   }
   require(c.zero >= 0 && c.zero <= 3, "ZeRO stage must be 0, 1, 2 or 3; got ", c.zero);
-  // DeepSpeed refuses ZeRO-2/3 with its pipeline and Colossal-AI ZeRO-2+; mdtp's stage 2 under a
-  // pipeline keeps full gradients (docs/theory.md §4.2), stage 3 would re-gather every micro-batch.
-  require(c.zero < 3 || c.pp == 1, "ZeRO-3 is not combined with a pipeline (pp=", c.pp, ")");
   require(!c.zero_reduce_per_micro_batch || c.zero >= 2,
           "reducing the gradients per micro-batch needs ZeRO stage 2 or 3; got zero=", c.zero);
+  require(!c.zero_keep_parameters || c.zero == 3, "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=",
+          c.zero);
   require(c.dtype == DType::bf16 || c.dtype == DType::f16 || c.dtype == DType::f32,
           "the step model takes dtype bf16, f16 or f32; got ", dtype_name(c.dtype));
   require(c.overlap.bucket_bytes > 0, "the gradient bucket must be > 0 bytes; got ", c.overlap.bucket_bytes);
@@ -65,9 +66,14 @@ std::string describe(const StepConfig& c) {
   if (c.schedule == PipelineSchedule::interleaved) os << " v=" << c.chunks;
   os << " mb=" << c.micro_batch << " zero=" << c.zero;
   if (c.zero_reduce_per_micro_batch) os << " reduce-per-micro-batch";
+  if (c.zero_keep_parameters) os << " keep-params";
   os << " recompute=" << recompute_name(c.recompute) << " " << dtype_name(c.dtype);
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   return os.str();
+}
+
+std::string zero_label(const StepConfig& c) {
+  return std::to_string(c.zero) + (c.zero_reduce_per_micro_batch ? "m" : "") + (c.zero_keep_parameters ? "k" : "");
 }
 
 }  // namespace mdtp::cost

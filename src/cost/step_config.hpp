@@ -61,6 +61,9 @@ struct StepConfig {
   // ZeRO-2/3: reduce-scatter the gradients after every micro-batch (m rounds, DeepSpeed's way),
   // not once per step after the last one (mdtp's default, which keeps full buckets meanwhile).
   bool zero_reduce_per_micro_batch = false;
+  // ZeRO-3: gather each unit's parameters once per step and keep them until the step ends (the
+  // engine's keep_parameters_for_step), not before every forward and backward-input pass.
+  bool zero_keep_parameters = false;
   Recompute recompute = Recompute::none;
   DType dtype = DType::bf16;
   bool dropout = true;  // GPT-3/Megatron train with dropout 0.1 (masks are stored, Korthikanti's 34)
@@ -84,12 +87,16 @@ struct StepConfig {
 };
 
 // Refuses (mdtp::Error naming the value) what no engine could run: sizes that do not divide,
-// a schedule its options do not fit, ZeRO-3 under a pipeline, …  Shape checks of the TP layouts
+// a schedule its options do not fit, a ZeRO option its stage lacks, …  Shape checks of the TP layouts
 // are Geometry's (they run when the layer costs are built).
 void validate(const StepConfig& config);
 
 // "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16" (+ " streaming-attention";
-// " reduce-per-micro-batch" after the ZeRO stage when set)
+// " reduce-per-micro-batch", " keep-params" after the ZeRO stage when set)
 std::string describe(const StepConfig& config);
+
+// The ZeRO stage as tables show it: "m" appended when it reduces the gradients per micro-batch,
+// "k" when it keeps the gathered parameters for the step ("3", "2m", "3mk").
+std::string zero_label(const StepConfig& config);
 
 }  // namespace mdtp::cost

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <vector>
 
+#include "plan/gathered_parameters.hpp"
 #include "plan/gradient_peak.hpp"
 #include "plan/schedule.hpp"
 #include "plan/stage_partition.hpp"
+#include "plan/unit_passes.hpp"
 
 namespace mdtp::cost {
 
@@ -17,6 +20,59 @@ double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage)
   if (stage == c.pp - 1) n += costs.head_params + (c.pp > 1 ? costs.wte_params : 0.0);
   return n;
 }
+
+namespace {
+
+// Stage r's parameters at the planner's resolution: one bucket per unit, the wte a bucket of its
+// own (units, not the 25 MB cap, are what this model knows; padding is ignored).  In elements per
+// rank, with the units writing each bucket and the buckets each unit's forward and backward-input
+// pass read, as src/zero's layout has them: the head's passes read the final LayerNorm and the
+// wte (the embedding's, tied, without a pipeline; its own copy with one); the embedding's forward
+// reads wpe and the wte, its backward-input pass nothing (its whole backward is a weight pass).
+struct StageBuckets {
+  std::vector<std::vector<int>> writers;
+  std::vector<std::int64_t> elements;
+  std::map<int, std::vector<std::size_t>> forward_reads, backward_reads;
+};
+
+StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const StagePartition& partition, int stage) {
+  const int head = static_cast<int>(c.model.layers) + 1;
+  StageBuckets s;
+  auto bucket = [&](std::vector<int> units, double n) {
+    s.writers.push_back(std::move(units));
+    s.elements.push_back(std::llround(n));
+    return s.writers.size() - 1;
+  };
+  // In the order backward produces them: units descending.
+  std::size_t ln_f = 0, wte = 0;
+  bool holds_head = false;
+  for (const UnitSpan& span : partition.stage_units(stage)) {
+    for (int u = span.last; u >= span.first; --u) {
+      if (u == head) {
+        holds_head = true;
+        ln_f = bucket({head}, costs.head_params);
+        if (c.pp > 1) wte = bucket({head}, costs.wte_params);
+      } else if (u == 0) {
+        const std::size_t wpe = bucket({0}, costs.embedding_params - costs.wte_params);
+        wte = bucket(c.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
+        s.forward_reads[0] = {wpe, wte};
+        s.backward_reads[0] = {};
+      } else {
+        const std::size_t b = bucket({u}, costs.block_params);
+        s.forward_reads[u] = s.backward_reads[u] = {b};
+      }
+    }
+  }
+  if (holds_head) s.forward_reads[head] = s.backward_reads[head] = {ln_f, wte};
+  return s;
+}
+
+Schedule step_schedule(const StepConfig& c, std::int64_t micro_batches) {
+  return make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp, static_cast<int>(micro_batches),
+                       c.chunks);
+}
+
+}  // namespace
 
 double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int stage) {
   if (c.zero < 2) return 0.0;
@@ -29,34 +85,26 @@ double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int st
   // Reducing per micro-batch without a pipeline, every micro-batch replays the same events from
   // the same state (the embedding's rounds in flight), so two micro-batches give the peak.
   const std::int64_t m = per_micro_batch && c.pp == 1 ? std::min<std::int64_t>(c.microbatches(), 2) : c.microbatches();
+  const StagePartition partition(static_cast<int>(c.model.layers), c.pp, c.chunks);
+  const StageBuckets b = stage_buckets(c, costs, partition, stage);
+  return static_cast<double>(full_gradient_peak(
+      stage_gradient_events(step_schedule(c, m), partition, stage, per_micro_batch), b.writers, b.elements));
+}
 
-  // One bucket per unit in elements; the wte bucket has two writers when the stage holds both the
-  // embedding and the head (no pipeline), else it belongs to the unit that holds the copy.
-  const int L = static_cast<int>(c.model.layers), head = L + 1;
-  const StagePartition partition(L, c.pp, c.chunks);
-  std::vector<std::vector<int>> writers;
-  std::vector<std::int64_t> elements;
-  auto bucket = [&](std::vector<int> units, double n) {
-    writers.push_back(std::move(units));
-    elements.push_back(std::llround(n));
-  };
-  for (const UnitSpan& span : partition.stage_units(stage)) {
-    for (int u = span.last; u >= span.first; --u) {
-      if (u == head) {
-        bucket({head}, costs.head_params);  // the final LayerNorm
-        if (c.pp > 1) bucket({head}, costs.wte_params);
-      } else if (u == 0) {
-        bucket({0}, costs.embedding_params - costs.wte_params);  // wpe
-        bucket(c.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
-      } else {
-        bucket({u}, costs.block_params);
-      }
-    }
-  }
-  const Schedule schedule =
-      make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp, static_cast<int>(m), c.chunks);
-  return static_cast<double>(
-      full_gradient_peak(stage_gradient_events(schedule, partition, stage, per_micro_batch), writers, elements));
+double gathered_parameter_window(const StepConfig& c, const LayerCosts& costs, int stage) {
+  if (c.zero < 3) return 0.0;
+  // Keeping them for the step, the first micro-batch reads every bucket (pp micro-batches: the
+  // fewest every schedule takes); without a pipeline every micro-batch runs the same passes, so
+  // two show every pair of neighbouring passes.
+  std::int64_t m = c.microbatches();
+  if (c.zero_keep_parameters) m = std::min<std::int64_t>(m, c.pp);
+  if (c.pp == 1) m = std::min<std::int64_t>(m, 2);
+  const StagePartition partition(static_cast<int>(c.model.layers), c.pp, c.chunks);
+  const StageBuckets b = stage_buckets(c, costs, partition, stage);
+  std::vector<std::vector<std::size_t>> reads;
+  for (const UnitPass& p : stage_unit_passes(step_schedule(c, m), partition, stage))
+    reads.push_back((p.direction > 0 ? b.forward_reads : b.backward_reads).at(p.unit));
+  return static_cast<double>(gathered_parameter_peak(reads, b.elements, c.zero_keep_parameters));
 }
 
 namespace {
@@ -77,8 +125,8 @@ MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Clu
                             ? static_cast<double>(c.layers_per_stage()) * costs.block_depth_replica_params
                             : 0.0;
   const double sharded = (P - folded) / dp + folded / (dp * c.depth);
-  m.parameters = (c.zero >= 3 ? sharded : P) * delta;
-  if (c.zero >= 3) m.parameters += 2.0 * costs.block_params * delta;  // a gathered block, and the next
+  m.parameters_gathered = gathered_parameter_window(c, costs, stage) * delta;
+  m.parameters = (c.zero >= 3 ? sharded : P) * delta + m.parameters_gathered;
   m.gradients_in_step = full_gradient_window(c, costs, stage) * g;
   m.gradients = (c.zero >= 2 ? sharded * g + m.gradients_in_step : P * g);
   m.optimizer = (c.zero >= 1 ? sharded : P) * K;

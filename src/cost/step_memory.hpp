@@ -7,8 +7,13 @@
 //   gradients    P_r × g (g = grad_dtype's bytes: fp32 main gradients under bf16)
 //   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8)
 //   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also the g held between
-//                steps, stage 3 also δ, plus one gathered block's parameters twice (in use +
-//                prefetched) (2.5D: its weights, whose depth copies are replicas, over dp × depth).
+//                steps, stage 3 also δ (2.5D: its weights, whose depth copies are replicas, over
+//                dp × depth).  Stage 3 adds the gathered parameters: the engine gathers what a
+//                unit's pass reads before it runs and prefetches what the next pass of the stage's
+//                action list reads (plan/unit_passes.hpp), freeing both after use, so the peak is
+//                the largest pair of neighbouring passes (plan/gathered_parameters.hpp) — the tied
+//                wte with a block when the vocabulary is large, not merely two blocks; keeping
+//                them for the step (zero_keep_parameters), every bucket the stage reads.
 //                Inside a step ZeRO-2/3 also hold full gradient buckets, as mdtp's engine does
 //                (docs/zero.md §3, plan/gradient_peak.hpp): opened when backward first writes a
 //                unit, freed once its reduce-scatter is done after the unit's last weight pass.
@@ -36,7 +41,8 @@ namespace mdtp::cost {
 struct MemorySplit {
   int stage = 0;  // the stage it describes (the larger)
   double parameters = 0.0, gradients = 0.0, optimizer = 0.0, activations = 0.0, reserved = 0.0;
-  double gradients_in_step = 0.0;   // of `gradients`: ZeRO-2/3's full buckets at their peak in a step
+  double gradients_in_step = 0.0;    // of `gradients`: ZeRO-2/3's full buckets at their peak in a step
+  double parameters_gathered = 0.0;  // of `parameters`: ZeRO-3's gathered buckets at their peak
   double parameter_elements = 0.0;  // on this rank
   int in_flight = 0;                // micro-batches (interleaved: micro-batch × chunk passes) held
   double total() const { return parameters + gradients + optimizer + activations + reserved; }
@@ -48,6 +54,10 @@ double stage_parameters(const StepConfig& config, const LayerCosts& costs, int s
 // ZeRO-2/3: the largest number of gradient elements one rank of stage r holds in full buckets at
 // once inside a step (the replay above; 0 below stage 2).
 double full_gradient_window(const StepConfig& config, const LayerCosts& costs, int stage);
+
+// ZeRO-3: the largest number of parameter elements one rank of stage r holds gathered at once
+// inside a step (the pass-order replay above; 0 below stage 3).
+double gathered_parameter_window(const StepConfig& config, const LayerCosts& costs, int stage);
 
 MemorySplit step_memory(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster);
 

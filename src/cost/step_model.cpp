@@ -106,17 +106,26 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 
   // ZeRO-3: the stage's parameters gathered for forward and for backward every micro-batch (and,
   // reducing per micro-batch, its gradients reduce-scattered), prefetched under the micro-batch's
-  // own compute.
+  // own compute; or, keeping them for the step, gathered once, under the first forward.  Only the
+  // step's first gather waits with nothing to hide behind: the stage's first unit (on the first
+  // stage the embedding, whose wte can outweigh a block).
   const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.pp - 1));
   double zero3_exposed = 0.0;
   if (c.zero == 3 && c.dp > 1) {
-    const double gather = seconds(CollectiveOp::all_gather, c.dp, stage_params * delta, c.dtype, e.placement.dp, model);
-    const double scatter =
-        seconds(CollectiveOp::reduce_scatter, c.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model);
-    const double first_block =
-        seconds(CollectiveOp::all_gather, c.dp, costs.block_params * delta, c.dtype, e.placement.dp, model);
-    const double scatter_here = c.zero_reduce_per_micro_batch ? scatter : 0.0;
-    zero3_exposed = first_block + std::max(0.0, 2 * gather + scatter_here - slowest->seconds());
+    auto gather_seconds = [&](double elements) {
+      return seconds(CollectiveOp::all_gather, c.dp, elements * delta, c.dtype, e.placement.dp, model);
+    };
+    const double gather = gather_seconds(stage_params);
+    zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
+    if (c.zero_keep_parameters) {
+      zero3_exposed += std::max(0.0, gather - slowest->forward.seconds());
+    } else {
+      const double scatter =
+          c.zero_reduce_per_micro_batch
+              ? seconds(CollectiveOp::reduce_scatter, c.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
+              : 0.0;
+      zero3_exposed += static_cast<double>(m) * std::max(0.0, 2 * gather + scatter - slowest->seconds());
+    }
   }
 
   const PipelineConfig pipeline{c.pp, static_cast<int>(m), c.chunks, c.schedule};
@@ -132,11 +141,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   if (c.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
     e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
 
-  // Data parallelism: ZeRO-3's gathers per micro-batch (above); the gradient reduction once per
-  // step under the last micro-batch's backward, or with zero_reduce_per_micro_batch under each
-  // micro-batch's (ZeRO-2 here, ZeRO-3 above); the updated parameters all-gathered at 1–2.
-  e.time.dp_comm = mb * zero3_exposed;
-  const bool reduction_in_zero3 = c.zero == 3 && c.zero_reduce_per_micro_batch;
+  // Data parallelism: ZeRO-3's gathers (above); the gradient reduction once per step under the
+  // last micro-batch's backward, or with zero_reduce_per_micro_batch under each micro-batch's
+  // (here; above for ZeRO-3 gathering per pass, beside its gathers); the updated parameters
+  // all-gathered at 1–2.
+  e.time.dp_comm = zero3_exposed;
+  const bool reduction_in_zero3 = c.zero == 3 && c.zero_reduce_per_micro_batch && !c.zero_keep_parameters;
   if (c.dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = c.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;

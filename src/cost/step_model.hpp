@@ -12,8 +12,10 @@
 //                                 scatter/gather)
 //   data parallelism              ZeRO 0: all-reduce of the gradients (grad_dtype); 1–2:
 //                                 reduce-scatter of gradients + all-gather of parameters; 3: per
-//                                 micro-batch two all-gathers of parameters and a reduce-scatter,
-//                                 prefetched under that micro-batch's compute.  With
+//                                 micro-batch two all-gathers of the stage's parameters (kept for
+//                                 the step: one, under the first forward), prefetched under that
+//                                 micro-batch's compute, the step's first gather exposed; its
+//                                 reduce-scatter once per step or per micro-batch.  With
 //                                 overlap.dp_gradients, the gradient reduction hides under the last
 //                                 micro-batch's backward except what exceeds it, and at least the
 //                                 last bucket; the parameter all-gather is exposed

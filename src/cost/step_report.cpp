@@ -31,6 +31,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"chunks", c.chunks},
           {"zero", c.zero},
           {"zero_reduce_per_micro_batch", c.zero_reduce_per_micro_batch},
+          {"zero_keep_parameters", c.zero_keep_parameters},
           {"recompute", recompute_name(c.recompute)},
           {"dtype", dtype_name(c.dtype)},
           {"grad_dtype", dtype_name(c.grad_dtype())},
@@ -65,6 +66,7 @@ json estimate_object(const StepEstimate& e) {
            {{"stage", m.stage},
             {"parameter_elements", m.parameter_elements},
             {"parameters_bytes", m.parameters},
+            {"parameters_gathered_bytes", m.parameters_gathered},
             {"gradients_bytes", m.gradients},
             {"gradients_in_step_bytes", m.gradients_in_step},
             {"optimizer_bytes", m.optimizer},
@@ -79,9 +81,6 @@ json estimate_object(const StepEstimate& e) {
 
 std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
 
-// The ZeRO column: the stage, "m" appended when it reduces the gradients per micro-batch.
-std::string zero_text(const StepConfig& c) { return fmt::format("{}{}", c.zero, c.zero_reduce_per_micro_batch ? "m" : ""); }
-
 std::string row_text(int rank, const StepEstimate& e) {
   const TimeSplit& t = e.time;
   const StepConfig& c = e.config;
@@ -92,7 +91,7 @@ std::string row_text(int rank, const StepEstimate& e) {
   return fmt::format(
       "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9.3f} {:>10.4g} {:>7.1f} {:>5.1f} {:>5.1f} {:>6} "
       "{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f}\n",
-      rank, mode, c.tp, c.pp, c.dp, schedule, c.micro_batch, zero_text(c), recompute_name(c.recompute), e.step_seconds,
+      rank, mode, c.tp, c.pp, c.dp, schedule, c.micro_batch, zero_label(c), recompute_name(c.recompute), e.step_seconds,
       e.tokens_per_second, e.tflops_per_gpu, 100 * e.mfu, 100 * e.hfu, gb(e.memory.total()), t.compute, t.tp_comm,
       t.pp_comm, t.dp_comm, t.bubble, t.optimizer);
 }
@@ -129,13 +128,17 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
                     "bubble {:.4f} s ({:.1f}%), optimizer {:.4f} s\n",
                     t.compute, t.tp_comm, t.pp_comm, t.dp_comm, t.bubble, 100 * e.bubble_fraction, t.optimizer);
   const MemorySplit& m = e.memory;
-  // ZeRO-2/3: say how much of the gradients are full buckets held only inside the step.
+  // ZeRO-2/3: say how much of the gradients are full buckets held only inside the step, and at
+  // stage 3 how much of the parameters are gathered buckets.
   const std::string in_step =
       m.gradients_in_step > 0 ? fmt::format(" ({} of it full buckets inside the step)", gb(m.gradients_in_step)) : "";
-  os << fmt::format("memory per GPU (stage {}): {} GB of {} GB{} — parameters {}, gradients {}{}, optimizer {}, "
+  const std::string gathered =
+      m.parameters_gathered > 0 ? fmt::format(" ({} of it gathered inside the step)", gb(m.parameters_gathered)) : "";
+  os << fmt::format("memory per GPU (stage {}): {} GB of {} GB{} — parameters {}{}, gradients {}{}, optimizer {}, "
                     "activations {} ({} in flight), reserved {}\n",
                     m.stage, gb(m.total()), gb(e.memory_capacity), e.fits ? "" : " (DOES NOT FIT)", gb(m.parameters),
-                    gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight, gb(m.reserved));
+                    gathered, gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight,
+                    gb(m.reserved));
   os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp), link_class_name(e.placement.dp),
                     link_class_name(e.placement.pp));
   return os.str();

@@ -3,8 +3,8 @@
 // shard of each bucket.  Before a unit's forward and before its backward-input pass the engine
 // acquires the unit's buckets (all-gathered over each bucket's shard group, the parameters bound to the full buffer) and
 // releases them after; a bucket is freed when no running unit uses it and no prefetch is waiting
-// on it.  While a unit runs, the next unit of the same chunk in the pass's direction is
-// prefetched: its all-gathers are started without waiting.  With keep_for_step, nothing is freed
+// on it.  While a unit runs, the engine prefetches what the next pass of the stage's pass order
+// reads: its all-gathers are started without waiting.  With keep_for_step, nothing is freed
 // before release_all(), so each bucket is gathered once per step.  Every all-gather is tagged
 // with the phase "param-gather".
 #include <vector>

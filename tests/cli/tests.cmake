@@ -26,12 +26,14 @@ mdtp_cli_help(mesh --world --tp --pp --cp --order --tp-mode --tp-depth --ranks-p
 mdtp_cli_help(smoke --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node)
 mdtp_cli_help(train --tp-mode --tp --tp-depth --pp --schedule --micro-batches --chunks --pp-layers --group-size
               --layers --embd --heads --vocab --seq --batch --steps --lr --optimizer --grad-clip --zero --zero-bucket-mb
-              --zero-offload --zero-keep-params --dtype --seed --data --init-from --save --dump-grads --out --device)
+              --zero-offload --zero-keep-params --zero-reduce-per-micro-batch --dtype --seed --data --init-from --save
+              --dump-grads --out --device)
 mdtp_cli_help(cost --mode --world --tp --tp-depth --pp --layer --batch --seq --hidden --ffn --layers --dtype
               --keep-gathered-3d --ranks-per-node --dp-grad-sync --alpha-intra --beta-intra --alpha-inter --beta-inter
               --calibration --calibration-run --gemm-flops --mpich-allreduce --optimizer-bytes --zero --params --dp
               --param-bytes --grad-bytes --pipeline --microbatches --chunks --json --heads --vocab --global-batch
-              --micro-batch --tp-mode --gpus --schedule --recompute --cluster --zero-stage --no-dropout)
+              --micro-batch --tp-mode --gpus --schedule --recompute --cluster --zero-stage --zero-reduce-per-micro-batch
+              --zero-keep-params --no-dropout)
 mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
               --warmup --iters --dtype --gemm-size --out --cluster-out --cluster-name --peak-flops --allow-oversubscribed)
 mdtp_cli_help(bench --modes --layer --batch --seq --hidden --ffn --depth --dtype --warmup --reps --calibration --out
@@ -65,6 +67,12 @@ mdtp_cli_bad(missing_value mesh "--tp: needs a value" mesh --world 4 --tp)
 mdtp_cli_bad(missing_required mesh "--world is required" mesh --tp 2)
 mdtp_cli_bad(positional smoke "unexpected argument 'now'" smoke now)
 mdtp_cli_bad(bad_mesh mesh "2D tensor parallelism needs a square TP size; got tp=6" mesh --world 12 --tp 6 --tp-mode 2d)
+mdtp_cli_bad(keep_params_below_zero3 plan "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=2"
+             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --tp-mode 1d --tp 2
+             --zero 2 --zero-keep-params)
+mdtp_cli_bad(zb_h1_few_micro_batches plan "the zb-h1 schedule needs at least pp=2 micro-batches; got m=1"
+             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 1 --gpus 4 --tp-mode 1d --tp 2
+             --pp 2 --schedule zb-h1)
 
 # Refused on every rank, before MPI starts (a bad value) and after (a mesh the world cannot hold).
 add_test(NAME cli_mpi_bad_option_np2

@@ -12,8 +12,8 @@ import sys
 ESTIMATE_KEYS = ["step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes", "fits", "time",
                  "memory", "config", "placement"]
 TIME_KEYS = ["compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"]
-MEMORY_KEYS = ["gradients_bytes", "gradients_in_step_bytes"]
-CONFIG_KEYS = ["zero", "zero_reduce_per_micro_batch"]
+MEMORY_KEYS = ["parameters_bytes", "parameters_gathered_bytes", "gradients_bytes", "gradients_in_step_bytes"]
+CONFIG_KEYS = ["zero", "zero_reduce_per_micro_batch", "zero_keep_parameters"]
 MODEL = ["--layers", "128", "--hidden", "25600", "--heads", "160", "--seq", "2048", "--vocab", "51200"]
 FORMS = {
     "one": MODEL + ["--global-batch", "3072", "--micro-batch", "1", "--tp-mode", "1d", "--tp", "8", "--pp", "64",
@@ -40,6 +40,13 @@ def check_estimate(e, where):
     if not 0 <= m["gradients_in_step_bytes"] <= m["gradients_bytes"]:
         sys.exit(f"{where}: the full buckets inside a step ({m['gradients_in_step_bytes']} B) are part of the "
                  f"gradients ({m['gradients_bytes']} B)")
+    if not 0 <= m["parameters_gathered_bytes"] <= m["parameters_bytes"]:
+        sys.exit(f"{where}: the gathered parameters ({m['parameters_gathered_bytes']} B) are part of the "
+                 f"parameters ({m['parameters_bytes']} B)")
+    if (m["parameters_gathered_bytes"] > 0) != (e["config"]["zero"] == 3):
+        sys.exit(f"{where}: gathered parameters {m['parameters_gathered_bytes']} B at ZeRO stage {e['config']['zero']}")
+    if e["config"]["zero_keep_parameters"] and e["config"]["zero"] != 3:
+        sys.exit(f"{where}: keep-params at ZeRO stage {e['config']['zero']}")
     if e["config"]["zero_reduce_per_micro_batch"] and e["config"]["zero"] < 2:
         sys.exit(f"{where}: reduction per micro-batch at ZeRO stage {e['config']['zero']}")
 

@@ -34,6 +34,7 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
   REQUIRE(!result.ranked.empty());
   CHECK(result.considered == static_cast<std::int64_t>(result.ranked.size()) + result.too_big);
   bool saw_2d = false, saw_3d = false, saw_pipeline = false, saw_zero3 = false, saw_per_micro_batch = false;
+  bool saw_zero2_pipeline = false, saw_zero3_pipeline = false;
   for (std::size_t i = 0; i < result.ranked.size(); ++i) {
     const StepEstimate& e = result.ranked[i];
     INFO(describe(e.config));
@@ -48,7 +49,10 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
     saw_pipeline |= e.config.pp > 1;
     saw_zero3 |= e.config.zero == 3;
     saw_per_micro_batch |= e.config.zero_reduce_per_micro_batch;
-    CHECK((e.config.zero < 3 || e.config.pp == 1));
+    // ZeRO-2/3 under a pipeline, as the engine runs them; never keep-params (ZeRO-2's memory and more).
+    saw_zero2_pipeline |= e.config.zero == 2 && e.config.pp > 1;
+    saw_zero3_pipeline |= e.config.zero == 3 && e.config.pp > 1;
+    CHECK_FALSE(e.config.zero_keep_parameters);
     // ZeRO-2 reducing once with several micro-batches is stage 1's traffic with more memory: not
     // listed; reducing per micro-batch only where there are several.
     if (e.config.zero == 2 && e.config.microbatches() > 1) CHECK(e.config.zero_reduce_per_micro_batch);
@@ -59,6 +63,8 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
   CHECK(saw_pipeline);
   CHECK(saw_zero3);
   CHECK(saw_per_micro_batch);
+  CHECK(saw_zero2_pipeline);
+  CHECK(saw_zero3_pipeline);
 }
 
 TEST_CASE("a configuration that does not fit in memory is left out", "[cost][planner]") {

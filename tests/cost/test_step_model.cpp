@@ -150,9 +150,12 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   CHECK(estimate_step(z, a100()).memory.gradients == Approx(params * 4 / 8 + params * 4));
   z.global_batch = 8;  // one micro-batch: the shards and a window of two blocks plus the tied wte
   CHECK(estimate_step(z, a100()).memory.gradients < params * 4 / 8 + params * 4 / 4);
-  z.pp = 2;
+  z.pp = 2;  // ZeRO-3 under a pipeline, as the engine runs it (its gathers: the tests below)
   z.dp = 4;
-  CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("ZeRO-3"));
+  CHECK(estimate_step(z, a100()).memory.parameters_gathered > 0);
+  z.zero = 2;
+  z.zero_keep_parameters = true;
+  CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("needs ZeRO stage 3; got zero=2"));
 
   StepConfig bad = c;
   bad.schedule = PipelineSchedule::interleaved;
@@ -285,4 +288,63 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
   CHECK(once2 - r > 0);  // the all-gather
   c.zero = 1;
   CHECK_THROWS_WITH(estimate_step(c, costs, a100()), Catch::Contains("needs ZeRO stage 2 or 3; got zero=1"));
+}
+
+TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per pass or once per step",
+          "[cost][step][zero]") {
+  // The engine gathers what a pass reads and prefetches what the next pass of the stage's order
+  // reads (docs/zero.md §7): the peak is the largest neighbouring pair.  Elements per rank of one
+  // block (B), the wte, wpe and the final LayerNorm.
+  StepConfig c = zero_window_config(3, 1);
+  const LayerCosts costs = costs_of(c);
+  const double B = costs.block_params, wte = costs.wte_params, wpe = costs.embedding_params - wte;
+  const double ln_f = costs.head_params;
+  REQUIRE(wte > B);  // this vocabulary's wte outweighs a block: two blocks are not the peak
+
+  // No pipeline: F0 (wpe, wte) beside F1 (B); F8 (B) beside the head's forward (ln_f, wte); the
+  // embedding's backward-input pass reads nothing.
+  const double peak = wte + B + std::max(wpe, ln_f);
+  CHECK(gathered_parameter_window(c, costs, 0) == Approx(peak));
+  const MemorySplit one = step_memory(c, costs, a100());
+  CHECK(one.parameters_gathered == Approx(peak * 4));
+  CHECK(one.parameters == Approx(one.parameter_elements / 4 * 4 + peak * 4));  // the shards beside it
+  c.global_batch = 32;  // m = 4: B0 (nothing) beside the next F0 adds no larger pair
+  CHECK(gathered_parameter_window(c, costs, 0) == Approx(peak));
+  c.zero_keep_parameters = true;  // kept for the step: every bucket the stage reads
+  CHECK(gathered_parameter_window(c, costs, 0) == Approx(stage_parameters(c, costs, 0)));
+  CHECK(describe(c).find("keep-params") != std::string::npos);
+  CHECK(zero_label(c) == "3k");
+  c.zero_reduce_per_micro_batch = true;
+  CHECK(zero_label(c) == "3mk");
+  c.zero_reduce_per_micro_batch = false;
+
+  // Two 1F1B stages, m = 2.  Stage 0 (embedding, blocks 1–4) runs both forwards before a
+  // backward: F4 of micro-batch 0 beside F0 of micro-batch 1.  Stage 1 (blocks 5–8, the head with
+  // its own wte copy) alternates: F8 beside the head's forward.
+  c.zero_keep_parameters = false;
+  c.pp = 2;
+  c.dp = 2;
+  c.global_batch = 8;
+  CHECK(gathered_parameter_window(c, costs, 0) == Approx(B + wpe + wte));
+  CHECK(gathered_parameter_window(c, costs, 1) == Approx(B + ln_f + wte));
+  c.zero_keep_parameters = true;
+  CHECK(gathered_parameter_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
+
+  // Time: per pass, each micro-batch gathers the stage twice (exposed beyond its compute); kept,
+  // once per step.  With the data-parallel ranks across nodes (16 > 8 GPUs a node) the gathers
+  // outweigh the compute of one 128-token sequence.
+  c = zero_window_config(3, 8);
+  c.model.seq = 128;
+  c.micro_batch = 1;
+  c.tp = 1;
+  c.dp = 16;
+  c.global_batch = 8 * c.micro_batch * c.dp;
+  const LayerCosts flat = costs_of(c);
+  const StepEstimate per_pass = estimate_step(c, flat, a100());
+  REQUIRE(per_pass.time.dp_comm > per_pass.time.compute);  // the gathers are not hidden
+  c.zero_keep_parameters = true;
+  const StepEstimate kept = estimate_step(c, flat, a100());
+  CHECK(kept.time.dp_comm < per_pass.time.dp_comm);
+  CHECK(kept.memory.parameters > per_pass.memory.parameters);
+  CHECK(kept.memory.parameters_gathered == Approx(kept.memory.parameter_elements * 4));
 }
