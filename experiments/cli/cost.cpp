@@ -70,10 +70,10 @@ int run_zero(const CostOptions& o, const CLI::App& app) {
 int run_pipeline(const CostOptions& o, const CLI::App& app) {
   require_given(app, "--pipeline", {"--pp", "--microbatches"});
   std::vector<cost::PipelineConfig> schedules;
-  for (auto schedule : {cost::PipelineSchedule::gpipe, cost::PipelineSchedule::one_f_one_b})
+  for (auto schedule : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b})
     schedules.push_back({o.pp, o.microbatches, 1, schedule});
   if (o.chunks > 1 || app.count("--chunks") > 0)
-    schedules.push_back({o.pp, o.microbatches, o.chunks, cost::PipelineSchedule::interleaved});
+    schedules.push_back({o.pp, o.microbatches, o.chunks, ScheduleKind::interleaved});
   std::cout << (o.json ? cost::pipeline_json(schedules) : cost::pipeline_text(schedules));
   return 0;
 }
@@ -173,9 +173,9 @@ int run_model(const CostOptions& o, const CLI::App& app) {
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
     const cost::MemorySplit& m = e.memory;
-    fmt::print("{:>5}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n", cost::zero_label(e.config),
-               m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB, m.activations / GiB, m.total() / GiB,
-               e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
+    fmt::print("{:>5}  {:10.2f}  {:9.2f}  {:9.2f}  {:11.2f}  {:8.2f}  {:>4}  {:9.4f}  {:8.4f}\n",
+               cost::zero_label(e.config), m.parameters / GiB, m.gradients / GiB, m.optimizer / GiB,
+               m.activations / GiB, m.total() / GiB, e.fits ? "yes" : "no", e.time.dp_comm, e.step_seconds);
   }
   return 0;
 }

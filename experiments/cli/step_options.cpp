@@ -17,7 +17,7 @@ cost::StepConfig step_config(const StepChoice& o) {
   c.depth = o.depth;
   c.pp = o.pp;
   c.dp = o.gpus / (o.tp * o.pp);
-  c.schedule = cost::parse_pipeline_schedule(o.schedule);
+  c.schedule = parse_schedule(o.schedule);
   c.chunks = o.chunks;
   c.zero = o.zero;
   c.recompute = cost::parse_recompute(o.recompute);

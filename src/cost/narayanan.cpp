@@ -32,13 +32,13 @@ StepConfig narayanan_config(const NarayananRow& row) {
   c.dropout = true;
   c.overlap.dp_gradients = false;
   c.overlap.pp_p2p = false;
-  c.schedule = PipelineSchedule::one_f_one_b;
+  c.schedule = ScheduleKind::one_f_one_b;
   c.chunks = 1;
   const int per_stage = row.layers / row.pp;
   if (row.pp > 1)
     for (int v = 2; v <= per_stage; ++v)
       if (per_stage % v == 0) {
-        c.schedule = PipelineSchedule::interleaved;
+        c.schedule = ScheduleKind::interleaved;
         c.chunks = v;
         break;
       }

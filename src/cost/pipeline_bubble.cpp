@@ -14,9 +14,9 @@ int chunks_of(const PipelineConfig& c) {
   require(c.stages >= 1, "a pipeline needs at least one stage; got p=", c.stages);
   require(c.microbatches >= 1, "a pipeline needs at least one micro-batch; got m=", c.microbatches);
   require(c.chunks >= 1, "a pipeline needs at least one model chunk per stage; got v=", c.chunks);
-  if (c.schedule != PipelineSchedule::interleaved) {
+  if (c.schedule != ScheduleKind::interleaved) {
     require(c.chunks == 1, "model chunks (v=", c.chunks, ") apply only to the interleaved schedule, not ",
-            pipeline_schedule_name(c.schedule));
+            schedule_name(c.schedule));
     return 1;
   }
   // The schedule's own constraints (Megatron-Core's rule: p ≤ N ≤ m, m mod N either 0 or ≥ p),
@@ -27,35 +27,18 @@ int chunks_of(const PipelineConfig& c) {
 
 }  // namespace
 
-const char* pipeline_schedule_name(PipelineSchedule schedule) {
-  switch (schedule) {
-    case PipelineSchedule::gpipe: return "gpipe";
-    case PipelineSchedule::one_f_one_b: return "1f1b";
-    case PipelineSchedule::interleaved: return "interleaved";
-    case PipelineSchedule::zb_h1: return "zb-h1";
-  }
-  return "?";
-}
-
-PipelineSchedule parse_pipeline_schedule(const std::string& name) {
-  for (auto s : {PipelineSchedule::gpipe, PipelineSchedule::one_f_one_b, PipelineSchedule::interleaved,
-                 PipelineSchedule::zb_h1})
-    if (name == pipeline_schedule_name(s)) return s;
-  throw_error("unknown pipeline schedule '", name, "'; expected gpipe, 1f1b, interleaved or zb-h1");
-}
-
 double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
   const int v = chunks_of(c);
   require(t.forward >= 0 && t.backward_input >= 0 && t.backward_weight >= 0,
           "stage times must be non-negative; got F=", t.forward, " B=", t.backward_input, " W=", t.backward_weight);
   const double idle_stages = c.stages - 1.0;
-  if (c.schedule == PipelineSchedule::zb_h1)
+  if (c.schedule == ScheduleKind::zb_h1)
     return idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight);
   return idle_stages * (t.forward + t.backward_input + t.backward_weight) / v;
 }
 
 // ZB-H1 with T_F = T_B = T_W: (p−1)(T_F+T_B−T_W) = (p−1)·T over m·3T of work, a third of 1F1B's.
-static double zb_h1_share(const PipelineConfig& c) { return c.schedule == PipelineSchedule::zb_h1 ? 1.0 / 3.0 : 1.0; }
+static double zb_h1_share(const PipelineConfig& c) { return c.schedule == ScheduleKind::zb_h1 ? 1.0 / 3.0 : 1.0; }
 
 double bubble_over_ideal(const PipelineConfig& c) {
   const int v = chunks_of(c);
@@ -72,10 +55,10 @@ std::vector<int> peak_in_flight(const PipelineConfig& c) {
   std::vector<int> out;
   for (int r = 0; r < p; ++r) {
     switch (c.schedule) {
-      case PipelineSchedule::gpipe: out.push_back(m); break;
-      case PipelineSchedule::one_f_one_b:
-      case PipelineSchedule::zb_h1: out.push_back(std::min(p - r, m)); break;
-      case PipelineSchedule::interleaved: {
+      case ScheduleKind::gpipe: out.push_back(m); break;
+      case ScheduleKind::one_f_one_b:
+      case ScheduleKind::zb_h1: out.push_back(std::min(p - r, m)); break;
+      case ScheduleKind::interleaved: {
         // Megatron-Core's warm-up, min(2(p−r−1) + (v−1)·N, m·v) forwards, and the steady state's
         // first forward before the first backward.
         const Schedule s = make_schedule(ScheduleKind::interleaved, p, m, v, c.group_size);

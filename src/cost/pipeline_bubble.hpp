@@ -9,21 +9,17 @@
 // min(p−r, m) on stage r — W = min(p−r−1, m) warm-up forwards plus the one in steady state, never
 // more than m; interleaved: W+1 (micro-batch, chunk) passes with W = m·v when m = p, else
 // min(2(p−r−1) + (v−1)·p, m·v)).
-#include <string>
 #include <vector>
 
-namespace mdtp::cost {
+#include "plan/schedule.hpp"  // ScheduleKind: the engine's schedules, the same names
 
-enum class PipelineSchedule { gpipe, one_f_one_b, interleaved, zb_h1 };
-const char* pipeline_schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b", "interleaved", "zb-h1"
-// The name back to the schedule; an mdtp::Error naming the value otherwise.
-PipelineSchedule parse_pipeline_schedule(const std::string& name);
+namespace mdtp::cost {
 
 struct PipelineConfig {
   int stages = 1;        // p
   int microbatches = 1;  // m
   int chunks = 1;        // v (interleaved only; 1 otherwise)
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int group_size = 0;    // interleaved: Megatron-Core's micro-batch group N (0: p)
 };
 

@@ -35,14 +35,14 @@ std::vector<TpShape> tp_shapes(const PlanRequest& r) {
   return out;
 }
 
-std::vector<std::pair<PipelineSchedule, int>> schedules(const StepConfig& c) {
-  if (c.pp == 1) return {{PipelineSchedule::one_f_one_b, 1}};
-  std::vector<std::pair<PipelineSchedule, int>> out = {{PipelineSchedule::gpipe, 1}, {PipelineSchedule::one_f_one_b, 1}};
-  if (c.microbatches() >= c.pp) out.push_back({PipelineSchedule::zb_h1, 1});  // its W passes fill a full pipe
+std::vector<std::pair<ScheduleKind, int>> schedules(const StepConfig& c) {
+  if (c.pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
+  std::vector<std::pair<ScheduleKind, int>> out = {{ScheduleKind::gpipe, 1}, {ScheduleKind::one_f_one_b, 1}};
+  if (c.microbatches() >= c.pp) out.push_back({ScheduleKind::zb_h1, 1});  // its W passes fill a full pipe
   const std::int64_t per_stage = c.layers_per_stage();
   if (c.microbatches() % c.pp == 0)
     for (int v = 2; v <= per_stage; ++v)
-      if (per_stage % v == 0) out.push_back({PipelineSchedule::interleaved, v});
+      if (per_stage % v == 0) out.push_back({ScheduleKind::interleaved, v});
   return out;
 }
 

@@ -8,8 +8,8 @@
 // plain accumulation, named 1f1b; with one: gpipe, 1f1b, zb-h1, interleaved with every v ≥ 2
 // dividing the layers per stage; zb-h1 with m ≥ pp), ZeRO stage (0 without dp; with several
 // micro-batches stage 2 reducing per micro-batch, stage 3 reducing once or per micro-batch; every
-// stage with every schedule) and recomputation.  Shapes the layouts refuse (geometry, heads, whole sequences) are skipped, and
-// so is every configuration whose memory exceeds the GPU's.
+// stage with every schedule) and recomputation.  Shapes the layouts refuse (geometry, heads,
+// whole sequences) are skipped, and so is every configuration whose memory exceeds the GPU's.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -261,7 +261,7 @@ std::string zero_json(const ZeroConfig& c, const std::vector<ZeroStageCost>& sta
 namespace {
 
 const char* bubble_formula(const PipelineConfig& c) {
-  return c.schedule == PipelineSchedule::interleaved ? "(p-1)/(v*m)" : "(p-1)/m";
+  return c.schedule == ScheduleKind::interleaved ? "(p-1)/(v*m)" : "(p-1)/m";
 }
 
 }  // namespace
@@ -273,7 +273,7 @@ std::string pipeline_text(const std::vector<PipelineConfig>& schedules) {
   for (const auto& c : schedules)
     out += fmt::format("  {:<12} v={}  bubble {} = {:.4f} of ideal compute, {:.4f} of the step; peak in flight per "
                        "stage: {}\n",
-                       pipeline_schedule_name(c.schedule), c.chunks, bubble_formula(c), bubble_over_ideal(c),
+                       schedule_name(c.schedule), c.chunks, bubble_formula(c), bubble_over_ideal(c),
                        bubble_fraction_of_total(c), fmt::join(peak_in_flight(c), ", "));
   return out;
 }
@@ -283,7 +283,7 @@ std::string pipeline_json(const std::vector<PipelineConfig>& schedules) {
   require(!schedules.empty(), "pipeline_json needs at least one schedule");
   Json rows = Json::array();
   for (const auto& c : schedules)
-    rows.push_back({{"schedule", pipeline_schedule_name(c.schedule)},
+    rows.push_back({{"schedule", schedule_name(c.schedule)},
                     {"chunks", c.chunks},
                     {"bubble_over_ideal", bubble_over_ideal(c)},
                     {"bubble_fraction_of_total", bubble_fraction_of_total(c)},

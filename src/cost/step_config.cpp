@@ -35,7 +35,7 @@ void validate(const StepConfig& c) {
   require(c.global_batch % (c.micro_batch * c.dp) == 0, "global batch ", c.global_batch,
           " must be divisible by micro-batch x dp = ", c.micro_batch, " x ", c.dp);
   require(m.layers % c.pp == 0, "layers=", m.layers, " must be divisible by pp=", c.pp, " (equal stages)");
-  if (c.schedule == PipelineSchedule::interleaved) {
+  if (c.schedule == ScheduleKind::interleaved) {
     require(c.chunks >= 2, "the interleaved schedule needs chunks >= 2; got chunks=", c.chunks);
     require(c.pp >= 2, "the interleaved schedule needs pp >= 2; got pp=", c.pp);
     require(m.layers % (static_cast<std::int64_t>(c.pp) * c.chunks) == 0, "layers=", m.layers,
@@ -43,16 +43,16 @@ void validate(const StepConfig& c) {
     require(c.microbatches() % c.pp == 0, "the interleaved schedule needs micro-batches m=", c.microbatches(),
             " to be a multiple of pp=", c.pp);
   } else {
-    require(c.schedule != PipelineSchedule::zb_h1 || c.microbatches() >= c.pp, "the zb-h1 schedule needs at least pp=",
+    require(c.schedule != ScheduleKind::zb_h1 || c.microbatches() >= c.pp, "the zb-h1 schedule needs at least pp=",
             c.pp, " micro-batches; got m=", c.microbatches());
     require(c.chunks == 1, "chunks=", c.chunks, " applies only to the interleaved schedule, not ",
-            pipeline_schedule_name(c.schedule));
+            schedule_name(c.schedule));
   }
   require(c.zero >= 0 && c.zero <= 3, "ZeRO stage must be 0, 1, 2 or 3; got ", c.zero);
   require(!c.zero_reduce_per_micro_batch || c.zero >= 2,
           "reducing the gradients per micro-batch needs ZeRO stage 2 or 3; got zero=", c.zero);
-  require(!c.zero_keep_parameters || c.zero == 3, "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=",
-          c.zero);
+  require(!c.zero_keep_parameters || c.zero == 3,
+          "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=", c.zero);
   require(c.dtype == DType::bf16 || c.dtype == DType::f16 || c.dtype == DType::f32,
           "the step model takes dtype bf16, f16 or f32; got ", dtype_name(c.dtype));
   require(c.overlap.bucket_bytes > 0, "the gradient bucket must be > 0 bytes; got ", c.overlap.bucket_bytes);
@@ -62,8 +62,8 @@ std::string describe(const StepConfig& c) {
   std::ostringstream os;
   os << tp_mode_name(c.mode) << " tp=" << c.tp;
   if (c.mode == TpMode::d2p5) os << " d=" << c.depth;
-  os << " pp=" << c.pp << " dp=" << c.dp << " " << pipeline_schedule_name(c.schedule);
-  if (c.schedule == PipelineSchedule::interleaved) os << " v=" << c.chunks;
+  os << " pp=" << c.pp << " dp=" << c.dp << " " << schedule_name(c.schedule);
+  if (c.schedule == ScheduleKind::interleaved) os << " v=" << c.chunks;
   os << " mb=" << c.micro_batch << " zero=" << c.zero;
   if (c.zero_reduce_per_micro_batch) os << " reduce-per-micro-batch";
   if (c.zero_keep_parameters) os << " keep-params";

@@ -55,7 +55,7 @@ struct StepConfig {
   std::int64_t global_batch = 0, micro_batch = 1;
   TpMode mode = TpMode::d1;
   int tp = 1, depth = 1, pp = 1, dp = 1;
-  PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int chunks = 1;  // v, interleaved only
   int zero = 0;
   // ZeRO-2/3: reduce-scatter the gradients after every micro-batch (m rounds, DeepSpeed's way),

@@ -6,6 +6,7 @@
 #include <map>
 #include <vector>
 
+#include "core/error.hpp"
 #include "plan/gathered_parameters.hpp"
 #include "plan/gradient_peak.hpp"
 #include "plan/schedule.hpp"
@@ -68,8 +69,7 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
 }
 
 Schedule step_schedule(const StepConfig& c, std::int64_t micro_batches) {
-  return make_schedule(parse_schedule(pipeline_schedule_name(c.schedule)), c.pp, static_cast<int>(micro_batches),
-                       c.chunks);
+  return make_schedule(c.schedule, c.pp, static_cast<int>(micro_batches), c.chunks);
 }
 
 }  // namespace
@@ -80,7 +80,7 @@ double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int st
   // Reducing once per step without interleaving, several micro-batches keep every unit's buckets
   // from the first micro-batch's backward (which opens them all) until the last one's weight
   // pass: the stage.
-  if (!per_micro_batch && c.microbatches() > 1 && c.schedule != PipelineSchedule::interleaved)
+  if (!per_micro_batch && c.microbatches() > 1 && c.schedule != ScheduleKind::interleaved)
     return stage_parameters(c, costs, stage);
   // Reducing per micro-batch without a pipeline, every micro-batch replays the same events from
   // the same state (the embedding's rounds in flight), so two micro-batches give the peak.
@@ -109,8 +109,8 @@ double gathered_parameter_window(const StepConfig& c, const LayerCosts& costs, i
 
 namespace {
 
-MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster, int stage,
-                         const std::vector<int>& in_flight) {
+MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster, int stage,
+                            const std::vector<int>& in_flight) {
   MemorySplit m;
   m.stage = stage;
   const double dp = c.dp;
@@ -151,15 +151,23 @@ MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Clu
   return m;
 }
 
+std::vector<int> in_flight_per_stage(const StepConfig& c) {
+  if (c.pp == 1) return {};
+  return peak_in_flight(PipelineConfig{c.pp, static_cast<int>(c.microbatches()), c.chunks, c.schedule});
+}
+
 }  // namespace
 
+MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster, int stage) {
+  require(stage >= 0 && stage < c.pp, "stage ", stage, " is not one of the pp=", c.pp, " stages");
+  return memory_of_stage(c, costs, cluster, stage, in_flight_per_stage(c));
+}
+
 MemorySplit step_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
-  std::vector<int> in_flight;
-  if (c.pp > 1)
-    in_flight = peak_in_flight(PipelineConfig{c.pp, static_cast<int>(c.microbatches()), c.chunks, c.schedule});
-  const MemorySplit first = stage_memory(c, costs, cluster, 0, in_flight);
+  const std::vector<int> in_flight = in_flight_per_stage(c);
+  const MemorySplit first = memory_of_stage(c, costs, cluster, 0, in_flight);
   if (c.pp == 1) return first;
-  const MemorySplit last = stage_memory(c, costs, cluster, c.pp - 1, in_flight);
+  const MemorySplit last = memory_of_stage(c, costs, cluster, c.pp - 1, in_flight);
   return last.total() > first.total() ? last : first;
 }
 

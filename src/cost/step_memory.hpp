@@ -59,6 +59,9 @@ double full_gradient_window(const StepConfig& config, const LayerCosts& costs, i
 // inside a step (the pass-order replay above; 0 below stage 3).
 double gathered_parameter_window(const StepConfig& config, const LayerCosts& costs, int stage);
 
+// Stage r's memory per GPU (an mdtp::Error for a stage outside 0 … pp−1).
+MemorySplit stage_memory(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster, int stage);
+// The larger of the first and the last stage's.
 MemorySplit step_memory(const StepConfig& config, const LayerCosts& costs, const Cluster& cluster);
 
 }  // namespace mdtp::cost

@@ -27,7 +27,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"pp", c.pp},
           {"dp", c.dp},
           {"gpus", c.gpus()},
-          {"schedule", pipeline_schedule_name(c.schedule)},
+          {"schedule", schedule_name(c.schedule)},
           {"chunks", c.chunks},
           {"zero", c.zero},
           {"zero_reduce_per_micro_batch", c.zero_reduce_per_micro_batch},
@@ -85,9 +85,9 @@ std::string row_text(int rank, const StepEstimate& e) {
   const TimeSplit& t = e.time;
   const StepConfig& c = e.config;
   const std::string mode = c.mode == TpMode::d2p5 ? fmt::format("2.5d/{}", c.depth) : tp_mode_name(c.mode);
-  const std::string schedule = c.schedule == PipelineSchedule::interleaved
+  const std::string schedule = c.schedule == ScheduleKind::interleaved
                                    ? fmt::format("interl.v{}", c.chunks)
-                                   : std::string(pipeline_schedule_name(c.schedule));
+                                   : std::string(schedule_name(c.schedule));
   return fmt::format(
       "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9.3f} {:>10.4g} {:>7.1f} {:>5.1f} {:>5.1f} {:>6} "
       "{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f}\n",
@@ -219,9 +219,9 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
     const StepEstimate& e = r.estimate;
     const double s = e.step_seconds;
     const std::string schedule = e.config.pp == 1 ? "-"
-                                 : e.config.schedule == PipelineSchedule::interleaved
+                                 : e.config.schedule == ScheduleKind::interleaved
                                      ? fmt::format("interleaved v={}", e.config.chunks)
-                                     : std::string(pipeline_schedule_name(e.config.schedule));
+                                     : std::string(schedule_name(e.config.schedule));
     os << fmt::format(
         "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | {:.1f}% | "
         "{:.1f}% | {:.1f}% | {:.1f}% |\n",

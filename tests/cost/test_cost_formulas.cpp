@@ -42,24 +42,24 @@ TEST_CASE("ZeRO memory per rank reproduces DeepSpeed's 120 / 31.4 / 16.6 / 1.9 G
 }
 
 TEST_CASE("pipeline bubble: (p-1)/m, (p-1)/(v*m), and (p-1)/(m+p-1) of the total", "[cost][pipeline]") {
-  PipelineConfig c{4, 8, 1, PipelineSchedule::one_f_one_b};
+  PipelineConfig c{4, 8, 1, ScheduleKind::one_f_one_b};
   CHECK(bubble_over_ideal(c) == Approx(3.0 / 8));
   CHECK(bubble_fraction_of_total(c) == Approx(3.0 / 11));
-  c.schedule = PipelineSchedule::gpipe;
+  c.schedule = ScheduleKind::gpipe;
   CHECK(bubble_over_ideal(c) == Approx(3.0 / 8));
   CHECK(peak_in_flight(c) == std::vector<int>{8, 8, 8, 8});
-  c.schedule = PipelineSchedule::one_f_one_b;
+  c.schedule = ScheduleKind::one_f_one_b;
   CHECK(peak_in_flight(c) == std::vector<int>{4, 3, 2, 1});
-  c = PipelineConfig{4, 8, 2, PipelineSchedule::interleaved};
+  c = PipelineConfig{4, 8, 2, ScheduleKind::interleaved};
   CHECK(bubble_over_ideal(c) == Approx(3.0 / 16));
   CHECK(bubble_fraction_of_total(c) == Approx(3.0 / 19));
-  CHECK(peak_in_flight(PipelineConfig{2, 4, 2, PipelineSchedule::interleaved}) == std::vector<int>{5, 3});
+  CHECK(peak_in_flight(PipelineConfig{2, 4, 2, ScheduleKind::interleaved}) == std::vector<int>{5, 3});
   // Megatron-Core's rule (no special case for m = p): stage 0 warms up min(2·1 + 1·2, 4) = 4 (all of
   // its passes), stage 1 min(0 + 2, 4) = 2, then one steady-state forward before its first backward.
-  CHECK(peak_in_flight(PipelineConfig{2, 2, 2, PipelineSchedule::interleaved}) == std::vector<int>{4, 3});
-  CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 6, 2, PipelineSchedule::interleaved}),
+  CHECK(peak_in_flight(PipelineConfig{2, 2, 2, ScheduleKind::interleaved}) == std::vector<int>{4, 3});
+  CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 6, 2, ScheduleKind::interleaved}),
                     Catch::Contains("m=6") && Catch::Contains("N=4"));
-  CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 8, 2, PipelineSchedule::gpipe}), Catch::Contains("v=2"));
+  CHECK_THROWS_WITH(bubble_over_ideal(PipelineConfig{4, 8, 2, ScheduleKind::gpipe}), Catch::Contains("v=2"));
 }
 
 TEST_CASE("the published asymptotic rows at P, q, d", "[cost][published]") {

@@ -31,7 +31,7 @@ StepConfig base_config() {
   c.tp = 4;
   c.pp = 2;
   c.dp = 2;
-  c.schedule = PipelineSchedule::one_f_one_b;
+  c.schedule = ScheduleKind::one_f_one_b;
   return c;
 }
 

@@ -83,22 +83,22 @@ TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cos
 
 TEST_CASE("pipeline bubbles: GPipe/1F1B (p-1)/m, interleaved (p-1)/(vm), ZB-H1 (p-1)(F+B-W)", "[cost][step]") {
   const StageTimes t{1.0, 1.2, 0.8};
-  PipelineConfig c{4, 8, 1, PipelineSchedule::one_f_one_b};
+  PipelineConfig c{4, 8, 1, ScheduleKind::one_f_one_b};
   CHECK(bubble_seconds(c, t) == Approx(3 * 3.0));
-  c.schedule = PipelineSchedule::gpipe;
+  c.schedule = ScheduleKind::gpipe;
   CHECK(bubble_seconds(c, t) == Approx(3 * 3.0));
   CHECK(bubble_seconds(c, t) / (c.microbatches * 3.0) == Approx(bubble_over_ideal(c)));
-  c = PipelineConfig{4, 8, 2, PipelineSchedule::interleaved};
+  c = PipelineConfig{4, 8, 2, ScheduleKind::interleaved};
   CHECK(bubble_seconds(c, t) == Approx(3 * 3.0 / 2));
   CHECK(bubble_seconds(c, t) / (c.microbatches * 3.0) == Approx(bubble_over_ideal(c)));
-  c = PipelineConfig{4, 8, 1, PipelineSchedule::zb_h1};
+  c = PipelineConfig{4, 8, 1, ScheduleKind::zb_h1};
   CHECK(bubble_seconds(c, t) == Approx(3 * (1.0 + 1.2 - 0.8)));
   CHECK(bubble_over_ideal(c) == Approx(3.0 / (3 * 8)));  // T_F = T_B = T_W: a third of 1F1B's
   CHECK(bubble_seconds(c, StageTimes{1, 1, 5}) == 0.0);
   // 1F1B holds min(p - r, m): never more micro-batches than there are.
-  CHECK(peak_in_flight(PipelineConfig{4, 2, 1, PipelineSchedule::one_f_one_b}) == std::vector<int>{2, 2, 2, 1});
-  CHECK(parse_pipeline_schedule("zb-h1") == PipelineSchedule::zb_h1);
-  CHECK_THROWS_WITH(parse_pipeline_schedule("zb-h3"), Catch::Contains("zb-h3"));
+  CHECK(peak_in_flight(PipelineConfig{4, 2, 1, ScheduleKind::one_f_one_b}) == std::vector<int>{2, 2, 2, 1});
+  CHECK(parse_schedule("zb-h1") == ScheduleKind::zb_h1);
+  CHECK_THROWS_WITH(parse_schedule("zb-h3"), Catch::Contains("zb-h3"));
 }
 
 TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas", "[cost][step][memory]") {
@@ -126,7 +126,7 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   c.tp = 8;
   c.pp = 4;
   c.dp = 2;
-  c.schedule = PipelineSchedule::one_f_one_b;
+  c.schedule = ScheduleKind::one_f_one_b;
   c.recompute = Recompute::selective;
   const StepEstimate e = estimate_step(c, a100());
   CHECK(e.time.total() == Approx(e.step_seconds));
@@ -158,7 +158,7 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("needs ZeRO stage 3; got zero=2"));
 
   StepConfig bad = c;
-  bad.schedule = PipelineSchedule::interleaved;
+  bad.schedule = ScheduleKind::interleaved;
   bad.chunks = 3;
   CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("pp x chunks"));
   bad = c;
@@ -239,7 +239,7 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // stage 0, unit by unit) and blocks 5–6 (chunk 1).  Its backwards: chunk 1 for micro-batches 0, 1
   // (blocks 6, 5 complete at the second; 5 is still in flight), then chunk 0 for 0, 1, whose first
   // pass opens blocks 2, 1 and the embedding while block 5 is held: 3B + E.
-  c.schedule = PipelineSchedule::interleaved;
+  c.schedule = ScheduleKind::interleaved;
   c.chunks = 2;
   c.global_batch = 8;  // m = 2
   CHECK(full_gradient_window(c, costs, 0) == Approx(3 * B + E));

@@ -2,13 +2,14 @@
 # (tp = 1 with dp = world; 1D, 1D-SP, 2D, 2.5D and 3D with dp = 2 or 4, or 1 where only the mode
 # fits).  Two binaries so that each run stays short at 8 ranks on 2 cores:
 #  - zero: the bucket plan; memory and ledger bytes against the plan; checkpoints; the overlap of
-#    stage 2's reduce-scatters with backward; hooks; refused configurations;
+#    stage 2's reduce-scatters with backward; hooks; refused configurations; the planner's ZeRO
+#    memory against the plan;
 #  - zero_parity: every stage, with and without offload, against the unsharded optimizer.
 set(MDTP_ZERO_HARNESS ${CMAKE_CURRENT_LIST_DIR}/zero_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp
                       ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp)
 mdtp_add_mpi_test(zero SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bucket_plan.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_accounting.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_checkpoint.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_engine.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/test_zero_pipeline.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_zero_pipeline.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_step_model.cpp
                   ${MDTP_ZERO_HARNESS}
                   RANKS 1 2 3 4 8 LABELS zero TIMEOUT 300)
 mdtp_add_mpi_test(zero_parity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_zero_parity.cpp ${MDTP_ZERO_HARNESS}
