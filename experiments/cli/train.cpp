@@ -82,11 +82,7 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
     // Set-up beside the step (docs/host-performance.md): the first step also pays first touches.
     std::cout << fmt::format("set-up: model built and initialised in {:.1f} ms, optimizer in {:.1f} ms",
                              r.setup_model_seconds * 1e3, r.setup_optimizer_seconds * 1e3);
-    if (r.steps.size() > 1) {
-      std::vector<double> later;
-      for (std::size_t s = 1; s < r.steps.size(); ++s) later.push_back(r.steps[s].seconds);
-      std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
-      const double median = later[later.size() / 2];
+    if (const double median = r.median_later_step_seconds(); median > 0) {
       std::cout << fmt::format(" ({:.0f} % and {:.0f} % of the median step after the first, {:.1f} ms)",
                                100 * r.setup_model_seconds / median, 100 * r.setup_optimizer_seconds / median,
                                median * 1e3);

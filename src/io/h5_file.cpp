@@ -199,14 +199,20 @@ void H5File::read_checked(const std::string& dataset, long long memory_type, voi
   require(status >= 0, what_, " file '", path_, "': cannot convert dataset '", dataset, "'");
 }
 
+std::size_t H5File::stored_element_size(const std::string& dataset, long long stored_type, const char* kind) const {
+  const std::size_t size = H5Tget_size(static_cast<hid_t>(stored_type));
+  require(size <= 8, what_, " file '", path_, "': dataset '", dataset, "' holds ", size, "-byte ", kind,
+          "; expected at most 8 bytes");
+  return size;
+}
+
 std::vector<double> H5File::read_real(const std::string& dataset) const {
   require(is_real(dataset), what_, " file '", path_, "': dataset '", dataset, "' must hold floating-point values");
   std::vector<double> values(static_cast<std::size_t>(shape_numel(shape(dataset))));
   {
     Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
     Closer type{H5Dget_type(d.id), H5Tclose};
-    require(H5Tget_size(type.id) <= sizeof(double), what_, " file '", path_, "': dataset '", dataset, "' holds ",
-            H5Tget_size(type.id), "-byte reals; expected at most 8 bytes");
+    stored_element_size(dataset, type.id, "reals");
   }
   read_checked(dataset, H5T_NATIVE_DOUBLE, values.data(), values.size());
   return values;
@@ -218,8 +224,7 @@ std::vector<std::int32_t> H5File::read_int32(const std::string& dataset) const {
   {
     Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
     Closer type{H5Dget_type(d.id), H5Tclose};
-    require(H5Tget_size(type.id) <= sizeof(std::int64_t), what_, " file '", path_, "': dataset '", dataset,
-            "' holds ", H5Tget_size(type.id), "-byte integers; expected at most 8 bytes");
+    stored_element_size(dataset, type.id, "integers");
   }
   read_checked(dataset, H5T_NATIVE_INT64, wide.data(), wide.size());
   std::vector<std::int32_t> values(wide.size());
@@ -331,9 +336,7 @@ void H5File::read_verified_block(const std::string& dataset, const Shape& dims, 
   Closer d{static_cast<hid_t>(open_dataset(dataset)), H5Dclose};
   Closer stored{H5Dget_type(d.id), H5Tclose};
   Closer file_space{H5Dget_space(d.id), H5Sclose};
-  const std::size_t element = H5Tget_size(stored.id);
-  require(element <= sizeof(double), what_, " file '", path_, "': dataset '", dataset, "' holds ", element,
-          "-byte reals; expected at most 8 bytes");
+  const std::size_t element = stored_element_size(dataset, stored.id, "reals");
   const auto count = static_cast<std::size_t>((r1 - r0) * width);
   std::vector<double> buffer(count);  // the stored bytes first, converted to double in place after
   const hsize_t start[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};

@@ -73,6 +73,9 @@ class H5File {
  private:
   H5File(long long id, std::string path, std::string what) : id_(id), path_(std::move(path)), what_(std::move(what)) {}
   long long open_dataset(const std::string& dataset) const;  // caller closes
+  // The bytes of one stored element of `dataset` (whose type is `stored_type`); an mdtp::Error
+  // naming the dataset past 8 bytes, which no conversion to a double or an int64 keeps.
+  std::size_t stored_element_size(const std::string& dataset, long long stored_type, const char* kind) const;
   // Reads `dataset` whole into `buffer` (room for count * max(file, `memory_type`) size bytes),
   // verifies its checksum on the stored bytes, then converts in place to `memory_type`.
   void read_checked(const std::string& dataset, long long memory_type, void* buffer, std::size_t count) const;

@@ -1,5 +1,6 @@
 #include "train/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -192,14 +193,14 @@ double step_loss(GptModel& model, const Mesh& mesh, const StageStepResult& resul
   return backend.to_f64(loss)[0];
 }
 
-// The slowest rank's value, outside the ledger.
-double world_max(double value, const Mesh& mesh, const Backend& backend) {
+// The slowest rank's values, element by element, in one collective outside the ledger.
+std::vector<double> world_max(const std::vector<double>& values, const Mesh& mesh, const Backend& backend) {
   CommLedger& ledger = mesh.ledger();
   ledger.set_enabled(false);
-  Tensor t = backend.from_f64({value}, {1}, DType::f64, MemCategory::other);
+  Tensor t = backend.from_f64(values, {static_cast<std::int64_t>(values.size())}, DType::f64, MemCategory::other);
   mesh.comm("world").all_reduce(t, ReduceOp::max);
   ledger.set_enabled(true);
-  return backend.to_f64(t)[0];
+  return backend.to_f64(t);
 }
 
 Attributes training_attributes(const TrainConfig& tc, const TrainPlan& plan) {
@@ -306,9 +307,12 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   TrainResult result;
   // Set-up cost beside the step (docs/host-performance.md): the slowest rank's, so a collective;
   // no rank can still be building its model here, as every one has its engine.
-  result.setup_model_seconds = world_max(std::chrono::duration<double>(model_built - setup_start).count(), mesh, *backend);
-  result.setup_optimizer_seconds =
-      world_max(std::chrono::duration<double>(std::chrono::steady_clock::now() - model_built).count(), mesh, *backend);
+  const std::vector<double> setup =
+      world_max({std::chrono::duration<double>(model_built - setup_start).count(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - model_built).count()},
+                mesh, *backend);
+  result.setup_model_seconds = setup[0];
+  result.setup_optimizer_seconds = setup[1];
   result.model = plan.model;
   result.dp = plan.dp;
   result.partition = plan.partition.describe();
@@ -374,7 +378,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
 
     // The slowest rank's step time (the gradient dump excluded).
     StepRecord r{state.step, loss, norm,
-                 world_max(std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count(), mesh, *backend), 0.0};
+                 world_max({std::chrono::duration<double>((t1 - t0) + (t3 - t2)).count()}, mesh, *backend)[0], 0.0};
     r.tokens_per_second = tokens / r.seconds;
     result.steps.push_back(r);
     steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second);
@@ -446,6 +450,15 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
     throw_error(nonfinite, "; training stopped", tc.out.empty() ? "" : " (results written)",
                 tc.save.empty() ? "" : ", no checkpoint saved");
   return result;
+}
+
+double TrainResult::median_later_step_seconds() const {
+  if (steps.size() < 2) return 0.0;
+  std::vector<double> later;
+  for (std::size_t s = 1; s < steps.size(); ++s) later.push_back(steps[s].seconds);
+  const auto middle = later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2);
+  std::nth_element(later.begin(), middle, later.end());
+  return *middle;
 }
 
 }  // namespace mdtp

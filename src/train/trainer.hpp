@@ -122,6 +122,9 @@ struct TrainResult {
   // ZeRO-3 nothing is drawn yet) and then the optimizer (the ZeRO engine's buffers, state, and
   // at ZeRO-3 the shards' draw); a checkpoint load is not included.
   double setup_model_seconds = 0, setup_optimizer_seconds = 0;
+  // The median step time after the first (which also pays first touches), what the set-up is held
+  // against; 0 with fewer than two steps.
+  double median_later_step_seconds() const;
 };
 
 // Collective over `world`.  `progress` (rank 0's stream, or null) receives one line per step.

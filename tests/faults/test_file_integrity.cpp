@@ -110,6 +110,32 @@ TEST_CASE("a dataset without a checksum (an older file) still loads", "[faults][
   CHECK(file.read_real("w") == std::vector<double>{1.5, -2.0, 4.0});
 }
 
+TEST_CASE("a dataset of reals or integers wider than 8 bytes is refused by name", "[faults][io]") {
+  // Another tool's file: 16-byte floats (long double on x86-64) and 16-byte integers.  A verified
+  // read holds the stored bytes in the double or int64 buffer before converting them in place.
+  const std::string path = temp_path("wide.h5");
+  {
+    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hsize_t dims[1] = {2};
+    hid_t space = H5Screate_simple(1, dims, nullptr);
+    hid_t wide_real = H5Tcopy(H5T_NATIVE_LDOUBLE);
+    H5Tset_size(wide_real, 16);
+    hid_t wide_int = H5Tcopy(H5T_STD_I64LE);
+    H5Tset_precision(wide_int, 128);
+    for (auto [name, type] : {std::pair{"r", wide_real}, std::pair{"i", wide_int}}) {
+      hid_t d = H5Dcreate2(f, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      H5Dclose(d);
+    }
+    H5Tclose(wide_real);
+    H5Tclose(wide_int);
+    H5Sclose(space);
+    H5Fclose(f);
+  }
+  H5File file = H5File::open_read(path, "checkpoint");
+  CHECK_THROWS_WITH(file.read_real("r"), Contains("dataset 'r' holds 16-byte reals; expected at most 8 bytes"));
+  CHECK_THROWS_WITH(file.read_int32("i"), Contains("dataset 'i' holds 16-byte integers; expected at most 8 bytes"));
+}
+
 TEST_CASE("a checkpoint write that fails half-way leaves the earlier file intact", "[faults][io]") {
   const std::string path = temp_path("atomic.h5");
   mdtp::write_atomically(path, write_sample);

@@ -154,3 +154,12 @@ TEST_CASE("the gradient dump holds the first step's gradients; the results file 
   }
   CHECK(dump.int_attribute("/", "n_layer") == size.config.n_layer);
 }
+
+TEST_CASE("the set-up is held against the median step after the first", "[train]") {
+  TrainResult r;
+  CHECK(r.median_later_step_seconds() == 0.0);  // no step
+  r.steps.push_back(StepRecord{1, 0.0, 0.0, 9.0, 0.0});
+  CHECK(r.median_later_step_seconds() == 0.0);  // the first step only: it also pays first touches
+  for (double s : {1.0, 3.0, 2.0}) r.steps.push_back(StepRecord{2, 0.0, 0.0, s, 0.0});
+  CHECK(r.median_later_step_seconds() == 2.0);  // of 1, 3, 2; the first step's 9 left out
+}
