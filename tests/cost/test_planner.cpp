@@ -7,16 +7,13 @@
 
 #include "cost/narayanan.hpp"
 #include "cost/planner.hpp"
+#include "dgx_a100.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
+using mdtp::testing::dgx_a100;
 
 namespace {
-
-const Cluster& a100() {
-  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
-  return c;
-}
 
 PlanRequest small_request() {
   PlanRequest r;
@@ -30,7 +27,7 @@ PlanRequest small_request() {
 
 TEST_CASE("the planner returns only valid configurations that fit, quickest first", "[cost][planner]") {
   const PlanRequest r = small_request();
-  const PlanResult result = plan(r, a100());
+  const PlanResult result = plan(r, dgx_a100());
   REQUIRE(!result.ranked.empty());
   CHECK(result.considered == static_cast<std::int64_t>(result.ranked.size()) + result.too_big);
   bool saw_2d = false, saw_3d = false, saw_pipeline = false, saw_zero3 = false, saw_per_micro_batch = false;
@@ -41,7 +38,7 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
     CHECK_NOTHROW(validate(e.config));
     CHECK(e.config.gpus() == r.gpus);
     CHECK(e.fits);
-    CHECK(e.memory.total() <= a100().hbm_bytes);
+    CHECK(e.memory.total() <= dgx_a100().hbm_bytes);
     CHECK(e.config.microbatches() * e.config.micro_batch * e.config.dp == r.global_batch);
     if (i > 0) CHECK(result.ranked[i - 1].step_seconds <= e.step_seconds);
     saw_2d |= e.config.mode == TpMode::d2;
@@ -68,7 +65,7 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
 }
 
 TEST_CASE("a configuration that does not fit in memory is left out", "[cost][planner]") {
-  Cluster small = a100();
+  Cluster small = dgx_a100();
   PlanRequest r = small_request();
   // Without recomputation, pure data parallelism holds the whole model and every activation.
   StepConfig c;
@@ -91,7 +88,7 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
 }
 
 TEST_CASE("Narayanan et al. 2021: every row within 10 % and the trend right", "[cost][planner][validation]") {
-  const Validation v = validate_narayanan(a100());
+  const Validation v = validate_narayanan(dgx_a100());
   REQUIRE(v.rows.size() == 10);
   for (const auto& r : v.rows) {
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);

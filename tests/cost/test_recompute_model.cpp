@@ -11,16 +11,13 @@
 #include "cost/model_flops.hpp"
 #include "cost/planner.hpp"
 #include "cost/step_model.hpp"
+#include "dgx_a100.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
+using mdtp::testing::dgx_a100;
 
 namespace {
-
-const Cluster& a100() {
-  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
-  return c;
-}
 
 StepConfig base_config() {
   StepConfig c;
@@ -41,8 +38,8 @@ TEST_CASE("selective recomputation drops the attention core's bytes and recomput
   StepConfig none = base_config(), selective = base_config();
   selective.recompute = Recompute::selective;
   const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
-                                    none.dropout, a100());
-  const StepEstimate en = estimate_step(none, a100()), es = estimate_step(selective, a100());
+                                    none.dropout, dgx_a100());
+  const StepEstimate en = estimate_step(none, dgx_a100()), es = estimate_step(selective, dgx_a100());
   const double layers = static_cast<double>(none.layers_per_stage());
   // Per micro-batch in flight, each layer keeps `core` fewer bytes; one layer's core is the
   // working set of the recomputation.
@@ -68,9 +65,9 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
   selective.attention_keeps_probabilities = false;
   selective.recompute = Recompute::selective;
   const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
-                                    none.dropout, a100());
-  const StepEstimate ek = estimate_step(keeping, a100()), en = estimate_step(none, a100()),
-                     es = estimate_step(selective, a100());
+                                    none.dropout, dgx_a100());
+  const StepEstimate ek = estimate_step(keeping, dgx_a100()), en = estimate_step(none, dgx_a100()),
+                     es = estimate_step(selective, dgx_a100());
   CHECK(es.memory.activations == en.memory.activations);
   CHECK(es.hardware_flops == en.hardware_flops);
   CHECK(es.step_seconds == en.step_seconds);
@@ -85,8 +82,8 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
   StepConfig full_keeping = keeping;
   full_keeping.recompute = Recompute::full;
   // Full recomputation keeps the inputs either way; only the recomputed layer's working set differs.
-  CHECK(estimate_step(full_keeping, a100()).memory.activations - estimate_step(full, a100()).memory.activations ==
-        Approx(lc.block_activations.core));
+  const double kept_full = estimate_step(full_keeping, dgx_a100()).memory.activations;
+  CHECK(kept_full - estimate_step(full, dgx_a100()).memory.activations == Approx(lc.block_activations.core));
 }
 
 TEST_CASE("the planner searches none, selective and full", "[cost][recompute][planner]") {
@@ -96,11 +93,11 @@ TEST_CASE("the planner searches none, selective and full", "[cost][recompute][pl
   r.gpus = 16;
   r.modes = {TpMode::d1};
   std::set<Recompute> seen;
-  for (const StepEstimate& e : plan(r, a100()).ranked) seen.insert(e.config.recompute);
+  for (const StepEstimate& e : plan(r, dgx_a100()).ranked) seen.insert(e.config.recompute);
   CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
   r.attention_keeps_probabilities = false;
   seen.clear();
-  const PlanResult streaming = plan(r, a100());
+  const PlanResult streaming = plan(r, dgx_a100());
   for (const StepEstimate& e : streaming.ranked) seen.insert(e.config.recompute);
   CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::full});
 }

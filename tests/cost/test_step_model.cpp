@@ -8,16 +8,13 @@
 #include "cost/model_flops.hpp"
 #include "cost/step_memory.hpp"
 #include "cost/step_model.hpp"
+#include "dgx_a100.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
+using mdtp::testing::dgx_a100;
 
 namespace {
-
-const Cluster& a100() {
-  static const Cluster c = load_cluster(find_cluster("dgx-a100"));
-  return c;
-}
 
 // The ZeRO-2/3 gradient-window cases: 8 layers, hidden 1024, vocabulary 51200 (its wte outweighs two
 // blocks), 1D tp 2 over dp 4, f32, two sequences per micro-batch; `micro_batches` per step.
@@ -35,7 +32,7 @@ StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
 }
 
 LayerCosts costs_of(const StepConfig& c) {
-  return layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, a100());
+  return layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, dgx_a100());
 }
 
 }  // namespace
@@ -66,7 +63,7 @@ TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cos
     for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
       INFO(tp_mode_name(c.mode) << " tp=" << c.tp << " recompute " << recompute_name(r));
       const std::int64_t b = 4;
-      const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, a100());
+      const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, dgx_a100());
       const UnitCosts& u = lc.block;
       const double block = u.forward.gemm_flops + u.backward_input.gemm_flops + u.backward_weight.gemm_flops +
                            u.recompute(r).gemm_flops;
@@ -105,15 +102,15 @@ TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas
   // GPT-3 175B's layer: s = 2048, h = 12288, a = 96, b = 1, t = 8; 2-byte activations, 1-byte masks.
   const GptShape m{96, 12288, 96, 2048, 51200};
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
-  const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, true, a100());
+  const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, true, dgx_a100());
   CHECK(tp.block_activations.kept(Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
   CHECK(tp.block_activations.kept(Recompute::selective) == Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
   CHECK(tp.block_activations.kept(Recompute::full) == Approx(2 * sbh).epsilon(1e-12));
-  const LayerCosts sp = layer_costs(m, TpMode::d1_sp, 8, 1, 1, DType::bf16, true, a100());
+  const LayerCosts sp = layer_costs(m, TpMode::d1_sp, 8, 1, 1, DType::bf16, true, dgx_a100());
   CHECK(sp.block_activations.kept(Recompute::none) == Approx(sbh * (34 / t + 5 * a * s / (h * t))).epsilon(1e-12));
   CHECK(sp.block_activations.kept(Recompute::selective) == Approx(sbh * 34 / t).epsilon(1e-12));
   CHECK(sp.block_activations.kept(Recompute::full) == Approx(2 * sbh / t).epsilon(1e-12));
-  const LayerCosts serial = layer_costs(m, TpMode::d1, 1, 1, 1, DType::bf16, true, a100());
+  const LayerCosts serial = layer_costs(m, TpMode::d1, 1, 1, 1, DType::bf16, true, dgx_a100());
   CHECK(serial.block_activations.kept(Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
 }
 
@@ -128,7 +125,7 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   c.dp = 2;
   c.schedule = ScheduleKind::one_f_one_b;
   c.recompute = Recompute::selective;
-  const StepEstimate e = estimate_step(c, a100());
+  const StepEstimate e = estimate_step(c, dgx_a100());
   CHECK(e.time.total() == Approx(e.step_seconds));
   CHECK(e.time.bubble > 0);
   CHECK(e.placement.tp == LinkClass::intra_node);
@@ -141,31 +138,31 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   z.pp = 1;
   z.dp = 8;
   z.zero = 1;
-  const double params = estimate_step(z, a100()).memory.parameter_elements;
+  const double params = estimate_step(z, dgx_a100()).memory.parameter_elements;
   const double optimizer0 = params * 12;
-  CHECK(estimate_step(z, a100()).memory.optimizer == Approx(optimizer0 / 8));
+  CHECK(estimate_step(z, dgx_a100()).memory.optimizer == Approx(optimizer0 / 8));
   z.zero = 3;
   // fp32 main gradients: the shards, and with m = 256 / 8 = 32 micro-batches every full bucket too
   // (see the next test).
-  CHECK(estimate_step(z, a100()).memory.gradients == Approx(params * 4 / 8 + params * 4));
+  CHECK(estimate_step(z, dgx_a100()).memory.gradients == Approx(params * 4 / 8 + params * 4));
   z.global_batch = 8;  // one micro-batch: the shards and a window of two blocks plus the tied wte
-  CHECK(estimate_step(z, a100()).memory.gradients < params * 4 / 8 + params * 4 / 4);
+  CHECK(estimate_step(z, dgx_a100()).memory.gradients < params * 4 / 8 + params * 4 / 4);
   z.pp = 2;  // ZeRO-3 under a pipeline, as the engine runs it (its gathers: the tests below)
   z.dp = 4;
-  CHECK(estimate_step(z, a100()).memory.parameters_gathered > 0);
+  CHECK(estimate_step(z, dgx_a100()).memory.parameters_gathered > 0);
   z.zero = 2;
   z.zero_keep_parameters = true;
-  CHECK_THROWS_WITH(estimate_step(z, a100()), Catch::Contains("needs ZeRO stage 3; got zero=2"));
+  CHECK_THROWS_WITH(estimate_step(z, dgx_a100()), Catch::Contains("needs ZeRO stage 3; got zero=2"));
 
   StepConfig bad = c;
   bad.schedule = ScheduleKind::interleaved;
   bad.chunks = 3;
-  CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("pp x chunks"));
+  CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("pp x chunks"));
   bad = c;
   bad.mode = TpMode::d2;
   bad.tp = 4;
   bad.dp = 4;
-  CHECK_THROWS_WITH(estimate_step(bad, a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
+  CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
 }
 
 TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp", "[cost][step][zero]") {
@@ -179,20 +176,20 @@ TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp"
   c.pp = 1;
   c.dp = 4;
   c.zero = 1;
-  const MemorySplit m = estimate_step(c, a100()).memory;
+  const MemorySplit m = estimate_step(c, dgx_a100()).memory;
   // The linear weights of a block, 12h² elements, split over the q × q grid (replicated over depth).
   const double h = 1024, weights = 8 * 12 * h * h / 4;
   const double K = c.optimizer_bytes_per_param();
   CHECK(m.optimizer == Approx(((m.parameter_elements - weights) / 4 + weights / 8) * K));
   c.zero = 3;
-  const MemorySplit m3 = estimate_step(c, a100()).memory;
+  const MemorySplit m3 = estimate_step(c, dgx_a100()).memory;
   // fp32 main gradients: the shards, beside the full buckets inside the step (the next test)
   CHECK(m3.gradients - m3.gradients_in_step == Approx(((m3.parameter_elements - weights) / 4 + weights / 8) * 4));
   CHECK(m3.gradients_in_step == Approx(m3.parameter_elements * 4));  // m = 4 micro-batches: all of them
   c.depth = 1;  // 2.5D with depth 1 is 2D's layout: nothing folds
   c.tp = 4;
   c.zero = 1;
-  const MemorySplit flat = estimate_step(c, a100()).memory;
+  const MemorySplit flat = estimate_step(c, dgx_a100()).memory;
   CHECK(flat.optimizer == Approx(flat.parameter_elements / 4 * K));
 }
 
@@ -210,7 +207,7 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // No pipeline, one micro-batch: unit by unit, each block freed one block later; the tied wte,
   // written by the head first and the embedding last, stays through the whole backward.
   CHECK(full_gradient_window(c, costs, 0) == Approx(wte + 2 * B));
-  const MemorySplit one = step_memory(c, costs, a100());
+  const MemorySplit one = step_memory(c, costs, dgx_a100());
   CHECK(one.gradients_in_step == Approx((wte + 2 * B) * 4));
   CHECK(one.gradients == Approx(one.parameter_elements / 4 * 4 + (wte + 2 * B) * 4));
 
@@ -218,12 +215,12 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // passes complete them — the whole model in full, beside the shards.
   c.global_batch = 32;  // m = 4
   CHECK(full_gradient_window(c, costs, 0) == Approx(stage_parameters(c, costs, 0)));
-  CHECK(step_memory(c, costs, a100()).gradients == Approx(one.parameter_elements * 4 * (1.0 + 1.0 / 4)));
+  CHECK(step_memory(c, costs, dgx_a100()).gradients == Approx(one.parameter_elements * 4 * (1.0 + 1.0 / 4)));
 
   // Below stage 2 there is no window: stage 1 holds the gradients whole.
   c.zero = 1;
   CHECK(full_gradient_window(c, costs, 0) == 0.0);
-  CHECK(step_memory(c, costs, a100()).gradients == Approx(one.parameter_elements * 4));
+  CHECK(step_memory(c, costs, dgx_a100()).gradients == Approx(one.parameter_elements * 4));
   c.zero = 2;
 
   // Two stages, one micro-batch, 1F1B: the first stage runs unit by unit (its wte has no second
@@ -257,9 +254,9 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
     INFO("zero " << zero);
     c.zero = zero;
     c.zero_reduce_per_micro_batch = false;
-    const StepEstimate once = estimate_step(c, costs, a100());
+    const StepEstimate once = estimate_step(c, costs, dgx_a100());
     c.zero_reduce_per_micro_batch = true;
-    const StepEstimate each = estimate_step(c, costs, a100());
+    const StepEstimate each = estimate_step(c, costs, dgx_a100());
     // Memory: the full stage inside the step, or per micro-batch the window of one micro-batch
     // (the tied wte and two blocks).  Between micro-batches the embedding's round (wpe and the
     // wte) is completed before the next micro-batch's head reopens the wte; were it not, two wte
@@ -273,13 +270,13 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
   }
   c.zero = 2;
   c.zero_reduce_per_micro_batch = false;
-  const double once2 = estimate_step(c, costs, a100()).time.dp_comm;
+  const double once2 = estimate_step(c, costs, dgx_a100()).time.dp_comm;
   c.zero = 1;
-  const double stage1 = estimate_step(c, costs, a100()).time.dp_comm;  // reduce-scatter + all-gather, once
+  const double stage1 = estimate_step(c, costs, dgx_a100()).time.dp_comm;  // reduce-scatter + all-gather, once
   CHECK(once2 == Approx(stage1));
   c.zero = 2;
   c.zero_reduce_per_micro_batch = true;
-  const double each2 = estimate_step(c, costs, a100()).time.dp_comm;
+  const double each2 = estimate_step(c, costs, dgx_a100()).time.dp_comm;
   CHECK(each2 > once2);
   // Stage 2: one all-gather either way; the reduce-scatter r taken 4 times instead of once:
   // each2 − once2 = 3r, and once2 = r + all-gather.
@@ -287,7 +284,7 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
   CHECK(r > 0);
   CHECK(once2 - r > 0);  // the all-gather
   c.zero = 1;
-  CHECK_THROWS_WITH(estimate_step(c, costs, a100()), Catch::Contains("needs ZeRO stage 2 or 3; got zero=1"));
+  CHECK_THROWS_WITH(estimate_step(c, costs, dgx_a100()), Catch::Contains("needs ZeRO stage 2 or 3; got zero=1"));
 }
 
 TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per pass or once per step",
@@ -305,7 +302,7 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   // embedding's backward-input pass reads nothing.
   const double peak = wte + B + std::max(wpe, ln_f);
   CHECK(gathered_parameter_window(c, costs, 0) == Approx(peak));
-  const MemorySplit one = step_memory(c, costs, a100());
+  const MemorySplit one = step_memory(c, costs, dgx_a100());
   CHECK(one.parameters_gathered == Approx(peak * 4));
   CHECK(one.parameters == Approx(one.parameter_elements / 4 * 4 + peak * 4));  // the shards beside it
   c.global_batch = 32;  // m = 4: B0 (nothing) beside the next F0 adds no larger pair
@@ -340,10 +337,10 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   c.dp = 16;
   c.global_batch = 8 * c.micro_batch * c.dp;
   const LayerCosts flat = costs_of(c);
-  const StepEstimate per_pass = estimate_step(c, flat, a100());
+  const StepEstimate per_pass = estimate_step(c, flat, dgx_a100());
   REQUIRE(per_pass.time.dp_comm > per_pass.time.compute);  // the gathers are not hidden
   c.zero_keep_parameters = true;
-  const StepEstimate kept = estimate_step(c, flat, a100());
+  const StepEstimate kept = estimate_step(c, flat, dgx_a100());
   CHECK(kept.time.dp_comm < per_pass.time.dp_comm);
   CHECK(kept.memory.parameters > per_pass.memory.parameters);
   CHECK(kept.memory.parameters_gathered == Approx(kept.memory.parameter_elements * 4));

@@ -17,19 +17,6 @@ namespace {
 
 constexpr const char* kWte = "transformer.wte.weight";
 
-std::vector<ModeCase> pipeline_cases(int world) {
-  auto with_pp = [](ModeCase c) {
-    c.config.pp = 2;
-    return c;
-  };
-  switch (world) {
-    case 2: return {with_pp(zero_case("none", 2, 1))};
-    case 4: return {with_pp(zero_case("none", 4, 1))};
-    case 8: return {with_pp(zero_case("1d", 8, 2))};
-    default: return {};
-  }
-}
-
 // One step of m micro-batches through this rank's stage; returns the norm.
 double pipeline_step(ZeroRun& r, int first_batch, int m) {
   const Mesh& mesh = *r.base.mesh;
@@ -73,7 +60,7 @@ double pipeline_step(ZeroRun& r, int first_batch, int m) {
 }  // namespace
 
 TEST_CASE("ZeRO under a two-stage pipeline sums the tied embedding on its shards", "[zero][pipeline]") {
-  for (const ModeCase& c : pipeline_cases(world_size())) {
+  for (const ModeCase& c : zero_pipeline_cases_for_world(world_size())) {
     DYNAMIC_SECTION(c.label() << " pp=2") {
       const int dp = c.config.world / (c.config.tp * 2);
       GptRun base(c, zero_model(), kReplicaBatch * dp);

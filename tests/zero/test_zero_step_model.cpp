@@ -16,6 +16,7 @@
 
 #include <map>
 
+#include "../cost/dgx_a100.hpp"
 #include "cost/layer_costs.hpp"
 #include "cost/step_memory.hpp"
 #include "mesh/mesh.hpp"
@@ -33,21 +34,10 @@ namespace {
 
 constexpr const char* kWte = "transformer.wte.weight";
 
-const cost::Cluster& a100() {
-  static const cost::Cluster c = cost::load_cluster(cost::find_cluster("dgx-a100"));
-  return c;
-}
-
-// The (mode, mesh) cases of this world: every ZeRO case without a pipeline, and two-stage
-// pipelines (tp = 1, and 1D tp = 2 at 8 ranks).
+// Every ZeRO (mode, mesh) case of this world without a pipeline, and the two-stage ones.
 std::vector<ModeCase> cases(int world) {
   std::vector<ModeCase> out = zero_cases_for_world(world);
-  auto with_pp = [](ModeCase c) {
-    c.config.pp = 2;
-    return c;
-  };
-  if (world == 2 || world == 4) out.push_back(with_pp(zero_case("none", world, 1)));
-  if (world == 8) out.push_back(with_pp(zero_case("1d", 8, 2)));
+  for (const ModeCase& c : zero_pipeline_cases_for_world(world)) out.push_back(c);
   return out;
 }
 
@@ -90,7 +80,7 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
       sc.dtype = DType::f32;
       sc.dropout = false;
       const cost::LayerCosts costs =
-          cost::layer_costs(sc.model, sc.mode, sc.tp, sc.depth, sc.micro_batch, sc.dtype, sc.dropout, a100());
+          cost::layer_costs(sc.model, sc.mode, sc.tp, sc.depth, sc.micro_batch, sc.dtype, sc.dropout, dgx_a100());
 
       for (int zero : {2, 3})
         for (bool per_micro_batch : {false, true})
@@ -142,7 +132,7 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
               CHECK(static_cast<double>(total) == cost::stage_parameters(sc, costs, stage));
 
               // Between steps: the shards (2.5D weights over dp × depth).
-              const cost::MemorySplit memory = cost::stage_memory(sc, costs, a100(), stage);
+              const cost::MemorySplit memory = cost::stage_memory(sc, costs, dgx_a100(), stage);
               CHECK(memory.optimizer == Approx(sharded * sc.optimizer_bytes_per_param()).epsilon(1e-12));
 
               // Inside a step, over the schedule the trainer runs (1F1B; plain accumulation without

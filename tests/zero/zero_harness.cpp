@@ -28,6 +28,19 @@ std::vector<ModeCase> zero_cases_for_world(int world) {
   }
 }
 
+std::vector<ModeCase> zero_pipeline_cases_for_world(int world) {
+  auto with_pp = [](ModeCase c) {
+    c.config.pp = 2;
+    return c;
+  };
+  switch (world) {
+    case 2: return {with_pp(zero_case("none", 2, 1))};
+    case 4: return {with_pp(zero_case("none", 4, 1))};
+    case 8: return {with_pp(zero_case("1d", 8, 2))};
+    default: return {};
+  }
+}
+
 GptConfig zero_model() { return GptConfig{19, 2, 4, 24, 4}; }
 
 TokenBatch step_batch(const GptRun& base, int step) {
