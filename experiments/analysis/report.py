@@ -13,7 +13,8 @@ Writes into DIR:
   scaling.png          step time against world size per mode (only when several world sizes exist)
   calibration.png      time per call against size per collective, measured and fitted (calibrate runs)
   train_bytes.png,     the GPT training runs (train_report.py): bytes per phase, memory held vs the
-  train_memory.png,    model, and the pipeline timeline of each pipelined run
+  train_memory.png,    model, activation peaks (kept, and inside a step) vs the model, and the
+  train_activations.png  pipeline timeline of each pipelined run
   timeline_*.png
   summary.md           the comparison tables (also printed), and with --plan the planner's ranking
 By default the bench runs of the latest invocation (its batch_id) are reported; --all takes every

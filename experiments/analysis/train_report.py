@@ -8,7 +8,8 @@ and set-up time (model and optimizer built); communication bytes per step and ra
 beside the ledger, whether they agree to the byte); bytes held per memory category on the busiest
 rank beside the ZeRO bucket plan's model, and the kept-activation peak beside its model; for pipelined runs, the measured bubble beside the
 schedule's.  Pictures: train_bytes.png (bytes per phase per configuration), train_memory.png (held
-vs model per category) and one pipeline timeline per pipelined run (timeline.py), measured beside
+vs model per category), train_activations.png (the kept-activation peak and the allocator's peak
+inside a step, each beside its model) and one pipeline timeline per pipelined run (timeline.py), measured beside
 the same order replayed at unit pass times.  With `plan_json` (what `mdtp plan --json` printed), the planner's ranking.
 """
 from __future__ import annotations
@@ -26,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 MIB = 1024.0 * 1024.0
 MODELLED_CATEGORIES = ("parameters", "gradients", "optimizer_state", "master_weights")
 # Rows of the memory table whose model is a peak over the run, not what is held after it.
-PEAK_ROWS = ("activations_kept", "parameters_in_pass", "gradients_in_step")
+PEAK_ROWS = ("activations_kept", "activations_in_step", "parameters_in_pass", "gradients_in_step")
 
 
 def describe(run):
@@ -92,8 +93,9 @@ def memory_agreement(run):
     if memory is None or len(memory) == 0:
         return "—"
     modelled = memory[memory["model_bytes"] >= 0]
-    # activations_kept, parameters_in_pass and gradients_in_step are peaks (docs/memory.md): their
-    # peak_bytes is what is modelled; the categories' held_bytes after the last step otherwise.
+    # activations_kept, activations_in_step, parameters_in_pass and gradients_in_step are peaks
+    # (docs/memory.md): their peak_bytes is what is modelled; the categories' held_bytes after the
+    # last step otherwise.
     peaks = np.array([(c.decode() if isinstance(c, bytes) else str(c)) in PEAK_ROWS
                       for c in modelled["category"]], dtype=bool)
     measured = np.where(peaks, modelled["peak_bytes"], modelled["held_bytes"])
@@ -160,6 +162,36 @@ def plot_memory(runs, path):
                  path)
 
 
+def activation_peaks(run):
+    """(kept, kept model, in step, in-step model or None) on the rank with the highest peak inside
+    a step; None for runs that predate the activations_in_step row."""
+    memory = run.tables.get("memory")
+    if memory is None or len(memory) == 0:
+        return None
+    names = np.array([(c.decode() if isinstance(c, bytes) else str(c)) for c in memory["category"]])
+    in_step, kept = memory[names == "activations_in_step"], memory[names == "activations_kept"]
+    if len(in_step) == 0:
+        return None
+    i = int(np.argmax(in_step["peak_bytes"]))
+    k = kept[kept["rank"] == in_step["rank"][i]][0]
+    model = int(in_step["model_bytes"][i])
+    return int(k["peak_bytes"]), int(k["model_bytes"]), int(in_step["peak_bytes"][i]), (model if model >= 0 else None)
+
+
+def plot_activations(runs, path):
+    """Per run, the kept-activation peak and the allocator's peak inside a step (kept + working
+    set), each with its model; pipelined runs have no model of the latter (docs/memory.md)."""
+    fig, ax = per_run_axes(runs)
+    peaks = [activation_peaks(r) for r in runs]
+    for k, (label, value, model) in enumerate([("kept (at pass ends)", 0, 1), ("inside a step (kept + working set)", 2, 3)]):
+        x = np.arange(len(runs)) + (k - 0.5) * 0.4
+        ax.bar(x, [p[value] / MIB if p else 0 for p in peaks], 0.4, label=label)
+        points = [(xi, p[model] / MIB) for xi, p in zip(x, peaks) if p and p[model] is not None]
+        if points:
+            ax.scatter(*zip(*points), marker="_", s=200, color="black", zorder=3, label="model" if k == 0 else None)
+    save_per_run(fig, ax, runs, "MiB, the rank with the highest peak", "Activation memory: allocator vs model", 7, path)
+
+
 def plan_lines(plan_json, top=8):
     with open(plan_json) as f:
         plan = json.load(f)
@@ -212,7 +244,8 @@ def report(runs, out_dir, plan_json=None):
         lines.append("")
         plot_bytes(runs, os.path.join(out_dir, "train_bytes.png"))
         plot_memory(runs, os.path.join(out_dir, "train_memory.png"))
-        pictures += ["train_bytes.png", "train_memory.png"]
+        plot_activations(runs, os.path.join(out_dir, "train_activations.png"))
+        pictures += ["train_bytes.png", "train_memory.png", "train_activations.png"]
         import timeline  # the pipeline timeline picture (timeline.py, beside this file)
         for r in runs:
             if int(r.attrs.get("pp", 1)) > 1 and len(r.tables.get("timeline", [])) > 0:

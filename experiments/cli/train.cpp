@@ -53,6 +53,13 @@ TrainDevice train_device(const std::string& name) {
 #endif
 }
 
+// The model of the activation peak inside a step: there is none with a pipeline, whose boundary
+// tensors in flight depend on the peers' timing (docs/memory.md).
+std::string in_step_model(const TrainResult& r) {
+  const std::int64_t bytes = r.kept_activations.in_step_model;
+  return bytes >= 0 ? std::to_string(bytes) + " B" : std::string("not modelled with a pipeline");
+}
+
 int run_train(TrainConfig c, const std::string& device, const std::string& command_line) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -69,11 +76,13 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
     // With no step run nothing was measured: there is no comparison to report.
     if (r.steps.empty())
       std::cout << "activations: no step ran, nothing measured; model kept peak " << r.kept_activations.model
-                << " B, parameters inside a pass " << r.kept_activations.parameters_in_pass_model
+                << " B, inside a step " << in_step_model(r) << ", parameters inside a pass "
+                << r.kept_activations.parameters_in_pass_model
                 << " B, gradients inside a step " << r.gradients_in_step.model << " B\n";
     else
       std::cout << "activations: kept peak " << r.kept_activations.measured << " B on rank 0, model "
-                << r.kept_activations.model << " B; parameters inside a pass "
+                << r.kept_activations.model << " B; inside a step " << r.kept_activations.in_step << " B, model "
+                << in_step_model(r) << "; parameters inside a pass "
                 << r.kept_activations.parameters_in_pass << " B, model "
                 << r.kept_activations.parameters_in_pass_model << " B; gradients inside a step "
                 << r.gradients_in_step.measured << " B, model " << r.gradients_in_step.model << " B; "

@@ -384,6 +384,9 @@ ActivationShapes GptModel::activation_shapes() const {
   a.head_gathered_rows = split_.row_parts > 1 ? tokens : r.rows;
   a.logits_rows = tokens / split_.col_parts;
   a.vocab_cols = split_.padded_vocab(config_.vocab_size) / split_.vocab_parts;
+  a.row_parts = split_.row_parts;
+  a.col_parts = split_.col_parts;
+  a.vocab_parts = split_.vocab_parts;
   for (const auto& block : blocks_) {
     if (!block) continue;
     CausalSelfAttention& attn = block->attention();
@@ -407,6 +410,23 @@ ActivationShapes GptModel::activation_shapes() const {
       return 1;
     };
     a.dy_gather = {gathered(attn.c_attn()), gathered(attn.c_proj()), gathered(mlp.fc1()), gathered(mlp.fc2())};
+    // What else a Linear's passes allocate as activations (activation_timeline.hpp): 1D-SP's
+    // partial products over every token row before their reduce-scatter — a row-parallel
+    // forward's Y, a column-parallel backward's dX — and whether the weight pass holds the dY it
+    // was given (not where it keeps a gathered copy: 1D-SP's row-parallel Linears, 3D's on more
+    // than one rank).
+    auto allocs = [&](const Linear& l) {
+      LinearActivationAllocs m;
+      const bool row_parallel = !l.input_layout().col_groups.empty();
+      const std::int64_t bytes_per_row = a.dtype_bytes * (row_parallel ? l.spec().out_features : l.spec().in_features);
+      if (mode_.kind() == TpMode::d1_sp) {
+        m.keeps_dy = !row_parallel;
+        (row_parallel ? m.forward_partial_bytes : m.input_grad_partial_bytes) = tokens * bytes_per_row;
+      }
+      if (mode_.kind() == TpMode::d3) m.keeps_dy = gathered(l) == 1;
+      return m;
+    };
+    a.linear_allocs = {allocs(attn.c_attn()), allocs(attn.c_proj()), allocs(mlp.fc1()), allocs(mlp.fc2())};
     break;
   }
   return a;

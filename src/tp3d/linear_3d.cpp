@@ -103,9 +103,12 @@ Tensor Linear3D::matmul_forward(const Tensor& x, LinearSaved& saved) {
   xg.handle.wait();
   w.handle.wait();
 
-  Tensor partial = be.empty({xg.result.rows(), w.result.cols()}, x.dtype(), MemCategory::communication);
+  // Alone in the output group (q = 1) the partial product is Y itself: an activation.
+  Communicator& out_comm = mesh.comm(output_group_);
+  Tensor partial = be.empty({xg.result.rows(), w.result.cols()}, x.dtype(),
+                            out_comm.size() == 1 ? MemCategory::activations : MemCategory::communication);
   be.gemm(false, false, 1.0, xg.result, w.result, 0.0, partial);
-  Pending y = start_reduce_scatter(mesh.comm(output_group_), be, partial, MemCategory::activations);
+  Pending y = start_reduce_scatter(out_comm, be, partial, MemCategory::activations);
   y.handle.wait();
 
   saved.x = keep_gathered_ ? xg.result : x;
@@ -132,9 +135,12 @@ Tensor Linear3D::input_gradient(const Tensor& dy, LinearSaved& saved) {
   saved.dy_gathered = dyg.result;
   saved.dy = dyg.result.row_slice(dy.rows() * out_comm.rank(), dy.rows() * (out_comm.rank() + 1));
 
-  Tensor dx_partial = be.empty({dyg.result.rows(), w.result.rows()}, dy.dtype(), MemCategory::communication);
+  // Alone in the input group (q = 1) the partial product is dX itself: an activation.
+  Communicator& in_comm = mesh.comm(input_group_);
+  Tensor dx_partial = be.empty({dyg.result.rows(), w.result.rows()}, dy.dtype(),
+                               in_comm.size() == 1 ? MemCategory::activations : MemCategory::communication);
   be.gemm(false, true, 1.0, dyg.result, w.result, 0.0, dx_partial);
-  Pending dx = start_reduce_scatter(mesh.comm(input_group_), be, dx_partial, MemCategory::activations);
+  Pending dx = start_reduce_scatter(in_comm, be, dx_partial, MemCategory::activations);
   dx.handle.wait();
   return dx.result;
 }

@@ -12,8 +12,10 @@
 #include "cost/zero.hpp"
 #include "io/results_file.hpp"
 #include "mesh/mesh.hpp"
+#include "model/activation_timeline.hpp"
 #include "modes/registry.hpp"
 #include "pipeline/executor.hpp"
+#include "plan/activation_peak.hpp"
 #include "plan/bucket_memory.hpp"
 #include "plan/gathered_parameters.hpp"
 #include "plan/gradient_peak.hpp"
@@ -78,6 +80,7 @@ std::vector<MemoryRow> memory_rows(const TrainResult& result, const Backend& bac
   rows.push_back({"activations_kept", 0, k.measured, k.model, true});
   rows.push_back({"activations_at_pass_ends", 0, k.allocator_at_pass_ends, -1});
   rows.push_back({"parameters_in_pass", 0, k.parameters_in_pass, k.parameters_in_pass_model, true});
+  rows.push_back({"activations_in_step", 0, k.in_step, k.in_step_model, k.in_step_model >= 0});
   // ---- end activation memory
   rows.push_back({"gradients_in_step", 0, result.gradients_in_step.measured, result.gradients_in_step.model, true});
   return rows;
@@ -112,16 +115,31 @@ bool add_memory_rows(Table& table, const TrainResult& result, int stage, const M
   return kept_equal;
 }
 
-// ---- activation memory: the kept-activation peak of this stage's schedule from the model's local
-// shapes (mdtp's attention kernels keep the probabilities: selective recomputation drops them).
-std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, int stage, ActivationRecompute policy) {
+// ---- activation memory: what a recomputation policy keeps (mdtp's attention kernels keep the
+// probabilities: selective recomputation drops them).
+KeepPolicy keep_policy(ActivationRecompute policy) {
   KeepPolicy keep;
   keep.block_input_only = policy == ActivationRecompute::full;
   keep.attention_probabilities = policy == ActivationRecompute::none;
+  return keep;
+}
+
+// The kept-activation peak of this stage's schedule from the model's local shapes.
+std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, int stage, ActivationRecompute policy) {
   std::vector<UnitKeptBytes> units;
-  for (const UnitActivationBytes& u : unit_activation_bytes(model.activation_shapes(), plan.model.n_layer, keep))
+  for (const UnitActivationBytes& u :
+       unit_activation_bytes(model.activation_shapes(), plan.model.n_layer, keep_policy(policy)))
     units.push_back({u.after_forward, u.after_input});
   return kept_activations(plan.schedule, plan.partition, stage, units).peak;
+}
+
+// The allocator's `activations` peak inside a step without a pipeline: one micro-batch's passes
+// replayed from the layers (model/activation_timeline.hpp) over the schedule; -1 with a pipeline.
+std::int64_t modelled_activations_in_step(const GptModel& model, const TrainPlan& plan, ActivationRecompute policy) {
+  if (plan.schedule.stages != 1 || plan.schedule.chunks != 1) return -1;
+  const MicroBatchActivationPeaks p =
+      micro_batch_activation_peaks(model.activation_shapes(), plan.model.n_layer, keep_policy(policy));
+  return activation_peak(plan.schedule, {p.forward_peak, p.after_forward, p.input_peak, p.after_input, p.fused_peak});
 }
 
 // Each bucket's full (padded) bytes, in bucket order: what a gathered or full gradient bucket holds.
@@ -426,6 +444,9 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   result.kept_activations.model = modelled_kept_peak(model, plan, stage, tc.recompute);
   result.kept_activations.parameters_in_pass = model.kept_sample().parameters_in_pass_peak;
   result.kept_activations.parameters_in_pass_model = modelled_parameters_in_pass(engine, plan, stage, tc.zero);
+  result.kept_activations.in_step =
+      result.steps.empty() ? 0 : backend->allocator().tracker().window_peak(MemCategory::activations);
+  result.kept_activations.in_step_model = modelled_activations_in_step(model, plan, tc.recompute);
   // ---- end activation memory
   result.gradients_in_step.measured =
       result.steps.empty() ? 0 : backend->allocator().tracker().window_peak(MemCategory::gradients);

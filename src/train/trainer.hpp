@@ -106,6 +106,11 @@ struct TrainResult {
     // (bucket plan) plus, under ZeRO-3, the gathered buckets in use and prefetched
     // (plan/gathered_parameters.hpp).
     std::int64_t parameters_in_pass = 0, parameters_in_pass_model = 0;
+    // The allocator's `activations` counter at its peak inside the steps — the kept contexts plus
+    // the working set of the pass running — and its model (plan/activation_peak.hpp over
+    // model/activation_timeline.hpp); -1 with a pipeline, whose boundary tensors in flight depend
+    // on the peers' timing.
+    std::int64_t in_step = 0, in_step_model = -1;
   } kept_activations;
   // ---- end activation memory
   // The `gradients` counter's peak inside the steps (ZeRO-2/3 free each full gradient bucket once

@@ -147,6 +147,14 @@ def main():
     _, rows, _ = verdicts(path, os.path.join(args.dir, "report-peak"))
     check("DIFFERS on 1 (rank, category) rows" in rows[first], f"kept-activation peak changed: {first} DIFFERS on 1 row")
 
+    # The allocator's activation peak inside the steps (kept contexts + the working set), a peak row too.
+    path = tampered("activations-in-step")
+    edit(path, first, "memory", add("peak_bytes", category_row("activations_in_step", 1), 16))
+    _, rows, _ = verdicts(path, os.path.join(args.dir, "report-activations-in-step"))
+    check("DIFFERS on 1 (rank, category) rows" in rows[first],
+          f"activation peak inside a step changed: {first} DIFFERS on 1 row")
+    check("| equal on every rank |" in rows[second], f"... and {second} still equal on every rank")
+
     # The ZeRO-3 run's gradients peak inside its steps (the full buckets it held at once), also a peak row.
     path = tampered("gradients-in-step")
     edit(path, second, "memory", add("peak_bytes", category_row("gradients_in_step", 1), 64))

@@ -3,7 +3,11 @@
 // its stage's schedule (kept_activations), under every TP mode, pp 1 and 2 with each schedule, and
 // each recomputation policy.  Without a pipeline, and in the modes that keep no gathered dY, the
 // allocator's own `activations` counter at the pass ends equals the model too.  The replay itself
-// is checked against the live sums recomputed here from the schedule's actions.
+// is checked against the live sums recomputed here from the schedule's actions.  Without a pipeline
+// the allocator's own peak inside the steps — the contexts plus the working set of the pass
+// running — equals the layers' replay (model/activation_timeline.hpp over plan/activation_peak.hpp)
+// to the byte, in every mode, with every recomputation policy and schedule, awkward sizes and
+// a vocabulary large enough for the head to set the peak.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,6 +15,8 @@
 #include <map>
 
 #include "model/gpt_harness.hpp"
+#include "model/activation_timeline.hpp"
+#include "plan/activation_peak.hpp"
 #include "plan/kept_activations.hpp"
 #include "train/trainer.hpp"
 
@@ -83,6 +89,13 @@ TEST_CASE("the kept-activation peak of every rank equals the model to the byte",
         // The allocator's counter adds what is not in a context (boundary tensors in flight, and
         // it leaves out the gathered dY kept in the communication category): equal without both.
         if (c.pp == 1 && c.mode != TpMode::d1_sp && c.mode != TpMode::d3) CHECK(k.allocator_at_pass_ends == k.model);
+        // Inside the passes the counter also holds their working set: modelled without a pipeline.
+        CHECK(k.in_step >= k.allocator_at_pass_ends);
+        if (c.pp == 1) {
+          CHECK(k.in_step == k.in_step_model);
+        } else {
+          CHECK(k.in_step_model == -1);
+        }
         measured[policy] = k.measured;
         if (world_rank() == 0)
           std::cout << "[kept activations] " << c.label << " " << activation_recompute_name(policy) << ": " << k.measured
@@ -136,4 +149,156 @@ TEST_CASE("the schedule replay sums the contexts in flight after every pass", "[
       CHECK(expected.back() == 0);
     }
   }
+}
+
+namespace {
+
+struct WorkingSetCase {
+  std::string label;
+  TpMode mode = TpMode::none;
+  int tp = 1, depth = 1, micro_batches = 1;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  GptConfig model{};
+  std::int64_t sequences_per_micro_batch = 2;
+  DType dtype = DType::f32;
+};
+
+// Shapes chosen so that different passes set the peak: a vocabulary far larger than the width (the
+// head's logits), a long sequence (the probabilities), several micro-batches in flight (gpipe), a
+// split backward (zb-h1), odd widths and f64.
+std::vector<WorkingSetCase> working_set_cases(int world) {
+  using S = ScheduleKind;
+  const GptConfig wide_vocab{997, 2, 4, 24, 8}, long_seq{0, 3, 4, 48, 64}, small{0, 2, 4, 32, 16};
+  switch (world) {
+    case 1:
+      return {{"none, vocabulary 997", TpMode::none, 1, 1, 1, S::one_f_one_b, wide_vocab},
+              {"none, T 64 f64", TpMode::none, 1, 1, 1, S::one_f_one_b, long_seq, 1, DType::f64},
+              {"none gpipe m3", TpMode::none, 1, 1, 3, S::gpipe, small},
+              {"none zb-h1 m2", TpMode::none, 1, 1, 2, S::zb_h1, small, 3},
+              {"3d on one rank", TpMode::d3, 1, 1, 1, S::one_f_one_b, small}};
+    case 2:
+      return {{"1d tp2, vocabulary 997", TpMode::d1, 2, 1, 1, S::one_f_one_b, wide_vocab},
+              {"1d-sp tp2, T 64", TpMode::d1_sp, 2, 1, 1, S::one_f_one_b, long_seq},
+              {"1d-sp tp2 zb-h1 m2", TpMode::d1_sp, 2, 1, 2, S::zb_h1, small},
+              {"none dp2 gpipe m2 f64", TpMode::none, 1, 1, 2, S::gpipe, small, 1, DType::f64}};
+    case 4:
+      return {{"2d tp4, vocabulary 997", TpMode::d2, 4, 1, 1, S::one_f_one_b, wide_vocab},
+              {"1d-sp tp4, vocabulary 997", TpMode::d1_sp, 4, 1, 1, S::one_f_one_b, wide_vocab, 4},
+              {"2.5d tp4 d1 gpipe m2", TpMode::d2p5, 4, 1, 2, S::gpipe, small},
+              {"1d tp2 dp2 zb-h1 m2", TpMode::d1, 2, 1, 2, S::zb_h1, small}};
+    case 8:
+      return {{"3d tp8, vocabulary 997", TpMode::d3, 8, 1, 1, S::one_f_one_b, wide_vocab, 4},
+              {"2.5d tp8 d2, T 64", TpMode::d2p5, 8, 2, 1, S::one_f_one_b, long_seq, 4},
+              {"2d tp4 dp2 gpipe m2", TpMode::d2, 4, 1, 2, S::gpipe, small}};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+TEST_CASE("without a pipeline the allocator's activation peak inside a step equals the layers' replay",
+          "[memory][activations]") {
+  const int world = world_size();
+  for (const WorkingSetCase& c : working_set_cases(world)) {
+    DYNAMIC_SECTION(c.label) {
+      for (const ActivationRecompute policy :
+           {ActivationRecompute::none, ActivationRecompute::selective, ActivationRecompute::full}) {
+        TrainConfig t;
+        t.tp_mode = c.mode;
+        t.tp = c.tp;
+        t.tp_depth = c.depth;
+        t.schedule = c.schedule;
+        t.micro_batches = c.micro_batches;
+        t.model = c.model;
+        t.dtype = c.dtype;
+        t.recompute = policy;
+        const int dp = world / c.tp;
+        t.batch = c.sequences_per_micro_batch * dp * c.micro_batches;
+        t.steps = 1;
+        t.optimizer.lr = 1e-2;
+        const TrainResult result = train(t, MPI_COMM_WORLD);
+        const TrainResult::KeptActivations& k = result.kept_activations;
+        INFO(c.label << " recompute " << activation_recompute_name(policy) << ": inside a step " << k.in_step
+                     << " B, model " << k.in_step_model << " B; kept " << k.measured << " B");
+        CHECK(k.in_step > k.allocator_at_pass_ends);  // a working set on top of the contexts
+        CHECK(k.in_step == k.in_step_model);
+        CHECK(k.measured == k.model);
+        CHECK(k.equal_on_every_rank);
+        if (world_rank() == 0)
+          std::cout << "[activations in step] " << c.label << " " << activation_recompute_name(policy) << ": "
+                    << k.in_step << " B (model " << k.in_step_model << " B), kept " << k.measured << " B\n";
+      }
+    }
+  }
+}
+
+TEST_CASE("the one-stage activation replay takes each pass above the other micro-batches' contexts",
+          "[memory][activations]") {
+  // Distinct figures per pass, so that each action's sum is told apart.
+  const MicroBatchPassPeaks p{1000, 700, 900, 300, 1100};
+  for (const ScheduleKind kind : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1}) {
+    for (const int m : {1, 2, 3}) {
+      const Schedule s = make_schedule(kind, 1, m, 1);
+      // Recomputed from the actions: what each micro-batch holds and the top of each pass.
+      std::map<int, std::int64_t> held;
+      std::int64_t expected = 0;
+      auto others = [&](int mb) {
+        std::int64_t b = 0;
+        for (const auto& [other, bytes] : held)
+          if (other != mb) b += bytes;
+        return b;
+      };
+      for (const Action& a : s.actions.front()) {
+        const std::int64_t top = a.op == PassKind::F    ? p.forward_peak
+                                 : a.op == PassKind::B  ? p.input_peak
+                                 : a.op == PassKind::W  ? p.after_input
+                                                        : p.fused_peak;  // one stage: BW runs unit by unit
+        expected = std::max(expected, others(a.microbatch) + top);
+        if (a.op == PassKind::F) held[a.microbatch] = p.after_forward;
+        if (a.op == PassKind::B) held[a.microbatch] = p.after_input;
+        if (a.op == PassKind::W || a.op == PassKind::BW) held.erase(a.microbatch);
+      }
+      INFO(schedule_name(kind) << " m" << m);
+      CHECK(activation_peak(s, p) == expected);
+    }
+  }
+  // gpipe keeps every forward's context until the backward: m − 1 of them under the last forward.
+  CHECK(activation_peak(make_schedule(ScheduleKind::gpipe, 1, 3, 1), p) == std::max<std::int64_t>(2 * 700 + 1000, 2 * 700 + 1100));
+  CHECK_THROWS_WITH(activation_peak(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1), p),
+                    Catch::Contains("modelled for one stage holding one chunk") && Catch::Contains("got 2 stages"));
+}
+
+TEST_CASE("the activation replay keeps what the kept-activation model keeps", "[memory][activations]") {
+  // Between passes the replay holds exactly the contexts' activations: every unit's after-forward
+  // bytes, and (where no Linear keeps a gathered dY in `communication`) the after-input bytes.
+  ActivationShapes a;
+  a.dtype_bytes = 4;
+  a.seq = 16;
+  a.tokens = 48;
+  a.residual_rows = 48;
+  a.residual_cols = 40;
+  a.qkv_rows = 48;
+  a.qkv_cols = 60;
+  a.core_cols = 20;
+  a.local_heads = 2;
+  a.mlp_rows = 48;
+  a.mlp_cols = 80;
+  a.head_gathered_rows = 48;
+  a.logits_rows = 48;
+  a.vocab_cols = 37;
+  for (const bool full : {false, true})
+    for (const bool probabilities : {false, true}) {
+      const KeepPolicy policy{full, probabilities};
+      const std::int64_t n_layer = 3;
+      const MicroBatchActivationPeaks p = micro_batch_activation_peaks(a, n_layer, policy);
+      std::int64_t after_forward = 0, after_input = 0;
+      for (const UnitActivationBytes& u : unit_activation_bytes(a, n_layer, policy)) {
+        after_forward += u.after_forward;
+        after_input += u.after_input;
+      }
+      INFO("full " << full << " probabilities " << probabilities);
+      CHECK(p.after_forward == after_forward);
+      CHECK(p.after_input == after_input);
+      CHECK(p.forward_peak > p.after_forward);  // the residual in hand, at least
+    }
 }
