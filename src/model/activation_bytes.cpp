@@ -7,26 +7,36 @@
 
 namespace mdtp {
 
+ActivationTensorBytes tensor_bytes(const ActivationShapes& a) {
+  const std::int64_t d = a.dtype_bytes;
+  ActivationTensorBytes t;
+  t.E_r = a.residual_rows * a.residual_cols * d;
+  t.stats = a.residual_rows * 2 * 8;
+  t.E_qkv = a.qkv_rows * a.qkv_cols * d;
+  t.E_y = a.qkv_rows * a.core_cols * d;
+  t.E_f = a.mlp_rows * a.mlp_cols * d;
+  t.probs = a.seq > 0 ? a.qkv_rows / a.seq * a.local_heads * a.seq * a.seq * d : 0;
+  t.G = a.head_gathered_rows * a.residual_cols * d;
+  t.logits = a.logits_rows * a.vocab_cols * d;
+  t.dp = a.tokens * a.vocab_cols * d;
+  t.lse = a.logits_rows * 8;
+  return t;
+}
+
 std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a, std::int64_t n_layer,
                                                        KeepPolicy policy) {
-  const std::int64_t d = a.dtype_bytes;
-  const std::int64_t E_r = a.residual_rows * a.residual_cols * d, stats = a.residual_rows * 2 * 8;
-  const std::int64_t E_qkv = a.qkv_rows * a.qkv_cols * d, E_y = a.qkv_rows * a.core_cols * d;
-  const std::int64_t E_f = a.mlp_rows * a.mlp_cols * d;
-  const std::int64_t probs = a.seq > 0 ? a.qkv_rows / a.seq * a.local_heads * a.seq * a.seq * d : 0;
-
+  const ActivationTensorBytes t = tensor_bytes(a);
   UnitActivationBytes block;
   block.after_forward = policy.block_input_only
-                            ? E_r
-                            : 2 * (E_r + stats) + E_r + E_qkv + (policy.attention_probabilities ? probs : 0) +
-                                  E_y + E_r + 2 * E_f;
+                            ? t.E_r
+                            : 2 * (t.E_r + t.stats) + t.E_r + t.E_qkv + (policy.attention_probabilities ? t.probs : 0) +
+                                  t.E_y + t.E_r + 2 * t.E_f;
   const auto& g = a.dy_gather;
-  block.after_input = (E_r + g[0] * E_qkv) + (E_y + g[1] * E_r) + (E_r + g[2] * E_f) + (E_f + g[3] * E_r);
+  block.after_input =
+      (t.E_r + g[0] * t.E_qkv) + (t.E_y + g[1] * t.E_r) + (t.E_r + g[2] * t.E_f) + (t.E_f + g[3] * t.E_r);
 
-  UnitActivationBytes embedding{0, E_r};
-  const std::int64_t G = a.head_gathered_rows * a.residual_cols * d;
-  UnitActivationBytes head{E_r + stats + G + a.logits_rows * a.vocab_cols * d + a.logits_rows * 8,
-                           G + a.tokens * a.vocab_cols * d};
+  UnitActivationBytes embedding{0, t.E_r};
+  UnitActivationBytes head{t.E_r + t.stats + t.G + t.logits + t.lse, t.G + t.dp};
 
   std::vector<UnitActivationBytes> units(static_cast<std::size_t>(n_layer + 2), block);
   units.front() = embedding;

@@ -56,6 +56,19 @@ struct ActivationShapes {
   std::array<LinearActivationAllocs, 4> linear_allocs{};  // c_attn, c_proj, fc1, fc2
 };
 
+// The bytes of one micro-batch's tensors on this rank, from the local extents (δ the dtype's bytes).
+struct ActivationTensorBytes {
+  std::int64_t E_r = 0;    // a residual shard: r_rows × r_cols × δ
+  std::int64_t stats = 0;  // a LayerNorm's f64 pair per residual row: r_rows × 16
+  std::int64_t E_qkv = 0, E_y = 0, E_f = 0;  // QKV, the attention output, the MLP's hidden shard
+  std::int64_t probs = 0;                    // the softmax probabilities: qkv_rows/T · n_h · T² · δ
+  std::int64_t G = 0;          // the head's row-gathered final hidden state: gathered_rows × r_cols × δ
+  std::int64_t logits = 0;     // this rank's logits: logits_rows × vocab_cols × δ
+  std::int64_t dp = 0;         // dlogits gathered over the logits' rows: tokens × vocab_cols × δ
+  std::int64_t lse = 0;        // the f64 log-sum-exp: logits_rows × 8
+};
+ActivationTensorBytes tensor_bytes(const ActivationShapes& shapes);
+
 // What the recomputation policy and the attention kernel keep.
 struct KeepPolicy {
   bool block_input_only = false;             // full recomputation

@@ -16,42 +16,14 @@ struct Counter {
   void restart() { peak = now; }
 };
 
-// The byte sizes of one micro-batch's tensors on this rank, named as in the layers' code.
-struct Sizes {
-  std::int64_t E_r = 0;        // a residual shard (x, a LayerNorm's x̂ and output, dX of a block)
-  std::int64_t stats = 0;      // f64 (mean, rstd) or (Σ, Σ) per residual row
-  std::int64_t E_qkv = 0, E_y = 0, probs = 0, E_f = 0;
-  std::int64_t tokens_by_cols = 0;  // the embedding's partial lookup: every token × the residual's columns
-  std::int64_t G = 0;               // the head's row-gathered final hidden state
-  std::int64_t logits_partial = 0, logits = 0, logits_rows = 0, dp = 0;
-};
-
-Sizes sizes_of(const ActivationShapes& a) {
-  const std::int64_t d = a.dtype_bytes;
-  Sizes s;
-  s.E_r = a.residual_rows * a.residual_cols * d;
-  s.stats = a.residual_rows * 2 * 8;
-  s.E_qkv = a.qkv_rows * a.qkv_cols * d;
-  s.E_y = a.qkv_rows * (a.qkv_cols / 3) * d;  // the attention output: a third of QKV's columns
-  s.probs = a.seq > 0 ? a.qkv_rows / a.seq * a.local_heads * a.seq * a.seq * d : 0;
-  s.E_f = a.mlp_rows * a.mlp_cols * d;
-  s.tokens_by_cols = a.tokens * a.residual_cols * d;
-  s.G = a.head_gathered_rows * a.residual_cols * d;
-  s.logits_partial = a.tokens * a.vocab_cols * d;  // before the reduce-scatter over the logits' rows
-  s.logits = a.logits_rows * a.vocab_cols * d;
-  s.logits_rows = a.logits_rows;
-  s.dp = a.tokens * a.vocab_cols * d;  // dlogits gathered over the logits' rows
-  return s;
-}
-
 // One micro-batch's passes, each method the allocations and releases of the code it is named
 // after (model/*.cpp, tp/*.cpp, tp1d, tp2d, tp3d), in their order.
 class Replay {
  public:
   Replay(const ActivationShapes& a, std::int64_t n_layer, KeepPolicy policy)
-      : a_(a), s_(sizes_of(a)), layers_(n_layer), policy_(policy) {}
+      : a_(a), s_(tensor_bytes(a)), layers_(n_layer), policy_(policy) {}
   Counter c;
-  const Sizes& sizes() const { return s_; }
+  const ActivationTensorBytes& sizes() const { return s_; }
 
   // ---- forward ------------------------------------------------------------------------------------
   // ModelChunk::forward of the whole model: embedding, blocks, ln_f and the head.
@@ -75,7 +47,7 @@ class Replay {
   void head_backward() {
     c.alloc(s_.logits);          // dlogits
     c.free(s_.logits);           // the logits
-    c.free(s_.logits_rows * 8);  // the log-sum-exp
+    c.free(s_.lse);              // the log-sum-exp
     if (a_.col_parts > 1) c.alloc(s_.dp);  // dP gathered over the logits' rows, kept
     c.alloc(s_.G);                          // dG
     std::int64_t out = s_.G;
@@ -127,7 +99,7 @@ class Replay {
   }
 
   // ---- what the weight passes release --------------------------------------------------------------
-  std::int64_t head_after_input() const { return (a_.col_parts > 1 ? s_.dp : s_.logits) + s_.G; }
+  std::int64_t head_after_input() const { return s_.dp + s_.G; }  // dP (dlogits itself without a row split) and G
   // Each Linear's input and, where it keeps it, its dY.
   std::int64_t block_after_input() const {
     const auto& l = a_.linear_allocs;
@@ -139,12 +111,13 @@ class Replay {
   // GptEmbedding::forward: the partial lookup, the rows reduce-scattered where the vocabulary and
   // the rows are both split, the positions; returns x (E_r) to the caller.
   void embedding_forward() {
-    c.alloc(s_.tokens_by_cols);
+    const std::int64_t lookup = a_.tokens * a_.residual_cols * a_.dtype_bytes;  // every token's row
+    c.alloc(lookup);
     const bool scattered = a_.vocab_parts > 1 && a_.row_parts > 1;
     if (scattered) c.alloc(s_.E_r);
     c.alloc(s_.E_r);  // the positions' rows
     c.free(s_.E_r);
-    if (scattered) c.free(s_.tokens_by_cols);
+    if (scattered) c.free(lookup);
   }
   // LayerNorm::forward: its local statistics, the kept (mean, rstd) and x̂, the output.
   void layernorm_forward() {
@@ -199,18 +172,18 @@ class Replay {
   // partial sums and the kept log-sum-exp.
   void head_forward() {
     if (a_.row_parts > 1) c.alloc(s_.G);
-    c.alloc(s_.logits_partial);
-    if (a_.col_parts > 1) c.alloc(s_.logits);
-    c.alloc(s_.logits_rows * 8);   // row maxima
-    c.alloc(s_.logits_rows * 16);  // partial sums
-    c.alloc(s_.logits_rows * 8);   // the log-sum-exp
-    c.free(s_.logits_rows * 16);
-    c.free(s_.logits_rows * 8);
-    if (a_.col_parts > 1) c.free(s_.logits_partial);
+    c.alloc(s_.dp);  // the logits of every token row (as many bytes as dP)
+    if (a_.col_parts > 1) c.alloc(s_.logits);  // this rank's rows of them, reduce-scattered
+    c.alloc(s_.lse);      // row maxima (f64, as the log-sum-exp)
+    c.alloc(2 * s_.lse);  // partial sums
+    c.alloc(s_.lse);      // the log-sum-exp
+    c.free(2 * s_.lse);
+    c.free(s_.lse);
+    if (a_.col_parts > 1) c.free(s_.dp);
   }
 
   const ActivationShapes& a_;
-  Sizes s_;
+  ActivationTensorBytes s_;
   std::int64_t layers_;
   KeepPolicy policy_;
 };
