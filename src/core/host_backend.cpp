@@ -17,6 +17,7 @@
 #include "core/host_caching_allocator.hpp"
 #include "core/host_gemm.hpp"
 #include "core/host_layernorm.hpp"
+#include "core/large_allocations.hpp"
 
 namespace mdtp {
 namespace {
@@ -230,6 +231,7 @@ std::unique_ptr<Backend> make_host_backend() {
   const std::vector<std::string> missing = missing_compiled_flags(cpu_features());
   require(missing.empty(), "this mdtp was compiled for ", join_flags(missing), ", which this CPU (",
           cpu_features().model, ") lacks; rebuild here, or with -DMDTP_NATIVE=OFF for a portable binary");
+  large_allocation_policy();  // MPI's per-call temporaries reused, not faulted in again (large_allocations.hpp)
   return std::make_unique<HostBackend>();
 }
 

@@ -3,6 +3,7 @@
 #include "core/blas_library.hpp"
 #include "core/cpu_features.hpp"
 #include "core/host_gemm.hpp"
+#include "core/large_allocations.hpp"
 #include "core/vector_math.hpp"
 
 namespace mdtp {
@@ -20,6 +21,7 @@ HostInfo host_info() {
   info.blas_threads = blas.threads;
   info.blas_note = blas.note;
   info.vector_math = vector_math_name();
+  info.malloc = large_allocation_policy().description;
   return info;
 }
 
@@ -32,7 +34,8 @@ std::vector<std::pair<std::string, std::string>> HostInfo::attributes() const {
           {"host_blas_core", blas_core},
           {"host_blas_threads", std::to_string(blas_threads)},
           {"host_blas_note", blas_note},
-          {"host_vector_math", vector_math}};
+          {"host_vector_math", vector_math},
+          {"host_malloc", malloc}};
 }
 
 std::string HostInfo::to_string() const {

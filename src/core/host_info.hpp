@@ -1,7 +1,7 @@
 #pragma once
 // Provenance of the host compute, for every run's results: the CPU and its vector extensions,
 // what this build was compiled to use, the GEMM (which BLAS, version, kernel set, threads, or
-// Eigen) and the vector math library.  Measured times mean little without these.
+// Eigen), the vector math library and how malloc serves large blocks.  Measured times mean little without these.
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +18,7 @@ struct HostInfo {
   int blas_threads = 0;        // threads per BLAS call (per rank); 0 when unknown or no BLAS
   std::string blas_note;       // a fallback or mis-detection, one sentence; "" when none
   std::string vector_math;     // "SLEEF 3.5.1 _u10, AVX (4 f64 / 8 f32 per call)"
+  std::string malloc;          // how large allocations are served (large_allocations.hpp)
 
   // (key, value) pairs with keys prefixed "host_", ready for a results file's attributes
   // (blas_threads as decimal text).
@@ -26,7 +27,8 @@ struct HostInfo {
   std::string to_string() const;
 };
 
-// Sets the BLAS thread count if nothing has yet (see core/blas_library.hpp).
+// Sets the BLAS thread count if nothing has yet (see core/blas_library.hpp), and the large
+// allocation policy (core/large_allocations.hpp).
 HostInfo host_info();
 
 }  // namespace mdtp

@@ -2,6 +2,7 @@
 // front has validated the arguments).  GEMM is in cuda_gemm.cpp.
 #include "cuda/cuda_backend.hpp"
 
+#include "core/large_allocations.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_gemm.hpp"
 #include "cuda/cuda_kernels.hpp"
@@ -167,6 +168,7 @@ void CudaBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, co
 }
 
 std::unique_ptr<CudaBackend> make_cuda_backend(CudaBackendOptions options) {
+  large_allocation_policy();  // host-side MPI temporaries reused, not faulted in again (large_allocations.hpp)
   return std::make_unique<CudaBackend>(options);
 }
 

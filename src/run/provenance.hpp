@@ -6,7 +6,7 @@
 //   comma-separated), host_count, world_size, mesh_tp/pp/dp/cp, mesh_order, mesh_tp_mode,
 //   mesh_tp_depth, mesh_ranks_per_node, mode, dtype, backend, mpi_library, wait_policy,
 //   local_ranks, cores (of rank 0's node), oversubscription (local ranks / cores, the maximum
-//   over nodes), oversubscribed (0/1).
+//   over nodes), oversubscribed (0/1), and the host_* attributes of core/host_info.hpp.
 #include <mpi.h>
 
 #include <string>

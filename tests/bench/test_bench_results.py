@@ -23,7 +23,7 @@ PROVENANCE = ["mdtp_version", "git_commit", "build_type", "compiler", "command_l
               "host_count", "world_size", "mesh_tp", "mesh_pp", "mesh_dp", "mesh_cp", "mesh_order", "mesh_tp_mode",
               "mesh_tp_depth", "mesh_ranks_per_node", "mode", "dtype", "backend", "mpi_library", "wait_policy",
               "local_ranks", "cores", "oversubscription", "oversubscribed", "host_cpu_model", "host_gemm",
-              "host_blas_library", "host_blas_threads", "host_vector_math"]
+              "host_blas_library", "host_blas_threads", "host_vector_math", "host_malloc"]
 BENCH_ATTRS = ["layer", "rows", "hidden", "ffn_hidden", "reps", "warmup", "check", "batch_id", "calibration",
                "calibrated", "bytes_match"]
 BENCH_TABLES = ["comm", "steps", "phases", "memory", "check", "summary"]

@@ -1,7 +1,8 @@
 mdtp_add_mpi_test(core SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tensor.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_host_backend.cpp ${CMAKE_CURRENT_LIST_DIR}/test_host_gemm.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_host_vector_kernels.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/test_host_caching_allocator.cpp RANKS 1 LIBS mdtp_core)
+                  ${CMAKE_CURRENT_LIST_DIR}/test_host_caching_allocator.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_large_allocations.cpp RANKS 1 LIBS mdtp_core)
 
 # OPENBLAS_CORETYPE naming a kernel set the CPU lacks (SkylakeX on a CPU without AVX-512) kills
 # OpenBLAS with an illegal instruction at the first GEMM; mdtp must detect it and use Eigen.
