@@ -175,7 +175,8 @@ def activation_peaks(run):
     i = int(np.argmax(in_step["peak_bytes"]))
     k = kept[kept["rank"] == in_step["rank"][i]][0]
     model = int(in_step["model_bytes"][i])
-    return int(k["peak_bytes"]), int(k["model_bytes"]), int(in_step["peak_bytes"][i]), (model if model >= 0 else None)
+    return (int(k["peak_bytes"]), int(k["model_bytes"]), int(in_step["peak_bytes"][i]),
+            model if model >= 0 else None)
 
 
 def plot_activations(runs, path):
@@ -183,13 +184,15 @@ def plot_activations(runs, path):
     set), each with its model; pipelined runs have no model of the latter (docs/memory.md)."""
     fig, ax = per_run_axes(runs)
     peaks = [activation_peaks(r) for r in runs]
-    for k, (label, value, model) in enumerate([("kept (at pass ends)", 0, 1), ("inside a step (kept + working set)", 2, 3)]):
+    bars = [("kept (at pass ends)", 0, 1), ("inside a step (kept + working set)", 2, 3)]
+    for k, (label, value, model) in enumerate(bars):
         x = np.arange(len(runs)) + (k - 0.5) * 0.4
         ax.bar(x, [p[value] / MIB if p else 0 for p in peaks], 0.4, label=label)
         points = [(xi, p[model] / MIB) for xi, p in zip(x, peaks) if p and p[model] is not None]
         if points:
             ax.scatter(*zip(*points), marker="_", s=200, color="black", zorder=3, label="model" if k == 0 else None)
-    save_per_run(fig, ax, runs, "MiB, the rank with the highest peak", "Activation memory: allocator vs model", 7, path)
+    save_per_run(fig, ax, runs, "MiB, the rank with the highest peak", "Activation memory: allocator vs model", 7,
+                 path)
 
 
 def plan_lines(plan_json, top=8):

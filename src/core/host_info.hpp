@@ -1,7 +1,8 @@
 #pragma once
 // Provenance of the host compute, for every run's results: the CPU and its vector extensions,
 // what this build was compiled to use, the GEMM (which BLAS, version, kernel set, threads, or
-// Eigen), the vector math library and how malloc serves large blocks.  Measured times mean little without these.
+// Eigen), the vector math library and how malloc serves large blocks.  Measured times mean
+// little without these.
 #include <string>
 #include <utility>
 #include <vector>

@@ -32,7 +32,8 @@ LargeAllocationPolicy apply() {
   }
 #if defined(__GLIBC__)
   // mallopt answers 1 when it took the value (a sanitizer's malloc may not).
-  policy.fixed_by_mdtp = mallopt(M_MMAP_THRESHOLD, kThresholdBytes) == 1 && mallopt(M_TRIM_THRESHOLD, kThresholdBytes) == 1;
+  policy.fixed_by_mdtp =
+      mallopt(M_MMAP_THRESHOLD, kThresholdBytes) == 1 && mallopt(M_TRIM_THRESHOLD, kThresholdBytes) == 1;
   policy.description = policy.fixed_by_mdtp ? "glibc malloc mmap and trim thresholds fixed at 1 GiB by mdtp"
                                             : "glibc malloc thresholds: mallopt refused by this malloc";
 #else
@@ -48,7 +49,8 @@ LargeAllocationChoice choose_large_allocation_policy(const char* mdtp_host_mallo
   const std::string_view mode = set(mdtp_host_malloc) ? mdtp_host_malloc : "reuse";
   require(mode == "reuse" || mode == "glibc", "MDTP_HOST_MALLOC must be reuse or glibc; got '", mode, "'");
   if (mode == "glibc") return LargeAllocationChoice::glibc_default;
-  const bool tunables = set(glibc_tunables) && std::string_view(glibc_tunables).find("glibc.malloc.") != std::string_view::npos;
+  const bool tunables =
+      set(glibc_tunables) && std::string_view(glibc_tunables).find("glibc.malloc.") != std::string_view::npos;
   if (set(mmap_threshold) || set(trim_threshold) || tunables) return LargeAllocationChoice::environment;
   return LargeAllocationChoice::fix_thresholds;
 }

@@ -7,9 +7,9 @@
 // 32 MiB on a 64-bit system.  MPI libraries allocate temporaries per call in their reductions, so
 // once those exceed 32 MiB every call pays the page faults of fresh memory again — a cost of the
 // host's allocator, not of the link, which no α-β model of the link can follow.  Measured on 2 ranks
-// of one host (MPICH 4.0.2, sync-timed, median of 10 calls): MPI_Reduce of 24 MiB 25.9 ms, 8.9 ms
-// with the thresholds fixed; all-reduce of 32 MiB 19.1 against 9.6 ms; reduce-scatter of 64 MiB
-// 37.0 against 14.6 ms.
+// of one host (MPICH 4.0.2, sync-timed, the slower rank's median of 10 calls): MPI_Reduce of
+// 24 MiB 25.9 ms, 8.9 ms with the thresholds fixed; all-reduce of 32 MiB 19.1 against 9.6 ms;
+// reduce-scatter of 64 MiB 37.0 against 14.6 ms.
 //
 // So unless told otherwise, mdtp fixes glibc's mmap and trim thresholds at 1 GiB, the first time
 // a host backend is made (or host_info() asked): below that size freed memory is reused from the

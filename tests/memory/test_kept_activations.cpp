@@ -263,7 +263,8 @@ TEST_CASE("the one-stage activation replay takes each pass above the other micro
     }
   }
   // gpipe keeps every forward's context until the backward: m − 1 of them under the last forward.
-  CHECK(activation_peak(make_schedule(ScheduleKind::gpipe, 1, 3, 1), p) == std::max<std::int64_t>(2 * 700 + 1000, 2 * 700 + 1100));
+  CHECK(activation_peak(make_schedule(ScheduleKind::gpipe, 1, 3, 1), p) ==
+        std::max<std::int64_t>(2 * 700 + 1000, 2 * 700 + 1100));
   CHECK_THROWS_WITH(activation_peak(make_schedule(ScheduleKind::one_f_one_b, 2, 2, 1), p),
                     Catch::Contains("modelled for one stage holding one chunk") && Catch::Contains("got 2 stages"));
 }
