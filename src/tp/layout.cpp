@@ -85,7 +85,9 @@ Tensor gather_full(const Tensor& shard, const Layout& layout, const Mesh& mesh, 
   Tensor gathered = backend.empty({srows * tp.size(), scols}, shard.dtype(), MemCategory::communication);
   tp.all_gather(shard.reshaped({srows, scols}), gathered);
   Shape shape = vector ? Shape{full_col_count} : Shape{full_row_count, full_col_count};
-  Tensor full = backend.empty(shape, shard.dtype(), MemCategory::activations);
+  // An assembled copy for checks, dumps and checkpoints, not the model's data: `other`, so that it
+  // never counts among the activations a step is held to (docs/memory.md).
+  Tensor full = backend.empty(shape, shard.dtype(), MemCategory::other);
   Tensor full2d = full.reshaped({vector ? 1 : full_row_count, full_col_count});
   // The tp group's members in group-rank order, as mesh ranks (the mesh may live on a
   // sub-communicator of MPI_COMM_WORLD, whose numbering world_ranks() would give).

@@ -48,7 +48,8 @@ Tensor scatter_full(const Tensor& full, const Layout& layout, const Mesh& mesh, 
                     MemCategory category, const std::string& what = "tensor");
 
 // Reassembles the full tensor on every rank from the shards (all-gather over the "tp" group,
-// recorded in the ledger under the caller's phase).  Used at model boundaries and in tests.
+// recorded in the ledger under the caller's phase), charged to `other`.  Used by checks, dumps and
+// checkpoints, and in tests.
 Tensor gather_full(const Tensor& shard, const Layout& layout, const Mesh& mesh, const Backend& backend,
                    std::int64_t full_row_count, std::int64_t full_col_count);
 

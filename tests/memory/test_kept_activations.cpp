@@ -161,6 +161,7 @@ struct WorkingSetCase {
   GptConfig model{};
   std::int64_t sequences_per_micro_batch = 2;
   DType dtype = DType::f32;
+  bool dump_gradients = false;  // assembles full tensors inside the step: not activations
 };
 
 // Shapes chosen so that different passes set the peak: a vocabulary far larger than the width (the
@@ -180,7 +181,9 @@ std::vector<WorkingSetCase> working_set_cases(int world) {
       return {{"1d tp2, vocabulary 997", TpMode::d1, 2, 1, 1, S::one_f_one_b, wide_vocab},
               {"1d-sp tp2, T 64", TpMode::d1_sp, 2, 1, 1, S::one_f_one_b, long_seq},
               {"1d-sp tp2 zb-h1 m2", TpMode::d1_sp, 2, 1, 2, S::zb_h1, small},
-              {"none dp2 gpipe m2 f64", TpMode::none, 1, 1, 2, S::gpipe, small, 1, DType::f64}};
+              {"none dp2 gpipe m2 f64", TpMode::none, 1, 1, 2, S::gpipe, small, 1, DType::f64},
+              {"1d tp2, vocabulary 4999, gradients dumped", TpMode::d1, 2, 1, 1, S::one_f_one_b,
+               GptConfig{4999, 1, 4, 64, 8}, 1, DType::f32, true}};
     case 4:
       return {{"2d tp4, vocabulary 997", TpMode::d2, 4, 1, 1, S::one_f_one_b, wide_vocab},
               {"1d-sp tp4, vocabulary 997", TpMode::d1_sp, 4, 1, 1, S::one_f_one_b, wide_vocab, 4},
@@ -212,6 +215,8 @@ TEST_CASE("without a pipeline the allocator's activation peak inside a step equa
         t.model = c.model;
         t.dtype = c.dtype;
         t.recompute = policy;
+        static const SharedTempDir dir("mdtp-activations-");
+        if (c.dump_gradients) t.dump_grads = dir.path() + "/grads.h5";
         const int dp = world / c.tp;
         t.batch = c.sequences_per_micro_batch * dp * c.micro_batches;
         t.steps = 1;
