@@ -23,14 +23,16 @@ ActivationTensorBytes tensor_bytes(const ActivationShapes& a) {
   return t;
 }
 
+std::int64_t block_context_bytes(const ActivationTensorBytes& t, bool probabilities) {
+  return 2 * (t.E_r + t.stats) + t.E_r + t.E_qkv + (probabilities ? t.probs : 0) + t.E_y + t.E_r + 2 * t.E_f;
+}
+
 std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a, std::int64_t n_layer,
                                                        KeepPolicy policy) {
   const ActivationTensorBytes t = tensor_bytes(a);
   UnitActivationBytes block;
-  block.after_forward = policy.block_input_only
-                            ? t.E_r
-                            : 2 * (t.E_r + t.stats) + t.E_r + t.E_qkv + (policy.attention_probabilities ? t.probs : 0) +
-                                  t.E_y + t.E_r + 2 * t.E_f;
+  block.after_forward =
+      policy.block_input_only ? t.E_r : block_context_bytes(t, policy.attention_probabilities);
   const auto& g = a.dy_gather;
   block.after_input =
       (t.E_r + g[0] * t.E_qkv) + (t.E_y + g[1] * t.E_r) + (t.E_r + g[2] * t.E_f) + (t.E_f + g[3] * t.E_r);

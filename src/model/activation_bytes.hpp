@@ -69,6 +69,11 @@ struct ActivationTensorBytes {
 };
 ActivationTensorBytes tensor_bytes(const ActivationShapes& shapes);
 
+// A block's context after its forward without recomputation: ln_1 and ln_2 (x̂ and statistics),
+// c_attn's input, QKV, the probabilities (when kept), c_proj's input, fc1's input, fc1's and the
+// GeLU's outputs.
+std::int64_t block_context_bytes(const ActivationTensorBytes& t, bool probabilities);
+
 // What the recomputation policy and the attention kernel keep.
 struct KeepPolicy {
   bool block_input_only = false;             // full recomputation

@@ -34,7 +34,7 @@ class Replay {
       block_forward(full || policy_.attention_probabilities);
       // Full recomputation keeps the input and discards the filled context; otherwise the old x
       // goes with its last holder, the caller.
-      c.free(full ? block_context() : s_.E_r);
+      c.free(full ? block_context_bytes(s_, true) : s_.E_r);
     }
     layernorm_forward();  // ln_f
     head_forward();
@@ -162,10 +162,6 @@ class Replay {
     c.alloc(s_.E_f);                 // GeLU's output, kept (fc2's input)
     linear_forward(l[3], s_.E_r);    // out = h + mlp(…), returned
     c.free(s_.E_r);                  // h goes with the block's frame
-  }
-  // What a block's forward leaves in its context, probabilities included.
-  std::int64_t block_context() const {
-    return 2 * (s_.stats + s_.E_r) + s_.E_r + s_.E_qkv + s_.E_y + s_.probs + s_.E_r + 2 * s_.E_f;
   }
   // TiedLmHead::forward after ln_f: G gathered over the rows (without a row split G is ln_f's
   // output), the logits (reduce-scattered over their rows where split), the row maxima, the

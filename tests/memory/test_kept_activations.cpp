@@ -202,6 +202,7 @@ std::vector<WorkingSetCase> working_set_cases(int world) {
 TEST_CASE("without a pipeline the allocator's activation peak inside a step equals the layers' replay",
           "[memory][activations]") {
   const int world = world_size();
+  static const SharedTempDir dir("mdtp-activations-");  // where the dumping case writes its gradients
   for (const WorkingSetCase& c : working_set_cases(world)) {
     DYNAMIC_SECTION(c.label) {
       for (const ActivationRecompute policy :
@@ -215,7 +216,6 @@ TEST_CASE("without a pipeline the allocator's activation peak inside a step equa
         t.model = c.model;
         t.dtype = c.dtype;
         t.recompute = policy;
-        static const SharedTempDir dir("mdtp-activations-");
         if (c.dump_gradients) t.dump_grads = dir.path() + "/grads.h5";
         const int dp = world / c.tp;
         t.batch = c.sequences_per_micro_batch * dp * c.micro_batches;
