@@ -148,7 +148,7 @@ def main():
         if best_held is None or max(worst.values()) < max(best_held.values()):
             best_held = worst
         bench = os.path.join(args.out, f"bench_{r}.h5")
-        run(mpi + [mdtp, "bench", "--modes", "1d", "--layer", "mlp", "--batch", "1", "--seq", "2048", "--hidden",
+        run(mpi + [mdtp, "bench", "--modes", "1d", "--layer", "mlp", "--global-batch", "1", "--seq", "2048", "--hidden",
                    "1024", "--warmup", "2", "--reps", str(args.reps), "--sync-timing", "--calibration", fit,
                    "--out", bench])
         comm_off, step_off = step(bench)

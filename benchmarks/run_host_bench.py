@@ -88,7 +88,7 @@ def mdtp_rate(args, size, ranks, mode_args, steps):
     """(tokens/s, set-up ms: model built and initialised, set-up ms: optimizer)."""
     _, L, H, nh, T, B, _ = SIZES[size]
     cmd = [mpiexec(), "-n", str(ranks), os.path.join(args.build, "mdtp"), "train", *mode_args, "--layers", str(L),
-           "--embd", str(H), "--heads", str(nh), "--seq", str(T), "--batch", str(B), "--steps", str(steps)]
+           "--hidden", str(H), "--heads", str(nh), "--seq", str(T), "--global-batch", str(B), "--steps", str(steps)]
     lines = run(cmd).stdout.splitlines()
     return (median_rate(lines, r"step\s+\d+.*?([\d.]+) tok/s"),
             setup_ms(lines, r"set-up: model built and initialised in ([\d.]+) ms"),

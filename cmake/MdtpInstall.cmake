@@ -19,6 +19,28 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/clusters/ DESTINATION ${CMAKE_INSTALL
         FILES_MATCHING PATTERN "*.json")
 
 install(EXPORT mdtpTargets NAMESPACE mdtp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mdtp)
+# HDF5 in the installed package.  mdtpConfig.cmake cannot call find_dependency(HDF5 COMPONENTS C):
+# FindHDF5 interrogates the h5cc wrapper by try_compile()-ing a .c file, which fails ("try_compile()
+# works only for enabled languages") in a consumer whose project() enables only CXX, and Debian's
+# libhdf5-dev (bookworm: 1.10.8, /usr/lib/x86_64-linux-gnu/hdf5/serial) ships no hdf5-config.cmake
+# for a find_package(hdf5 CONFIG) that needs no language (only h5cc and pkg-config's hdf5-serial.pc).
+# So the package records the hdf5::hdf5 imported target that FindHDF5 made for mdtp's own build (the
+# library, its include directories and definitions) and mdtpConfig.cmake re-creates it: no language
+# is needed, and the consumer links the very HDF5 that mdtp's static libraries were compiled against.
+get_target_property(_mdtp_hdf5_type hdf5::hdf5 TYPE)
+string(REPLACE "_LIBRARY" "" MDTP_CONFIG_HDF5_TYPE "${_mdtp_hdf5_type}")   # UNKNOWN or INTERFACE
+set(MDTP_CONFIG_HDF5_PROPERTIES "")
+set(MDTP_CONFIG_HDF5_FILES "")
+foreach(_prop IN ITEMS IMPORTED_CONFIGURATIONS IMPORTED_LOCATION IMPORTED_LOCATION_RELEASE IMPORTED_LOCATION_DEBUG
+                       INTERFACE_INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS)
+  get_target_property(_value hdf5::hdf5 ${_prop})
+  if(_value)
+    string(APPEND MDTP_CONFIG_HDF5_PROPERTIES " ${_prop} \"${_value}\"")
+    if(_prop MATCHES "^(IMPORTED_LOCATION|INTERFACE_INCLUDE_DIRECTORIES)")
+      list(APPEND MDTP_CONFIG_HDF5_FILES ${_value})
+    endif()
+  endif()
+endforeach()
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/mdtpConfig.cmake.in ${CMAKE_BINARY_DIR}/mdtpConfig.cmake
                               INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mdtp)
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/mdtpConfigVersion.cmake COMPATIBILITY SameMinorVersion)

@@ -22,34 +22,41 @@ import numpy as np
 class Run:
     name: str                      # "0003-bench"
     kind: str                      # "bench", "calibrate", ...
-    attrs: Dict[str, object]       # provenance and run settings (str, int or float)
-    tables: Dict[str, np.ndarray]  # record arrays; text columns decoded to str
+    attrs: Dict[str, object]       # provenance and run settings (str, int or float; never bytes)
+    tables: Dict[str, np.ndarray]  # record arrays; text columns decoded to str (never bytes)
 
     @property
     def number(self) -> int:
         return int(self.name.split("-", 1)[0])
 
 
-def _decode(value):
+def _text(value):
+    """HDF5 text as str: h5py reads mdtp's fixed-length strings (attributes and compound columns) as
+    bytes (numpy.bytes_ scalars, 'S' arrays) and variable-length ones as bytes objects ('O' arrays).
+    The one place this module decodes; anything that is not text comes back unchanged."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if isinstance(value, np.generic):
-        return value.item()
+    if (isinstance(value, np.ndarray) and value.dtype.kind in "SO"
+            and all(isinstance(v, (bytes, str)) for v in value.flat)):
+        return np.array([_text(v) for v in value.flat], dtype=str).reshape(value.shape)
     return value
 
 
+def _decode(value):
+    """An attribute: str for text, plain int/float for numeric scalars."""
+    value = _text(value)
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _decode_table(data: np.ndarray) -> np.ndarray:
-    """Fixed-length byte-string columns become unicode, so comparisons with str work."""
+    """A dataset with its text decoded: string columns of a compound (table) dataset become unicode
+    columns of a record array, so comparisons with str work; a plain dataset is decoded as a whole."""
     if data.dtype.names is None:
-        return data
-    fields = []
-    for name in data.dtype.names:
-        kind = data.dtype[name].kind
-        fields.append((name, f"U{max(1, data.dtype[name].itemsize)}" if kind == "S" else data.dtype[name]))
-    out = np.empty(data.shape, dtype=fields)
-    for name in data.dtype.names:
-        column = data[name]
-        out[name] = np.char.decode(column, "utf-8") if column.dtype.kind == "S" else column
+        return _text(data)
+    columns = {name: np.asarray(_text(data[name])) for name in data.dtype.names}
+    out = np.empty(data.shape, dtype=[(name, c.dtype, c.shape[data.ndim:]) for name, c in columns.items()])
+    for name, column in columns.items():
+        out[name] = column
     return out.view(np.recarray)
 
 

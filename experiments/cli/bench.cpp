@@ -13,6 +13,7 @@
 #include "bench/mode_mesh.hpp"
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
 #include "run/rank_stats.hpp"
 #include "run/results_sink.hpp"
 
@@ -53,7 +54,7 @@ std::vector<TpMode> selected_modes(const BenchOptions& o, int world) {
 std::vector<cost::Workload> workloads(const BenchOptions& o, int world) {
   const std::vector<TpMode> modes = selected_modes(o, world);
   require(o.ffn.empty() || o.ffn.size() == 1 || o.ffn.size() == o.hidden.size(),
-          "--ffn needs one size or one per --hidden (", o.hidden.size(), "); got ", o.ffn.size());
+          "--ffn-hidden needs one size or one per --hidden (", o.hidden.size(), "); got ", o.ffn.size());
   require(o.dtype == DType::f32 || o.dtype == DType::f64, "the host benchmark runs f32 or f64; got --dtype ",
           dtype_name(o.dtype));
   std::vector<cost::Workload> out;
@@ -67,7 +68,7 @@ std::vector<cost::Workload> workloads(const BenchOptions& o, int world) {
       // The global batch is the same for every mode: each data-parallel replica takes its share.
       const int dp = Topology(w.mesh).dp();
       require((o.batch * o.seq) % dp == 0, "mode ", bench::describe_mesh(mode, w.mesh), " splits the batch*seq = ",
-              o.batch * o.seq, " rows over dp=", dp, "; choose --batch*--seq divisible by ", dp);
+              o.batch * o.seq, " rows over dp=", dp, "; choose --global-batch*--seq divisible by ", dp);
       w.rows = o.batch * o.seq / dp;
       w.data_parallel_group = dp > 1 ? "dp" : "";
       w.hidden = o.hidden[h];
@@ -160,15 +161,15 @@ Command add_bench(CLI::App& root) {
   add_parsed_list(*app, "--modes", o->modes, parse_tp_mode,
                   std::string("modes (") + tp_mode_list() + "), or all: the TP modes that fit N");
   add(*app, "--layer", o->layer, "the layer measured")->check(one_of({"linear", "layernorm", "mlp"}));
-  add(*app, "--batch", o->batch, "global batch B (B*S rows, split over the data-parallel replicas)")
+  add(*app, "--global-batch", o->batch, "global batch B (B*S rows, split over the data-parallel replicas)")
       ->check(at_least(1));
   add(*app, "--seq", o->seq, "sequence length S")->check(at_least(1));
   add(*app, "--hidden", o->hidden, "hidden size(s): one run per mode and size")
       ->type_name("H[,H2,...]")
       ->default_str("256");
-  add(*app, "--ffn", o->ffn, "MLP inner / Linear output size, one, or one per hidden size (default 4*H)")
+  add(*app, "--ffn-hidden", o->ffn, "MLP inner / Linear output size, one, or one per hidden size (default 4*H)")
       ->type_name("F[,F2,...]");
-  add(*app, "--depth", o->depth, "2.5d depth (0: the largest d*q^2 dividing N, preferring d >= 2)");
+  add(*app, "--tp-depth", o->depth, "2.5d depth (0: the largest d*q^2 dividing N, preferring d >= 2)");
   add_dtype(*app, "--dtype", o->dtype, "f32 or f64");
   add(*app, "--warmup", o->settings.warmup, "untimed steps")->check(between(0, 100000));
   add(*app, "--reps", o->settings.reps, "timed steps")->check(between(1, 100000));
@@ -184,6 +185,8 @@ Command add_bench(CLI::App& root) {
                 "time each blocking collective after a barrier on its group: transfer and wait for the last peer "
                 "apart (also MDTP_SYNC_TIMING=1)");
   app->add_flag("--no-check", o->no_check, "skip the comparison with the serial recomputation (large sizes)");
+  // The run flags' names for what bench shares with them (cli/spec_flags.hpp); the old ones are refused.
+  add_renamed_flags(*app, {{"--batch", "--global-batch"}, {"--depth", "--tp-depth"}, {"--ffn", "--ffn-hidden"}});
   return {app, true, [o](const std::string& command_line) { return run_bench(*o, command_line); }};
 }
 

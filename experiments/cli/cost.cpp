@@ -11,7 +11,12 @@
 
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
 #include "cli/step_options.hpp"
+#include "cost/gpt_step_comm.hpp"
+#include "cost/step_bytes_report.hpp"
+#include "io/output_path.hpp"
+#include "spec/names.hpp"
 #include "cost/report.hpp"
 #include "cost/step_model.hpp"
 #include "cost/step_report.hpp"
@@ -20,36 +25,25 @@
 namespace mdtp::cli {
 namespace {
 
+// What `mdtp cost` takes beyond the run spec (cli/spec_flags.hpp) and the step assumptions.
 struct CostOptions {
   // The model of a layer.
-  TpMode mode = TpMode::none;
-  int tp = 1, pp = 1, tp_depth = 1, ranks_per_node = 0, layers = 1;
-  std::optional<int> world;                     // default tp * pp
+  int ranks_per_node = 0;
   std::string layer = "mlp";
-  std::int64_t batch = 0, seq = 0, hidden = 0;  // required
-  std::optional<std::int64_t> ffn;              // default 4 * hidden
-  DType dtype = DType::f32;
   bool keep_gathered_3d = false, dp_grad_sync = false, mpich_allreduce = false;
   std::optional<double> alpha_intra, beta_intra, alpha_inter, beta_inter, gemm_flops;
   std::string calibration, calibration_run;
-  std::optional<double> optimizer_bytes;  // default 0 for a layer, 12 for --zero
-  // --zero
-  bool zero = false;
-  cost::ZeroConfig zero_config;
-  // --pipeline
+  std::optional<double> optimizer_bytes;  // default 0 for a layer, 12 for --zero-table
+  // --zero-table: the ZeRO paper's per-stage table (its N_d is --dp).
+  bool zero_table = false;
+  cost::ZeroPaperInputs zero_config;
+  // --pipeline: the bubble of --pp stages over --micro-batches (and --chunks).
   bool pipeline = false;
-  int microbatches = 1, chunks = 1;
   bool json = false;
-  // A whole GPT step (given --heads); --layers, --hidden, --seq, --tp, --tp-depth, --pp, --chunks
-  // and --dtype are shared with the layer form.
-  std::int64_t heads = 0, vocab = 0, global_batch = 0, micro_batch = 1;
-  TpMode tp_mode = TpMode::d1;
-  int gpus = 0;
-  std::string schedule = "1f1b", recompute = "none", cluster = "dgx-a100";
-  int zero_stage = 0;
-  bool zero_reduce_per_micro_batch = false, zero_keep_parameters = false;
-  bool no_dropout = false;
-  bool streaming_attention = false;
+  // The whole GPT step (given --heads or --config).
+  StepAssumptions step;
+  bool step_bytes = false;
+  std::unique_ptr<SpecFlags> spec;
 };
 
 // Options a form needs, refused by name when missing.
@@ -59,8 +53,9 @@ void require_given(const CLI::App& app, const std::string& form, std::initialize
 }
 
 int run_zero(const CostOptions& o, const CLI::App& app) {
-  require_given(app, "--zero", {"--params", "--dp"});
-  cost::ZeroConfig c = o.zero_config;
+  require_given(app, "--zero-table", {"--params", "--dp"});
+  cost::ZeroPaperInputs c = o.zero_config;
+  c.data_parallel = o.spec->resolve().layout.dp;
   c.optimizer_bytes = o.optimizer_bytes.value_or(c.optimizer_bytes);
   const auto stages = cost::zero_costs(c);
   std::cout << (o.json ? cost::zero_json(c, stages) : cost::zero_text(c, stages));
@@ -68,32 +63,34 @@ int run_zero(const CostOptions& o, const CLI::App& app) {
 }
 
 int run_pipeline(const CostOptions& o, const CLI::App& app) {
-  require_given(app, "--pipeline", {"--pp", "--microbatches"});
+  require_given(app, "--pipeline", {"--pp", "--micro-batches"});
+  const ParallelLayout l = o.spec->resolve().layout;
   std::vector<cost::PipelineConfig> schedules;
   for (auto schedule : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b})
-    schedules.push_back({o.pp, o.microbatches, 1, schedule});
-  if (o.chunks > 1 || app.count("--chunks") > 0)
-    schedules.push_back({o.pp, o.microbatches, o.chunks, ScheduleKind::interleaved});
+    schedules.push_back({l.pp, l.micro_batches, 1, schedule});
+  if (l.chunks > 1 || app.count("--chunks") > 0)
+    schedules.push_back({l.pp, l.micro_batches, l.chunks, ScheduleKind::interleaved});
   std::cout << (o.json ? cost::pipeline_json(schedules) : cost::pipeline_text(schedules));
   return 0;
 }
 
-cost::Workload layer_workload(const CostOptions& o) {
+cost::Workload layer_workload(const CostOptions& o, const RunSpec& spec, std::int64_t micro_batch_size) {
+  const ParallelLayout& l = spec.layout;
   cost::Workload w;
-  w.mode = o.mode;
-  w.mesh.tp = o.tp;
-  w.mesh.pp = o.pp;
-  w.mesh.tp_mode = o.mode;
-  w.mesh.tp_depth = o.tp_depth;
-  w.mesh.world = o.world.value_or(o.tp * o.pp);
+  w.mode = l.mode;
+  w.mesh.tp = l.tp;
+  w.mesh.pp = l.pp;
+  w.mesh.tp_mode = l.mode;
+  w.mesh.tp_depth = l.depth;
+  w.mesh.world = l.world();
   w.mesh.ranks_per_node = o.ranks_per_node;
   w.layer = o.layer;
-  w.rows = o.batch * o.seq;
-  w.hidden = o.hidden;
-  w.ffn_hidden = o.ffn.value_or(4 * o.hidden);
-  w.dtype = o.dtype;
+  w.rows = micro_batch_size * spec.model.seq;
+  w.hidden = spec.model.hidden;
+  w.ffn_hidden = spec.model.ffn();
+  w.dtype = spec.precision.params;
   w.options.keep_gathered_3d = o.keep_gathered_3d;
-  if (o.dp_grad_sync) w.data_parallel_group = "dp";
+  if (o.dp_grad_sync) w.data_parallel_group = group::dp;
   return w;
 }
 
@@ -123,40 +120,54 @@ cost::TimeModel time_model(const CostOptions& o, DType dtype, std::string& sourc
 }
 
 int run_layer(const CostOptions& o, const CLI::App& app) {
-  require_given(app, "the model of a layer", {"--mode", "--batch", "--seq", "--hidden"});
-  const cost::Workload w = layer_workload(o);
+  require_given(app, "the model of a layer", {"--tp-mode", "--micro-batch-size", "--seq", "--hidden"});
+  const RunSpec spec = o.spec->resolve();
+  const cost::Workload w = layer_workload(o, spec, *o.spec->micro_batch_size());
   std::string source;
   const cost::TimeModel model = time_model(o, w.dtype, source);
-  const cost::CostReport report = cost::build_cost_report(w, model, o.layers, o.optimizer_bytes.value_or(0.0), source);
+  const cost::CostReport report =
+      cost::build_cost_report(w, model, static_cast<int>(spec.model.layers), o.optimizer_bytes.value_or(0.0), source);
   std::cout << (o.json ? cost::report_json(report) : cost::report_text(report));
   return 0;
 }
 
-cost::StepConfig model_step_config(const CostOptions& o) {
-  return step_config(StepChoice{cost::GptShape{o.layers, o.hidden, o.heads, o.seq, o.vocab}, o.global_batch,
-                                o.micro_batch, o.tp_mode, o.tp, o.tp_depth, o.pp, o.gpus, o.chunks, o.zero_stage,
-                                o.schedule, o.recompute, o.dtype, !o.no_dropout, cost::OverlapAssumptions{},
-                                !o.streaming_attention, o.zero_reduce_per_micro_batch, o.zero_keep_parameters});
+// The exact bytes of one whole step per (phase, group, op): the busiest stage's, and every stage's
+// total — the plan the trainer holds its ledger against (cost/gpt_step_comm.hpp).
+int run_step_bytes(const RunSpec& spec, bool json) {
+  const cost::StepCommConfig config{.spec = spec};
+  std::vector<cost::StepCommPlan> stages;
+  for (int stage = 0; stage < spec.layout.pp; ++stage) stages.push_back(cost::plan_step_comm(config, stage));
+  std::cout << (json ? cost::step_bytes_json(spec, stages) : cost::step_bytes_text(spec, stages));
+  return 0;
 }
 
-// The whole step of one configuration; with --zero, a row per ZeRO stage (memory and the exposed
-// data-parallel time; TP and PP sharding applied first).
+// The whole step of one configuration; with --zero-table, a row per ZeRO stage (memory and the
+// exposed data-parallel time; TP and PP sharding applied first).
 int run_model(const CostOptions& o, const CLI::App& app) {
-  require_given(app, "the model of a GPT step", {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch",
-                                                 "--gpus", "--tp-mode"});
-  const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
-  if (!o.zero) {
-    const cost::StepEstimate e = cost::estimate_step(model_step_config(o), cluster);
+  if (!o.spec->config_given())
+    require_given(app, "the model of a GPT step", {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch"});
+  RunSpec spec = o.spec->resolve();
+  resolve_world(spec, o.step, *o.spec);
+  validate(spec);
+  if (!o.spec->write_config_path().empty()) {
+    check_text_output(o.spec->write_config_path(), "--write-config");
+    o.spec->write_config(spec);
+  }
+  if (o.step_bytes) return run_step_bytes(spec, o.json);
+  const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.step.cluster));
+  if (!o.zero_table) {
+    const cost::StepEstimate e = cost::estimate_step(o.step.step(spec), cluster);
     std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
     return 0;
   }
-  CostOptions per_stage = o;
   std::vector<cost::StepEstimate> rows;
   for (int stage = 0; stage <= 3; ++stage) {
-    per_stage.zero_stage = stage;
-    per_stage.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch && stage >= 2;  // stages 2–3 only
-    per_stage.zero_keep_parameters = o.zero_keep_parameters && stage == 3;
-    rows.push_back(cost::estimate_step(model_step_config(per_stage), cluster));
+    RunSpec per_stage = spec;
+    per_stage.zero.stage = stage;
+    per_stage.zero.reduce_per_micro_batch = spec.zero.reduce_per_micro_batch && stage >= 2;  // stages 2–3 only
+    per_stage.zero.keep_parameters = spec.zero.keep_parameters && stage == 3;
+    per_stage.zero.offload = spec.zero.offload && stage >= 1;
+    rows.push_back(cost::estimate_step(o.step.step(per_stage), cluster));
   }
   if (o.json) {
     std::cout << "[";
@@ -165,10 +176,10 @@ int run_model(const CostOptions& o, const CLI::App& app) {
     return 0;
   }
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  std::cout << "ZeRO stages of " << cost::describe(rows.front().config) << " on " << o.cluster
+  std::cout << "ZeRO stages of " << cost::describe(rows.front().config) << " on " << o.step.cluster
             << " (memory per GPU of the largest stage, GiB"
-            << (o.zero_reduce_per_micro_batch ? "; 2m, 3m: gradients reduce-scattered after every micro-batch" : "")
-            << (o.zero_keep_parameters ? "; 3k: parameters gathered once per step and kept" : "")
+            << (spec.zero.reduce_per_micro_batch ? "; 2m, 3m: gradients reduce-scattered after every micro-batch" : "")
+            << (spec.zero.keep_parameters ? "; 3k: parameters gathered once per step and kept" : "")
             << ")\n"
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
@@ -181,18 +192,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
 }
 
 void add_layer_options(CLI::App& app, CostOptions& o) {
-  add_tp_mode(app, "--mode", o.mode, "tensor-parallel mode")->default_str("");
-  add(app, "--tp", o.tp, "tensor-parallel size");
-  add(app, "--world", o.world, "world size (default tp*pp; dp = world/(tp*pp))");
-  add(app, "--tp-depth", o.tp_depth, "2.5d depth d");
-  add(app, "--pp", o.pp, "pipeline stages (also of --pipeline)");
-  add(app, "--layer", o.layer, "the layer modelled")->check(one_of({"linear", "layernorm", "mlp"}));
-  add(app, "--batch", o.batch, "batch B (rows = B*S)")->default_str("");
-  add(app, "--seq", o.seq, "sequence length S")->default_str("");
-  add(app, "--hidden", o.hidden, "hidden size H")->default_str("");
-  add(app, "--ffn", o.ffn, "MLP inner / Linear output size (default 4*hidden)");
-  add(app, "--layers", o.layers, "identical layers L (the plan, memory and compute x L)");
-  add_dtype(app, "--dtype", o.dtype, "element type");
+  add(app, "--layer", o.layer, "the layer modelled (the layer form)")->check(one_of({"linear", "layernorm", "mlp"}));
   app.add_flag("--keep-gathered-3d", o.keep_gathered_3d, "3d: keep the gathered X and W for backward");
   add(app, "--ranks-per-node", o.ranks_per_node, "ranks per node: intra- or inter-node links per group (0: one node)");
   app.add_flag("--dp-grad-sync", o.dp_grad_sync, "add the dp all-reduce of every gradient");
@@ -205,29 +205,7 @@ void add_layer_options(CLI::App& app, CostOptions& o) {
   add(app, "--gemm-flops", o.gemm_flops, "GEMM rate per rank, flop/s");
   app.add_flag("--mpich-allreduce", o.mpich_allreduce,
                "model MPICH's Rabenseifner instead of the ring for large all-reduce");
-  add(app, "--optimizer-bytes", o.optimizer_bytes, "optimizer bytes per parameter K (default 0; 12 with --zero)");
-}
-
-void add_model_options(CLI::App& app, CostOptions& o) {
-  add(app, "--heads", o.heads, "GPT step: attention heads (selects the whole-step form)")->default_str("");
-  add(app, "--vocab", o.vocab, "GPT step: vocabulary V")->default_str("");
-  add(app, "--global-batch", o.global_batch, "GPT step: sequences per step")->default_str("");
-  add(app, "--micro-batch", o.micro_batch, "GPT step: sequences per micro-batch");
-  add_tp_mode(app, "--tp-mode", o.tp_mode, "GPT step: tensor-parallel mode");
-  add(app, "--gpus", o.gpus, "GPT step: GPUs in the job (dp = gpus / (tp * pp))")->default_str("");
-  add(app, "--schedule", o.schedule, "GPT step: pipeline schedule")
-      ->check(one_of({"gpipe", "1f1b", "interleaved", "zb-h1"}));
-  add(app, "--recompute", o.recompute, "GPT step: activation recomputation")
-      ->check(one_of({"none", "selective", "full"}));
-  add(app, "--cluster", o.cluster, "GPT step: a name in data/clusters/ or a path to a cluster JSON");
-  add(app, "--zero-stage", o.zero_stage, "GPT step: ZeRO stage 0-3 (--zero prints all four)")->check(between(0, 3));
-  app.add_flag("--zero-reduce-per-micro-batch", o.zero_reduce_per_micro_batch,
-               "GPT step: ZeRO 2-3 reduce the gradients after every micro-batch (with --zero: rows 2-3)");
-  app.add_flag("--zero-keep-params", o.zero_keep_parameters,
-               "GPT step: ZeRO 3 gathers each unit's parameters once per step and keeps them (with --zero: row 3)");
-  app.add_flag("--no-dropout", o.no_dropout, "GPT step: no dropout masks (mdtp's GPT)");
-  app.add_flag("--streaming-attention", o.streaming_attention,
-               "GPT step: the attention kernel keeps no T×T probabilities (selective = none)");
+  add(app, "--optimizer-bytes", o.optimizer_bytes, "optimizer bytes per parameter K (default 0; 12 with --zero-table)");
 }
 
 }  // namespace
@@ -239,29 +217,33 @@ Command add_cost(CLI::App& root) {
   app->footer(
       "The model of one layer (x L) per rank, without MPI: every collective (phase, group, op) with bytes, bus bytes\n"
       "and alpha-beta seconds, GEMM time, memory, and the published asymptotic row (not normalised consistently).\n"
-      "  mdtp cost --mode 2d --tp 4 --world 8 --batch 8 --seq 512 --hidden 1024\n"
-      "  mdtp cost --zero --params PSI --dp N [--param-bytes 2 --grad-bytes 2 --optimizer-bytes 12]\n"
-      "  mdtp cost --pipeline --pp P --microbatches M [--chunks V]\n"
-      "  mdtp cost --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --global-batch 3072 --micro-batch 1\n"
-      "            --tp-mode 1d --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2 --recompute full\n"
-      "            --dtype bf16 --cluster dgx-a100 [--zero] [--json]     (the whole GPT step, as mdtp plan)");
+      "  mdtp cost --tp-mode 2d --tp 4 --dp 2 --micro-batch-size 8 --seq 512 --hidden 1024\n"
+      "  mdtp cost --zero-table --params PSI --dp N [--param-bytes 2 --grad-bytes 2 --optimizer-bytes 12]\n"
+      "  mdtp cost --pipeline --pp P --micro-batches M [--chunks V]\n"
+      "  mdtp cost --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --global-batch 3072\n"
+      "            --micro-batch-size 1 --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2\n"
+      "            --recompute full --dtype bf16 --dropout 0.1 --cluster dgx-a100 [--zero-table] [--json]\n"
+      "            (the whole GPT step, as mdtp plan evaluates it; --step-bytes: its exact bytes per (phase, group, op))\n"
+      "  mdtp cost ... --write-config run.json; mpiexec -n N mdtp train --config run.json   (predict, then run)");
+  o->spec = std::make_unique<SpecFlags>(*app, kAllSpecFlags, RunSpec{});
   add_layer_options(*app, *o);
-  add_model_options(*app, *o);
-  CLI::Option* zero =
-      app->add_flag("--zero", o->zero, "print the ZeRO stages 0-3 instead (--params, --dp; or a GPT step's, with --heads)");
-  add(*app, "--params", o->zero_config.parameters, "--zero: parameters Psi")->default_str("");
-  add(*app, "--dp", o->zero_config.data_parallel, "--zero: data-parallel ranks N_d")->default_str("");
-  add(*app, "--param-bytes", o->zero_config.param_bytes, "--zero: bytes per parameter");
-  add(*app, "--grad-bytes", o->zero_config.grad_bytes, "--zero: bytes per gradient");
+  add_step_assumptions(*app, o->step);
+  CLI::Option* zero = app->add_flag("--zero-table", o->zero_table,
+                                    "print the ZeRO stages 0-3 instead (--params, --dp; or a GPT step's, with --heads)");
+  add(*app, "--params", o->zero_config.parameters, "--zero-table: parameters Psi")->default_str("");
+  add(*app, "--param-bytes", o->zero_config.param_bytes, "--zero-table: bytes per parameter");
+  add(*app, "--grad-bytes", o->zero_config.grad_bytes, "--zero-table: bytes per gradient");
   CLI::Option* pipeline =
-      app->add_flag("--pipeline", o->pipeline, "print the pipeline bubble instead (--pp, --microbatches)");
-  add(*app, "--microbatches", o->microbatches, "--pipeline: micro-batches m")->default_str("");
-  add(*app, "--chunks", o->chunks, "--pipeline: model chunks per stage v (adds interleaved 1F1B)");
+      app->add_flag("--pipeline", o->pipeline, "print the pipeline bubble instead (--pp, --micro-batches)");
   zero->excludes(pipeline);
+  app->add_flag("--step-bytes", o->step_bytes,
+                "GPT step: the exact bytes of one step per (phase, group, op), busiest stage and every stage");
   app->add_flag("--json", o->json, "print JSON instead of text");
+  add_renamed_flags(*app, renamed_run_flags());
+  add_renamed_flags(*app, {{"--ffn", "--ffn-hidden"}, {"--world", "--dp (world = tp x pp x dp)"}});
   return {app, false, [o, app](const std::string&) {
-            if (app->count("--heads") > 0) return run_model(*o, *app);
-            if (o->zero) return run_zero(*o, *app);
+            if (app->count("--heads") > 0 || o->spec->config_given()) return run_model(*o, *app);
+            if (o->zero_table) return run_zero(*o, *app);
             if (o->pipeline) return run_pipeline(*o, *app);
             return run_layer(*o, *app);
           }};

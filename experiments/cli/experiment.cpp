@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
 
 extern char** environ;
 
@@ -66,11 +67,11 @@ std::vector<TrainCase> train_cases(long long ranks) {
       {"1d tp2 pp2 dp2 1f1b", {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "1f1b", "--micro-batches", "4"}},
       {"1d tp2 pp2 dp2 zb-h1",
        {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "zb-h1", "--micro-batches", "4"}},
-      {"zero-3 dp8", {"--zero", "3", "--zero-bucket-mb", "0.05"}},
+      {"zero-3 dp8", {"--tp-mode", "none", "--zero", "3", "--zero-bucket-mb", "0.05"}},
   };
   if (ranks == 8) return all;
   // Another world size: the ZeRO-3 run (dp = world) and, with an even world, the pipeline.
-  std::vector<TrainCase> some = {{"zero-3", {"--zero", "3", "--zero-bucket-mb", "0.05"}}};
+  std::vector<TrainCase> some = {{"zero-3", {"--tp-mode", "none", "--zero", "3", "--zero-bucket-mb", "0.05"}}};
   if (ranks % 4 == 0) some.insert(some.begin(), all[3]);
   return some;
 }
@@ -242,10 +243,10 @@ void calibrate_step(const ExperimentOptions& o, const Plan& p) {
 // Exit status 1 of `mdtp bench` (a check failed) is reported, not an error of the experiment.
 int bench_step(const ExperimentOptions& o, const Plan& p) {
   std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(o.ranks), p.self, "bench", "--out", p.out,
-                               "--modes", o.modes, "--layer", o.layer, "--batch", std::to_string(o.batch),
+                               "--modes", o.modes, "--layer", o.layer, "--global-batch", std::to_string(o.batch),
                                "--seq", std::to_string(o.seq), "--hidden", o.hidden, "--dtype", o.dtype,
                                "--warmup", std::to_string(o.warmup), "--reps", std::to_string(o.reps)};
-  if (o.ffn) cmd.insert(cmd.end(), {"--ffn", *o.ffn});
+  if (o.ffn) cmd.insert(cmd.end(), {"--ffn-hidden", *o.ffn});
   if (p.calibrate_ranks > 0) cmd.insert(cmd.end(), {"--calibration", p.out});
   const int rc = run_step("2/5 mode comparison", cmd);
   require(rc == 0 || rc == 1, "the benchmark failed (exit status ", rc, "): ", quoted(cmd));
@@ -258,8 +259,8 @@ void train_step(const ExperimentOptions& o, const Plan& p) {
   for (std::size_t i = 0; i < cases.size(); ++i) {
     // A 4-layer, 8-head, 128-wide GPT on the shipped corpus: every mode's mesh of 8 ranks divides it.
     std::vector<std::string> cmd{p.mpiexec, "-n", std::to_string(o.ranks), p.self, "train", "--steps",
-                                 std::to_string(o.train_steps), "--layers", "4", "--heads", "8", "--embd", "128",
-                                 "--batch", "8", "--out", p.out};
+                                 std::to_string(o.train_steps), "--layers", "4", "--heads", "8", "--hidden", "128",
+                                 "--global-batch", "8", "--out", p.out};
     cmd.insert(cmd.end(), cases[i].args.begin(), cases[i].args.end());
     const int rc = run_step(fmt::format("3/5 training {}/{} ({})", i + 1, cases.size(), cases[i].label), cmd);
     require(rc == 0, "the training run failed (exit status ", rc, "): ", quoted(cmd));
@@ -273,7 +274,7 @@ std::string plan_step(const Plan& p) {
   const std::string json = (fs::path(p.report) / "plan.json").string();
   const std::vector<std::string> cmd{p.self, "plan", "--layers", "12", "--hidden", "768", "--heads", "12", "--seq",
                                     "1024", "--vocab", "50304", "--global-batch", "256", "--gpus", "8", "--cluster",
-                                    "dgx-h100", "--top", "0", "--json"};
+                                    "dgx-h100", "--dtype", "bf16", "--dropout", "0.1", "--top", "0", "--json"};
   const int rc = run_step("4/5 planner", cmd, json);
   require(rc == 0, "the planner failed (exit status ", rc, "): ", quoted(cmd));
   return json;
@@ -358,12 +359,12 @@ Command add_experiment(CLI::App& root) {
         if (mode != "all") parse_tp_mode(mode);
       }));
   add(*app, "--layer", o->layer, "bench: linear, layernorm or mlp")->check(one_of({"linear", "layernorm", "mlp"}));
-  add(*app, "--batch", o->batch, "bench: global batch B")->check(at_least(1));
+  add(*app, "--global-batch", o->batch, "bench: global batch B")->check(at_least(1));
   add(*app, "--seq", o->seq, "bench: sequence length S")->check(at_least(1));
   add(*app, "--hidden", o->hidden, "bench: hidden size(s)")
       ->type_name("H[,H2,...]")
       ->check(each_item(positive_whole_number));
-  add(*app, "--ffn", o->ffn, "bench: MLP inner size(s) (default 4*H)")
+  add(*app, "--ffn-hidden", o->ffn, "bench: MLP inner size(s) (default 4*H)")
       ->type_name("F[,F2,...]")
       ->check(each_item(positive_whole_number));
   add(*app, "--dtype", o->dtype, "bench: f32 or f64")->check(one_of({"f32", "f64"}));
@@ -375,6 +376,7 @@ Command add_experiment(CLI::App& root) {
       ->type_name("PATH");
   add(*app, "--analysis", o->analysis, "where report.py lives (default: found from the build's source directory)")
       ->type_name("DIR");
+  add_renamed_flags(*app, {{"--batch", "--global-batch"}, {"--ffn", "--ffn-hidden"}});
   return {app, false, [o](const std::string&) { return run_experiment(*o); }};
 }
 

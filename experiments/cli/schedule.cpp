@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
 #include "plan/schedule.hpp"
 #include "plan/schedule_sim.hpp"
 
@@ -19,8 +20,7 @@ namespace mdtp::cli {
 namespace {
 
 struct ScheduleOptions {
-  ScheduleKind kind = ScheduleKind::one_f_one_b;
-  int pp = 1, micro_batches = 1, chunks = 1, group_size = 0;
+  std::unique_ptr<SpecFlags> spec;  // --schedule, --pp, --micro-batches, --chunks, --group-size, --config
   bool json = false;
 };
 
@@ -124,14 +124,15 @@ Command add_schedule(CLI::App& root) {
       "bubble and peak contexts with unit pass times (docs/pipeline.md).\n"
       "  mdtp schedule --schedule zb-h1 --pp 4 --micro-batches 8\n"
       "  mdtp schedule --schedule interleaved --pp 4 --micro-batches 8 --chunks 2 --json");
-  add_parsed(*app, "--schedule", o->kind, parse_schedule, "1f1b", "gpipe, 1f1b, interleaved or zb-h1");
-  add(*app, "--pp", o->pp, "pipeline stages p")->required()->default_str("")->check(at_least(1));
-  add(*app, "--micro-batches", o->micro_batches, "micro-batches per step m")->required()->default_str("")->check(at_least(1));
-  add(*app, "--chunks", o->chunks, "model chunks per stage v (interleaved: >= 2)")->check(at_least(1));
-  add(*app, "--group-size", o->group_size, "interleaved: micro-batch group size N (0: p)")->check(at_least(0));
+  o->spec = std::make_unique<SpecFlags>(*app, kPipelineFlags | kConfigFlags, RunSpec{});
   app->add_flag("--json", o->json, "print JSON for tools instead of the table");
-  return {app, false, [o](const std::string&) {
-            const Schedule s = make_schedule(o->kind, o->pp, o->micro_batches, o->chunks, o->group_size);
+  add_renamed_flags(*app, renamed_run_flags());
+  return {app, false, [o, app](const std::string&) {
+            if (!o->spec->config_given())
+              for (const char* option : {"--pp", "--micro-batches"})
+                require(app->count(option) > 0, "mdtp schedule needs ", option, " (mdtp schedule --help)");
+            const ParallelLayout l = o->spec->resolve().layout;
+            const Schedule s = make_schedule(l.schedule, l.pp, l.micro_batches, l.chunks, l.group_size);
             const Simulation sim = simulate(s, PassTimes{});
             const std::vector<PeakContexts> peaks = peak_contexts(s);
             if (o->json)

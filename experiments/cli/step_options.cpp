@@ -1,33 +1,42 @@
 #include "cli/step_options.hpp"
 
 #include "core/error.hpp"
-#include "cost/pipeline_bubble.hpp"
 
 namespace mdtp::cli {
 
-cost::StepConfig step_config(const StepChoice& o) {
-  require(o.tp * o.pp > 0 && o.gpus % (o.tp * o.pp) == 0, "--gpus ", o.gpus, " must be divisible by tp x pp = ", o.tp,
-          " x ", o.pp);
-  cost::StepConfig c;
-  c.model = o.model;
-  c.global_batch = o.global_batch;
-  c.micro_batch = o.micro_batch;
-  c.mode = o.mode;
-  c.tp = o.tp;
-  c.depth = o.depth;
-  c.pp = o.pp;
-  c.dp = o.gpus / (o.tp * o.pp);
-  c.schedule = parse_schedule(o.schedule);
-  c.chunks = o.chunks;
-  c.zero = o.zero;
-  c.recompute = cost::parse_recompute(o.recompute);
-  c.dtype = o.dtype;
-  c.dropout = o.dropout;
-  c.overlap = o.overlap;
-  c.attention_keeps_probabilities = o.attention_keeps_probabilities;
-  c.zero_reduce_per_micro_batch = o.zero_reduce_per_micro_batch;
-  c.zero_keep_parameters = o.zero_keep_parameters;
-  return c;
+cost::OverlapAssumptions StepAssumptions::overlap() const {
+  cost::OverlapAssumptions o;
+  o.dp_gradients = !no_dp_overlap;
+  o.pp_p2p = p2p_overlap;
+  return o;
+}
+
+cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
+  return cost::StepConfig{.spec = spec, .overlap = overlap(), .attention_keeps_probabilities = !streaming_attention};
+}
+
+void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
+  add(app, "--cluster", a.cluster, "a name in data/clusters/ (dgx-a100, dgx-h100) or a path to a cluster JSON");
+  add(app, "--gpus", a.gpus, "GPUs in the job (dp = gpus / (tp x pp) unless --dp is given)")
+      ->check(at_least(1))
+      ->default_str("");
+  app.add_flag("--no-dp-overlap", a.no_dp_overlap, "gradients reduced after backward, not under it");
+  app.add_flag("--p2p-overlap", a.p2p_overlap, "pipeline sends hidden under compute");
+  app.add_flag("--streaming-attention", a.streaming_attention,
+               "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
+}
+
+void resolve_world(RunSpec& spec, const StepAssumptions& a, const SpecFlags& flags) {
+  ParallelLayout& l = spec.layout;
+  if (a.gpus > 0) {
+    const int tp_pp = l.tp * l.pp;
+    require(tp_pp > 0 && a.gpus % tp_pp == 0, "--gpus ", a.gpus, " must be divisible by tp x pp = ", l.tp, " x ",
+            l.pp);
+    require(!flags.given("--dp") || l.dp * tp_pp == a.gpus, "--dp ", l.dp, " x tp ", l.tp, " x pp ", l.pp,
+            " must equal --gpus ", a.gpus);
+    l.dp = a.gpus / tp_pp;
+  }
+  if (const auto b = flags.micro_batch_size()) l.micro_batches = micro_batches_for(spec.global_batch, l.dp, *b);
 }
 
 }  // namespace mdtp::cli

@@ -1,28 +1,30 @@
 #pragma once
-// One GPT step configuration as the command line gives it, shared by `mdtp plan` (one
-// configuration) and `mdtp cost` (the whole-step form), so both resolve it the same way.
+// What `mdtp cost` and `mdtp plan` assume beyond the run spec when they model a whole GPT step: the
+// cluster, the job's size in GPUs (dp = gpus / (tp · pp) when --dp is not given), what the engines
+// overlap and the attention kernel.  Registered once for both commands; the spec itself comes from
+// the one set of run flags (cli/spec_flags.hpp).
 #include <string>
 
+#include "cli/options.hpp"
+#include "cli/spec_flags.hpp"
 #include "cost/step_config.hpp"
 
 namespace mdtp::cli {
 
-struct StepChoice {
-  cost::GptShape model;
-  std::int64_t global_batch = 0, micro_batch = 1;
-  TpMode mode = TpMode::d1;
-  int tp = 1, depth = 1, pp = 1, gpus = 0, chunks = 1, zero = 0;
-  std::string schedule = "1f1b", recompute = "none";
-  DType dtype = DType::bf16;
-  bool dropout = true;
-  cost::OverlapAssumptions overlap{};
-  bool attention_keeps_probabilities = true;  // false: --streaming-attention
-  bool zero_reduce_per_micro_batch = false;   // --zero-reduce-per-micro-batch
-  bool zero_keep_parameters = false;          // --zero-keep-params
+struct StepAssumptions {
+  std::string cluster = "dgx-a100";
+  int gpus = 0;  // 0: not given
+  bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
+
+  cost::OverlapAssumptions overlap() const;
+  // The step model's configuration: the spec and these assumptions.
+  cost::StepConfig step(const RunSpec& spec) const;
 };
 
-// dp = gpus / (tp · pp); an mdtp::Error naming the value when it does not divide, or for an
-// unknown schedule or recomputation.
-cost::StepConfig step_config(const StepChoice& choice);
+void add_step_assumptions(CLI::App& app, StepAssumptions& assumptions);
+
+// dp from --gpus when --dp is not given (an mdtp::Error naming the values when tp · pp does not
+// divide it), then the micro-batches from --micro-batch-size when given.
+void resolve_world(RunSpec& spec, const StepAssumptions& assumptions, const SpecFlags& flags);
 
 }  // namespace mdtp::cli

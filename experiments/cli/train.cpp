@@ -3,7 +3,8 @@
 // (data/corpus.txt), a 2-layer, 4-head, 64-wide GPT with block 32, global batch 8, AdamW.
 //
 //   mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 50 --out results/train.h5
-//   mpiexec -n 4 mdtp train --tp-mode 1d --tp 4 --init-from ckpt.h5 --save ckpt2.h5
+//   mpiexec -n 4 mdtp train --tp 4 --init-from ckpt.h5 --save ckpt2.h5
+//   mpiexec -n 8 mdtp train --config run.json --steps 2        (a spec from mdtp cost/plan --write-config)
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +12,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/spec_flags.hpp"
+#include "io/output_path.hpp"
 #include "plan/schedule.hpp"
 #include "run/stop_request.hpp"
 #include "train/trainer.hpp"
@@ -24,8 +27,9 @@ namespace mdtp::cli {
 namespace {
 
 struct TrainOptions {
-  TrainConfig config;
+  TrainConfig config;  // everything but the spec, which the flags resolve
   std::string device = "host";
+  std::unique_ptr<SpecFlags> spec;
 };
 
 // --device cuda: one GPU per local rank, the CUDA backend, NCCL communicators (MDTP_COMM=mpi for
@@ -60,16 +64,25 @@ std::string in_step_model(const TrainResult& r) {
   return bytes >= 0 ? std::to_string(bytes) + " B" : std::string("not modelled with a pipeline");
 }
 
-int run_train(TrainConfig c, const std::string& device, const std::string& command_line) {
-  int rank = 0;
+int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, const std::string& command_line) {
+  int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  c.spec = flags.resolve();
+  if (const auto b = flags.micro_batch_size()) {
+    const int dp = c.spec.layout.dp > 0 ? c.spec.layout.dp : world / std::max(1, c.spec.layout.tp * c.spec.layout.pp);
+    c.spec.layout.micro_batches = micro_batches_for(c.spec.global_batch, dp, *b);
+  }
+  if (!flags.write_config_path().empty()) check_text_output(flags.write_config_path(), "--write-config");
   c.device = train_device(device);
   c.command_line = command_line;
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
+  if (rank == 0) flags.write_config(r.spec);  // the spec that ran, every size resolved
   if (rank == 0) {
-    std::cout << "trained " << describe(r.model) << " in mode " << c.tp_mode << " (tp " << c.tp << ", pp " << c.pp
-              << ", dp " << r.dp << ", zero " << c.zero.stage << (c.zero.offload ? " offload" : "") << "; stages "
-              << r.partition << "): " << r.steps.size() << " steps";
+    const ParallelLayout& l = r.spec.layout;
+    std::cout << "trained " << describe(r.spec.model) << " in mode " << l.mode << " (tp " << l.tp << ", pp " << l.pp
+              << ", dp " << l.dp << ", zero " << r.spec.zero.stage << (r.spec.zero.offload ? " offload" : "")
+              << "; stages " << r.partition << "): " << r.steps.size() << " steps";
     if (!r.steps.empty()) std::cout << ", final loss " << r.steps.back().loss;
     std::cout << "\n";
     // activation memory (docs/memory.md)
@@ -99,6 +112,7 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
     std::cout << "\n";
     if (!c.save.empty()) std::cout << "checkpoint: " << c.save << "\n";
     if (!c.out.empty()) std::cout << "results: " << c.out << "\n";
+    if (!flags.write_config_path().empty()) std::cout << "run spec: " << flags.write_config_path() << "\n";
     // faults (docs/failures.md): a run stopped by a signal says so and exits kStoppedExit.
     if (r.skipped_nonfinite > 0) std::cout << "skipped " << r.skipped_nonfinite << " steps with a non-finite loss\n";
     if (r.stop_signal != 0)
@@ -109,21 +123,6 @@ int run_train(TrainConfig c, const std::string& device, const std::string& comma
   return r.stop_signal != 0 ? run::kStoppedExit : 0;
 }
 
-// The model's shape; 0 (not given) takes it from the checkpoint, the data or kDefaultModel.
-void add_model_options(CLI::App& app, GptConfig& model) {
-  auto size = [&app](const char* name, std::int64_t& target, const std::string& what, std::int64_t fallback) {
-    const std::string otherwise = fallback > 0 ? ", else " + std::to_string(fallback) : "";
-    add(app, name, target, what + " (default: the checkpoint's, else the data's" + otherwise + ")")
-        ->check(at_least(1))
-        ->default_str("");
-  };
-  size("--layers", model.n_layer, "transformer layers", kDefaultModel.n_layer);
-  size("--embd", model.n_embd, "embedding width", kDefaultModel.n_embd);
-  size("--heads", model.n_head, "attention heads", kDefaultModel.n_head);
-  size("--vocab", model.vocab_size, "vocabulary size", kDefaultModel.vocab_size);
-  size("--seq", model.block_size, "sequence length T", kDefaultModel.block_size);
-}
-
 }  // namespace
 
 Command add_train(CLI::App& root) {
@@ -131,43 +130,16 @@ Command add_train(CLI::App& root) {
   TrainConfig& c = o->config;
   CLI::App* app = add_command(root, "train", "(MPI) train the GPT model in any tensor-parallel mode");
   app->footer("Run under mpiexec: trains GPT-2 on the launched ranks, dp = world / (tp · pp).  Examples:\n"
-              "  mpiexec -n 8 mdtp train --tp-mode 1d --tp 2 --pp 2 --schedule 1f1b --micro-batches 4\n"
+              "  mpiexec -n 8 mdtp train --tp 2 --pp 2 --schedule 1f1b --micro-batches 4\n"
               "  mpiexec -n 8 mdtp train --tp-mode 2d --tp 4 --steps 10 --dtype f64 --grad-clip 1\n"
-              "  mpiexec -n 8 mdtp train --tp-mode 1d --tp 2 --zero 3 --zero-bucket-mb 1");
-  add_tp_mode(*app, "--tp-mode", c.tp_mode, "tensor-parallel mode");
-  add(*app, "--tp", c.tp, "tensor-parallel size");
-  add(*app, "--tp-depth", c.tp_depth, "2.5d depth d");
-  add(*app, "--pp", c.pp, "pipeline stages (dp = world / (tp · pp))")->check(at_least(1));
-  add_parsed(*app, "--schedule", c.schedule, [](const std::string& s) { return parse_schedule(s); }, "1f1b",
-             "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1");
-  add(*app, "--micro-batches", c.micro_batches, "micro-batches per step (each replica's batch / m sequences each)")
-      ->check(at_least(1));
-  add(*app, "--chunks", c.chunks, "model chunks per stage (interleaved)")->check(at_least(1));
-  add(*app, "--pp-layers", c.pp_layers, "blocks per virtual stage, pp·chunks counts (default: an even split)")
-      ->type_name("N,N,...");
-  add(*app, "--group-size", c.group_size, "interleaved: micro-batch group size N (0: pp)")->check(at_least(0));
-  add_model_options(*app, c.model);
-  add(*app, "--batch", c.batch, "global batch, in sequences");
+              "  mpiexec -n 8 mdtp train --tp 2 --zero 3 --zero-bucket-mb 1\n"
+              "  mpiexec -n 8 mdtp train --config run.json --steps 2   (a spec from mdtp cost/plan --write-config)");
+  o->spec = std::make_unique<SpecFlags>(
+      *app, kAllSpecFlags, c.spec,
+      "the checkpoint's, else the data's, else " + std::to_string(kDefaultModel.layers) + " layers, hidden " +
+          std::to_string(kDefaultModel.hidden) + ", " + std::to_string(kDefaultModel.heads) + " heads, seq " +
+          std::to_string(kDefaultModel.seq));
   add(*app, "--steps", c.steps, "optimizer steps");
-  add(*app, "--lr", c.optimizer.lr, "learning rate");
-  add(*app, "--optimizer", c.optimizer.kind, "sgd or adamw (AdamW: beta 0.9, 0.95, eps 1e-8, weight decay 0.1)")
-      ->check(one_of({"sgd", "adamw"}));
-  add(*app, "--grad-clip", c.optimizer.grad_clip, "clip the global gradient norm to this (0: no clipping)");
-  add(*app, "--zero", c.zero.stage, "ZeRO stage over dp: 0 none, 1 optimizer state, 2 + gradients, 3 + parameters")
-      ->check(between(0, 3));
-  add(*app, "--zero-bucket-mb", c.zero.bucket_mb, "ZeRO bucket size cap, MiB");
-  app->add_flag("--zero-offload", c.zero.offload, "ZeRO 1-3: master weights, moments and the update in host memory");
-  add_parsed(*app, "--recompute", c.recompute, [](const std::string& s) { return parse_activation_recompute(s); },
-             "none",
-             "activation recomputation: none, selective (the attention core's probabilities again from the kept "
-             "Q, K, V) or full (each block's forward again before its backward)");
-  app->add_flag("--zero-keep-params", c.zero.keep_parameters_for_step,
-                "ZeRO 3: gather each unit's parameters once per step, not once per pass");
-  app->add_flag("--zero-reduce-per-micro-batch", c.zero.reduce_per_micro_batch,
-                "ZeRO 2-3: reduce-scatter the gradients after every micro-batch (m x the traffic, full buckets "
-                "freed per micro-batch), not once per step");
-  add_dtype(*app, "--dtype", c.dtype, "f32 or f64");
-  add(*app, "--seed", c.seed, "seed of the initial parameters and the data order");
   add(*app, "--data", c.data, "token data (.h5) or a text corpus (.txt) (default: the shipped corpus)")
       ->type_name("FILE");
   add(*app, "--init-from", c.init_from, "checkpoint to start from")->type_name("CKPT.h5");
@@ -182,7 +154,10 @@ Command add_train(CLI::App& root) {
                 "apart in the ledger table (also MDTP_SYNC_TIMING=1)");
   add(*app, "--device", o->device, "host, or cuda (a build with -DMDTP_CUDA=ON; one GPU per local rank)")
       ->check(one_of({"host", "cuda"}));
-  return {app, true, [o](const std::string& command_line) { return run_train(o->config, o->device, command_line); }};
+  add_renamed_flags(*app, renamed_run_flags());
+  return {app, true, [o](const std::string& command_line) {
+            return run_train(o->config, *o->spec, o->device, command_line);
+          }};
 }
 
 }  // namespace mdtp::cli

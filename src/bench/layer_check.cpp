@@ -8,6 +8,7 @@
 #include "modes/registry.hpp"
 #include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
+#include "spec/names.hpp"
 #include "tp/parameter.hpp"
 
 namespace mdtp::bench {
@@ -30,7 +31,7 @@ std::vector<double> gather_activation(const Tensor& shard, const Layout& layout,
                                       const Backend& backend, std::int64_t rows, std::int64_t cols) {
   const ReplicaRows replica = replica_rows(mesh, rows);
   Tensor mine = gather_full(shard, layout, mesh, backend, replica.rows, cols);
-  Communicator& dp = mesh.comm("dp");
+  Communicator& dp = mesh.comm(group::dp);
   if (dp.size() == 1) return backend.to_f64(mine);
   Tensor all = backend.empty({replica.global, cols}, shard.dtype(), MemCategory::communication);
   dp.all_gather(mine, all);
@@ -104,7 +105,8 @@ CheckResult check_against_serial(LayerUnderTest& layer, const Tensor& y, const T
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(errors.data(), static_cast<int>(errors.size()), MPI_DOUBLE, 0, world, &request), "MPI_Ibcast");
   wait_mpi_request(request, MPI_STATUS_IGNORE, mesh.wait_policy(),
-                   WaitLabel{"world", "broadcast (layer check)", static_cast<std::int64_t>(errors.size()), nullptr});
+                   WaitLabel{group::world, "broadcast (layer check)", static_cast<std::int64_t>(errors.size()),
+                             nullptr});
   std::size_t k = 0;
   for (const auto& entry : got) {
     result.errors.push_back({entry.first, errors[k]});

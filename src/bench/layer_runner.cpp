@@ -9,6 +9,7 @@
 #include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
 #include "bench/timed_backend.hpp"
+#include "spec/names.hpp"
 #include "tp/parameter.hpp"
 
 namespace mdtp::bench {
@@ -23,7 +24,7 @@ struct PhaseSample {  // this rank, one step, one phase
 void barrier(MPI_Comm comm, WaitPolicy policy) {
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"world", "barrier (bench step)", -1, nullptr});
+  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{group::world, "barrier (bench step)", -1, nullptr});
 }
 
 double relative_deviation(double value, double reference) {
@@ -41,9 +42,9 @@ class StepRunner {
 
   std::vector<PhaseSample> run(const Tensor& x, const Tensor& dy, Tensor& y, Tensor& dx) {
     std::vector<PhaseSample> samples;
-    samples.push_back(measure("forward", [&] { y = layer_.forward(x); }));
-    samples.push_back(measure("backward", [&] { dx = layer_.backward(dy); }));
-    samples.push_back(measure("grad-sync", [&] { reduce_gradients(layer_.parameters(), mesh_, dp_group_); }));
+    samples.push_back(measure(phase::forward, [&] { y = layer_.forward(x); }));
+    samples.push_back(measure(phase::backward, [&] { dx = layer_.backward(dy); }));
+    samples.push_back(measure(phase::grad_sync, [&] { reduce_gradients(layer_.parameters(), mesh_, dp_group_); }));
     return samples;
   }
 
@@ -133,7 +134,7 @@ void validate_workload(const cost::Workload& w) {
   require(w.hidden > 0, "--hidden must be positive; got ", w.hidden);
   require(w.layer == "layernorm" || w.ffn_hidden > 0, "--ffn must be positive for the ", w.layer, " layer; got ",
           w.ffn_hidden);
-  require(w.data_parallel_group.empty() || w.data_parallel_group == "dp",
+  require(w.data_parallel_group.empty() || w.data_parallel_group == group::dp,
           "the data-parallel group must be \"dp\" or empty; got '", w.data_parallel_group, "'");
   const std::int64_t rows_unit = row_unit(w.mode, w.mesh);
   require(w.rows > 0 && w.rows % rows_unit == 0, "mode ", describe_mesh(w.mode, w.mesh),

@@ -35,6 +35,7 @@
 #include "run/provenance.hpp"
 #include "comm/ledger_stats.hpp"
 #include "cost/cost_model.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::bench {
 
@@ -48,7 +49,7 @@ struct RunSettings {
 };
 
 inline const std::vector<std::string>& step_phases() {
-  static const std::vector<std::string> phases{"forward", "backward", "grad-sync"};
+  static const std::vector<std::string> phases{phase::forward, phase::backward, phase::grad_sync};
   return phases;
 }
 

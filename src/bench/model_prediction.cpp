@@ -2,6 +2,7 @@
 
 #include "cost/compute_model.hpp"
 #include "cost/memory_model.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::bench {
 
@@ -22,7 +23,7 @@ Prediction predict(const cost::Workload& workload, const cost::TimeModel& model)
   const std::vector<cost::PlannedGemm> gemms = cost::plan_gemms(workload);
   p.gemm_flops = cost::total_flops(gemms);
   const double rate = model.gemm_rate(workload.dtype);
-  for (const char* phase : {"forward", "backward", "grad-sync"}) p.compute_seconds[phase] = 0.0;
+  for (const char* phase : {phase::forward, phase::backward, phase::grad_sync}) p.compute_seconds[phase] = 0.0;
   for (const auto& g : gemms) p.compute_seconds[g.phase] += g.flops() / rate;
   const cost::MemoryEstimate m = cost::estimate_memory(workload);
   p.memory_bytes["parameters"] = static_cast<double>(m.parameter_bytes);

@@ -24,7 +24,7 @@ struct PredictedComm {
 
 struct Prediction {
   std::map<LedgerKey, PredictedComm> comm;       // one step, one rank
-  std::map<std::string, double> compute_seconds;  // per phase ("forward", "backward", "grad-sync")
+  std::map<std::string, double> compute_seconds;  // per phase (forward, backward, grad-sync)
   // Per mem_category_name, and "total": parameters, gradients, optimizer_state (0: no optimizer
   // runs), activations = kept for backward + the returned output; total = their sum.
   std::map<std::string, double> memory_bytes;

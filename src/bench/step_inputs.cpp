@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "spec/names.hpp"
 #include "tp/parameter.hpp"
 
 namespace mdtp::bench {
@@ -12,7 +13,7 @@ const InitSpec kInputInit{InitSpec::Kind::normal, 1.0, 0.0};
 
 ReplicaRows replica_rows(const Mesh& mesh, std::int64_t rows) {
   require(rows > 0, "a step needs a positive number of rows; got ", rows);
-  const int replica = mesh.comm("dp").rank();
+  const int replica = mesh.comm(group::dp).rank();
   return ReplicaRows{rows, replica * rows, rows * mesh.topology().dp()};
 }
 

@@ -24,11 +24,12 @@
 
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::calibrate {
 
 struct SweepSettings {
-  std::vector<std::string> groups{"world", "tp", "dp"};
+  std::vector<std::string> groups{group::world, group::tp, group::dp};
   std::vector<CollectiveOp> ops{CollectiveOp::all_reduce, CollectiveOp::all_gather, CollectiveOp::reduce_scatter,
                                 CollectiveOp::broadcast, CollectiveOp::reduce};
   std::int64_t min_bytes = 8;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -91,7 +92,8 @@ NodeOccupancy measure_node_occupancy(MPI_Comm world) {
             "MPI_Iallgather");
   // Polite: this runs before the policy is known, possibly on an oversubscribed node.
   wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite,
-                   WaitLabel{"world", "all_gather (node occupancy)", static_cast<std::int64_t>(all.size()), nullptr});
+                   WaitLabel{group::world, "all_gather (node occupancy)", static_cast<std::int64_t>(all.size()),
+                             nullptr});
 
   NodeOccupancy occupancy;
   occupancy.local_ranks = 0;

@@ -2,6 +2,7 @@
 
 #include "cost/geometry.hpp"
 #include "cost/time_model.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -10,13 +11,13 @@ namespace {
 void add_linear(const Geometry& g, const LinearShape& s, std::vector<PlannedGemm>& fwd, std::vector<PlannedGemm>& bwd) {
   const std::int64_t B = s.full_rows, K = s.in_features, N = s.out_features;
   auto f = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count = 1) {
-    fwd.push_back(PlannedGemm{"forward", s.name, "Y=XW", m, n, k, count});
+    fwd.push_back(PlannedGemm{phase::forward, s.name, "Y=XW", m, n, k, count});
   };
   auto dx = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count = 1) {
-    bwd.push_back(PlannedGemm{"backward", s.name, "dX=dYWt", m, n, k, count});
+    bwd.push_back(PlannedGemm{phase::backward, s.name, "dX=dYWt", m, n, k, count});
   };
   auto dw = [&](std::int64_t m, std::int64_t n, std::int64_t k, int count = 1) {
-    bwd.push_back(PlannedGemm{"backward", s.name, "dW=XtdY", m, n, k, count});
+    bwd.push_back(PlannedGemm{phase::backward, s.name, "dW=XtdY", m, n, k, count});
   };
   switch (s.kind) {
     case LinearKind::serial:

@@ -7,6 +7,7 @@
 
 #include "cost/geometry.hpp"
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -28,27 +29,28 @@ class Planner {
     switch (s.kind) {
       case LinearKind::serial: return;
       case LinearKind::column_1d:
-        if (g_.sequence_parallel()) call("forward", "tp", CollectiveOp::all_gather, B * K, dt);  // gather X's rows
+        // gather X's rows
+        if (g_.sequence_parallel()) call(phase::forward, group::tp, CollectiveOp::all_gather, B * K, dt);
         return;
       case LinearKind::row_1d:
         if (g_.sequence_parallel())
-          call("forward", "tp", CollectiveOp::reduce_scatter, B * N, dt);  // partial Y → row shards
-        else if (!alone("tp"))
-          call("forward", "tp", CollectiveOp::all_reduce, B * N, dt);  // Megatron's g
+          call(phase::forward, group::tp, CollectiveOp::reduce_scatter, B * N, dt);  // partial Y → row shards
+        else if (!alone(group::tp))
+          call(phase::forward, group::tp, CollectiveOp::all_reduce, B * N, dt);  // Megatron's g
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
         for (int s_step = 0; s_step < g_.q(); ++s_step) {  // summa_nn(X, W)
-          call("forward", "tp.row", CollectiveOp::broadcast, s.x.numel(), dt);
-          call("forward", "tp.col", CollectiveOp::broadcast, s.w.numel(), dt);
+          call(phase::forward, "tp.row", CollectiveOp::broadcast, s.x.numel(), dt);
+          call(phase::forward, "tp.col", CollectiveOp::broadcast, s.w.numel(), dt);
         }
         return;
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
-        call("forward", s.input_group, CollectiveOp::all_gather, B * K / q2, dt);   // X(j,k)
-        call("forward", "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);     // W(k,i)
-        call("forward", s.output_group, CollectiveOp::reduce_scatter, B * N / q2, dt);  // Y
+        call(phase::forward, s.input_group, CollectiveOp::all_gather, B * K / q2, dt);   // X(j,k)
+        call(phase::forward, "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);     // W(k,i)
+        call(phase::forward, s.output_group, CollectiveOp::reduce_scatter, B * N / q2, dt);  // Y
         return;
       }
     }
@@ -62,12 +64,12 @@ class Planner {
       case LinearKind::serial: return;
       case LinearKind::column_1d:
         if (g_.sequence_parallel())
-          call("backward", "tp", CollectiveOp::reduce_scatter, B * K, dt);  // dX → row shards
-        else if (!alone("tp"))
-          call("backward", "tp", CollectiveOp::all_reduce, B * K, dt);  // Megatron's f
+          call(phase::backward, group::tp, CollectiveOp::reduce_scatter, B * K, dt);  // dX → row shards
+        else if (!alone(group::tp))
+          call(phase::backward, group::tp, CollectiveOp::all_reduce, B * K, dt);  // Megatron's f
         return;
       case LinearKind::row_1d:
-        if (g_.sequence_parallel()) call("backward", "tp", CollectiveOp::all_gather, B * N, dt);  // dY's rows
+        if (g_.sequence_parallel()) call(phase::backward, group::tp, CollectiveOp::all_gather, B * N, dt);  // dY's rows
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
@@ -76,9 +78,10 @@ class Planner {
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
-        call("backward", s.output_group, CollectiveOp::all_gather, B * N / q2, dt);  // dY
-        if (!g_.keep_gathered_3d()) call("backward", "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);  // W again
-        call("backward", s.input_group, CollectiveOp::reduce_scatter, B * K / q2, dt);  // dX
+        call(phase::backward, s.output_group, CollectiveOp::all_gather, B * N / q2, dt);  // dY
+        if (!g_.keep_gathered_3d())
+          call(phase::backward, "tp.weight", CollectiveOp::all_gather, K * N / q2, dt);  // W again
+        call(phase::backward, s.input_group, CollectiveOp::reduce_scatter, B * K / q2, dt);  // dX
         return;
       }
     }
@@ -92,7 +95,7 @@ class Planner {
       case LinearKind::serial:
       case LinearKind::row_1d: return;
       case LinearKind::column_1d:
-        if (g_.sequence_parallel()) call("backward", "tp", CollectiveOp::all_gather, B * K, dt);  // X again
+        if (g_.sequence_parallel()) call(phase::backward, group::tp, CollectiveOp::all_gather, B * K, dt);  // X again
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
@@ -101,8 +104,9 @@ class Planner {
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
-        if (!g_.keep_gathered_3d()) call("backward", s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
-        call("backward", "tp.weight", CollectiveOp::reduce_scatter, K * N / q2, dt);  // dW
+        if (!g_.keep_gathered_3d())
+          call(phase::backward, s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
+        call(phase::backward, "tp.weight", CollectiveOp::reduce_scatter, K * N / q2, dt);  // dW
         return;
       }
     }
@@ -113,23 +117,24 @@ class Planner {
   void summa_reduce_product(const std::string& bcast_group, std::int64_t bcast_elements,
                             const std::string& reduce_group, std::int64_t reduce_elements) {
     const DType dt = g_.workload().dtype;
-    call("backward", bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
+    call(phase::backward, bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
     for (int j = 1; j < g_.q(); ++j) {
-      call("backward", bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
-      call("backward", reduce_group, CollectiveOp::reduce, reduce_elements, dt);
+      call(phase::backward, bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
+      call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, dt);
     }
-    call("backward", reduce_group, CollectiveOp::reduce, reduce_elements, dt);
+    call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, dt);
   }
 
   // One all-gather of the per-row (mean, M2) partials forward, one all-reduce of the per-row
   // backward sums; both float64 [rows, 2] whatever the data type.
   void layernorm_forward(const LayerNormShape& s) {
     if (s.hidden_group.empty() || alone(s.hidden_group)) return;
-    call("forward", s.hidden_group, CollectiveOp::all_gather, s.x.rows * 2 * g_.group_size(s.hidden_group), DType::f64);
+    call(phase::forward, s.hidden_group, CollectiveOp::all_gather, s.x.rows * 2 * g_.group_size(s.hidden_group),
+         DType::f64);
   }
   void layernorm_backward(const LayerNormShape& s) {
     if (s.hidden_group.empty() || alone(s.hidden_group)) return;
-    call("backward", s.hidden_group, CollectiveOp::all_reduce, s.x.rows * 2, DType::f64);
+    call(phase::backward, s.hidden_group, CollectiveOp::all_reduce, s.x.rows * 2, DType::f64);
   }
 
   // reduce_gradients: per parameter, its partial groups, then the data-parallel group.
@@ -138,8 +143,8 @@ class Planner {
     const std::string& dp = g_.workload().data_parallel_group;
     for (const ParamShard& p : g_.params()) {
       for (const auto& group : p.partial_grad_over)
-        if (!alone(group)) call("grad-sync", group, CollectiveOp::all_reduce, p.elements, dt);
-      if (!dp.empty() && !alone(dp)) call("grad-sync", dp, CollectiveOp::all_reduce, p.elements, dt);
+        if (!alone(group)) call(phase::grad_sync, group, CollectiveOp::all_reduce, p.elements, dt);
+      if (!dp.empty() && !alone(dp)) call(phase::grad_sync, dp, CollectiveOp::all_reduce, p.elements, dt);
     }
   }
 

@@ -5,8 +5,8 @@
 // GEMMs take at a measured rate, and the memory a rank holds.  Experiments print it beside the
 // ledger; tests require the bytes to agree exactly, per (phase, group, op).
 //
-// Phases match the PhaseScope tags that drivers and tests set: "forward", "backward",
-// "grad-sync" (reduce_gradients of src/tp/parameter.hpp).
+// Phases match the PhaseScope tags that drivers and tests set (spec/names.hpp): phase::forward,
+// phase::backward, phase::grad_sync (reduce_gradients of src/tp/parameter.hpp).
 //
 // The model, one header each (namespace mdtp::cost):
 //   cost_model.hpp      Workload, plan_step (the collectives), summarize, repeat_plan

@@ -1,6 +1,7 @@
 #include "cost/geometry.hpp"
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -135,7 +136,7 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
       s.w = {K / P, N};
       s.y = {sp ? B / P : B, N};
       s.bias = N;
-      if (sp) bias_partial = {"tp"};  // its output rows are split over tp
+      if (sp) bias_partial = {group::tp};  // its output rows are split over tp
     }
   } else if (mode == TpMode::d2 || mode == TpMode::d2p5) {
     s.kind = LinearKind::summa;
@@ -180,7 +181,7 @@ LayerNormShape Geometry::make_layernorm(std::int64_t hidden) const {
   s.x = residual(hidden);
   std::string partial;
   if (mode == TpMode::d1_sp) {
-    partial = "tp";
+    partial = group::tp;
   } else if (mode == TpMode::d2) {
     s.hidden_group = "tp.row";
     partial = "tp.col";

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "cost/geometry.hpp"
 #include "plan/unit_passes.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -28,8 +29,8 @@ struct SplitGroups {
 SplitGroups split_groups(TpMode mode) {
   switch (mode) {
     case TpMode::none: return {"", "", "", ""};
-    case TpMode::d1: return {"", "", "tp", "tp"};
-    case TpMode::d1_sp: return {"tp", "", "tp", ""};
+    case TpMode::d1: return {"", "", group::tp, group::tp};
+    case TpMode::d1_sp: return {group::tp, "", group::tp, ""};
     case TpMode::d2: return {"tp.col", "tp.row", "tp.col", ""};
     case TpMode::d2p5: return {"tp.col-dep", "tp.row", "tp.col-dep", ""};
     case TpMode::d3: return {"tp.input-weight", "tp.output", "tp.input-weight", ""};
@@ -43,15 +44,15 @@ const char* const kWte = "transformer.wte.weight";
 class StepShapes {
  public:
   explicit StepShapes(const StepCommConfig& c)
-      : config_(c), topology_(checked(c)), split_(split_groups(c.mesh.tp_mode)),
+      : config_(c), topology_(checked(c)), split_(split_groups(c.spec.layout.mode)),
         attention_(workload("attention")), mlp_(workload("mlp")), layernorm_(workload("layernorm")) {
-    rows_ = c.micro_batch * c.model.seq;
+    rows_ = c.micro_batch() * c.spec.model.seq;
     const Extent r = layernorm_.layernorms().front().x;
     residual_rows_ = r.rows;
     residual_cols_ = r.cols;
     const std::int64_t S = size(split_.vocab);
-    vocab_local_ = (c.model.vocab + S - 1) / S;
-    hidden_local_ = c.model.hidden / size(split_.cols);
+    vocab_local_ = (c.spec.model.vocab + S - 1) / S;
+    hidden_local_ = c.spec.model.hidden / size(split_.cols);
     slices_ = size(split_.replicated);
     require(residual_rows_ % slices_ == 0, "pipeline boundary: the ", residual_rows_,
             " rows of a micro-batch's residual stream must divide over the ", slices_, " ranks of ",
@@ -66,7 +67,7 @@ class StepShapes {
   }
   bool many(const std::string& group) const { return size(group) > 1; }
   int dp() const { return topology_.dp(); }
-  DType dtype() const { return config_.dtype; }
+  DType dtype() const { return config_.spec.precision.params; }
   std::int64_t rows() const { return rows_; }  // b·T: a replica's micro-batch rows
   std::int64_t hidden_local() const { return hidden_local_; }  // H/|C|
   std::int64_t vocab_local() const { return vocab_local_; }    // padded V/|S|
@@ -78,25 +79,29 @@ class StepShapes {
   const Geometry& layernorm() const { return layernorm_; }
 
  private:
-  static const MeshConfig& checked(const StepCommConfig& c) {
-    const GptShape& m = c.model;
+  static MeshConfig checked(const StepCommConfig& c) {
+    const ModelShape& m = c.spec.model;
     require(m.layers > 0 && m.hidden > 0 && m.heads > 0 && m.seq > 0 && m.vocab > 0,
             "the GPT needs layers, hidden, heads, seq and vocab > 0; got layers=", m.layers, " hidden=", m.hidden,
             " heads=", m.heads, " seq=", m.seq, " vocab=", m.vocab);
-    require(c.micro_batch > 0, "the micro-batch must be positive; got ", c.micro_batch);
-    require(c.micro_batches >= 1, "a step has at least one micro-batch; got ", c.micro_batches);
-    require(c.zero_stage >= 0 && c.zero_stage <= 3, "the ZeRO stage must be 0, 1, 2 or 3; got ", c.zero_stage);
-    return c.mesh;
+    const ParallelLayout& l = c.spec.layout;
+    require(l.micro_batches >= 1, "a step has at least one micro-batch; got ", l.micro_batches);
+    require(l.dp >= 1 && c.spec.global_batch > 0 && c.spec.global_batch % (std::int64_t{l.dp} * l.micro_batches) == 0,
+            "the global batch ", c.spec.global_batch, " must be a positive multiple of dp x micro-batches = ", l.dp,
+            " x ", l.micro_batches);
+    const int zero = c.spec.zero.stage;
+    require(zero >= 0 && zero <= 3, "the ZeRO stage must be 0, 1, 2 or 3; got ", zero);
+    return c.mesh();
   }
   Workload workload(const char* layer) const {
     Workload w;
-    w.mode = config_.mesh.tp_mode;
-    w.mesh = config_.mesh;
+    w.mode = config_.spec.layout.mode;
+    w.mesh = config_.mesh();
     w.layer = layer;
-    w.rows = config_.micro_batch * config_.model.seq;
-    w.hidden = config_.model.hidden;
-    w.ffn_hidden = config_.model.ffn();
-    w.dtype = config_.dtype;
+    w.rows = config_.micro_batch() * config_.spec.model.seq;
+    w.hidden = config_.spec.model.hidden;
+    w.ffn_hidden = config_.spec.model.ffn();
+    w.dtype = config_.spec.precision.params;
     w.options = config_.options;
     return w;
   }
@@ -125,13 +130,13 @@ class CallList {
   // The forward and backward calls of a layer plan (its grad-sync is the step's, not per pass).
   void add_layer(const char* part, const Geometry& layer, std::int64_t count) {
     for (const PlannedCall& c : plan_step(layer.workload()))
-      if (c.phase != "grad-sync") push(part, c, count);
+      if (c.phase != phase::grad_sync) push(part, c, count);
   }
   // A layer's forward calls once more, as the recomputation before backward issues them.
   void add_layer_recomputed(const char* part, const Geometry& layer, std::int64_t count) {
     for (PlannedCall c : plan_step(layer.workload()))
-      if (c.phase == "forward") {
-        c.phase = "recompute";
+      if (c.phase == phase::forward) {
+        c.phase = phase::recompute;
         push(part, c, count);
       }
   }
@@ -161,10 +166,10 @@ void embedding_calls(const StepShapes& s, CallList& list, std::int64_t count) {
   const std::int64_t partial = s.rows() * s.hidden_local();
   if (!s.many(g.vocab)) return;
   if (s.many(g.rows)) {
-    list.add("embedding", "forward", g.rows, CollectiveOp::reduce_scatter, partial, s.dtype(), count);
-    list.add("embedding", "backward", g.rows, CollectiveOp::all_gather, partial, s.dtype(), count);
+    list.add("embedding", phase::forward, g.rows, CollectiveOp::reduce_scatter, partial, s.dtype(), count);
+    list.add("embedding", phase::backward, g.rows, CollectiveOp::all_gather, partial, s.dtype(), count);
   } else {
-    list.add("embedding", "forward", g.vocab, CollectiveOp::all_reduce, partial, s.dtype(), count);
+    list.add("embedding", phase::forward, g.vocab, CollectiveOp::all_reduce, partial, s.dtype(), count);
   }
 }
 
@@ -174,14 +179,16 @@ void head_calls(const StepShapes& s, CallList& list, std::int64_t count) {
   list.add_layer("head", s.layernorm(), count);
   const std::int64_t gathered = s.rows() * s.hidden_local(), logits = s.rows() * s.vocab_local();
   const std::int64_t logit_rows = s.rows() / s.size(g.cols);
-  list.add_if_many("head", "forward", g.rows, CollectiveOp::all_gather, gathered, s.dtype(), count);
-  list.add_if_many("head", "forward", g.cols, CollectiveOp::reduce_scatter, logits, s.dtype(), count);
-  list.add_if_many("head", "forward", g.vocab, CollectiveOp::all_reduce, logit_rows, DType::f64, count);      // row max
-  list.add_if_many("head", "forward", g.vocab, CollectiveOp::all_reduce, logit_rows * 2, DType::f64, count);  // Σexp, target
-  list.add_if_many("head", "backward", g.cols, CollectiveOp::all_gather, logits, s.dtype(), count);
+  list.add_if_many("head", phase::forward, g.rows, CollectiveOp::all_gather, gathered, s.dtype(), count);
+  list.add_if_many("head", phase::forward, g.cols, CollectiveOp::reduce_scatter, logits, s.dtype(), count);
+  list.add_if_many("head", phase::forward, g.vocab, CollectiveOp::all_reduce, logit_rows, DType::f64, count);  // row max
+  list.add_if_many("head", phase::forward, g.vocab, CollectiveOp::all_reduce, logit_rows * 2, DType::f64,
+                   count);  // Σexp, target
+  list.add_if_many("head", phase::backward, g.cols, CollectiveOp::all_gather, logits, s.dtype(), count);
   if (s.many(g.vocab)) {
-    if (s.many(g.rows)) list.add("head", "backward", g.rows, CollectiveOp::reduce_scatter, gathered, s.dtype(), count);
-    else list.add("head", "backward", g.vocab, CollectiveOp::all_reduce, gathered, s.dtype(), count);
+    if (s.many(g.rows))
+      list.add("head", phase::backward, g.rows, CollectiveOp::reduce_scatter, gathered, s.dtype(), count);
+    else list.add("head", phase::backward, g.vocab, CollectiveOp::all_reduce, gathered, s.dtype(), count);
   }
 }
 
@@ -195,7 +202,7 @@ void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string n
 }
 
 void add_word_embedding(std::vector<BucketInput>& out, const StepShapes& s, int unit) {
-  add_param(out, s, kWte, s.vocab_local() * s.hidden_local(), {"embedding"}, true, unit);
+  add_param(out, s, kWte, s.vocab_local() * s.hidden_local(), {group::embedding}, true, unit);
 }
 
 void add_layernorm(std::vector<BucketInput>& out, const StepShapes& s, const std::string& prefix, int unit) {
@@ -224,7 +231,8 @@ std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition
   std::vector<BucketInput> out;
   if (holds(0)) {
     add_word_embedding(out, s, 0);
-    add_param(out, s, "transformer.wpe.weight", s.config().model.seq * s.hidden_local(), {s.split().rows}, true, 0);
+    add_param(out, s, "transformer.wpe.weight", s.config().spec.model.seq * s.hidden_local(), {s.split().rows}, true,
+              0);
   }
   for (int i = 0; i < L; ++i) {
     if (!holds(i + 1)) continue;
@@ -240,21 +248,21 @@ std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition
   }
   // ZeRO 1–3 on a 2.5D mesh shard the weights partial over tp.dep over dp × depth
   // (zero/zero_layout.cpp, docs/zero.md §5).
-  if (s.config().zero_stage >= 1 && s.config().mesh.tp_mode == TpMode::d2p5)
+  if (s.config().spec.zero.stage >= 1 && s.config().spec.layout.mode == TpMode::d2p5)
     fold_replica_group(out, "tp.dep", s.size("tp.dep"), kDpDepthGroup, s.dp());
   return out;
 }
 
 // The group a bucket is sharded over: the data-parallel group, or its own (2.5D weights).
-std::string shard_group(const Bucket& b) { return b.shard_group.empty() ? "dp" : b.shard_group; }
+std::string shard_group(const Bucket& b) { return b.shard_group.empty() ? group::dp : b.shard_group; }
 
 BucketPlan bucket_plan_of(const StepShapes& s, const std::vector<BucketInput>& params) {
   BucketOptions options;
   options.dp = s.dp();
-  options.cap_bytes = bucket_cap_bytes(s.config().bucket_mb);
+  options.cap_bytes = bucket_cap_bytes(s.config().spec.zero.bucket_mb);
   require(s.config().align_bytes > 0, "the ZeRO alignment must be positive; got align_bytes=", s.config().align_bytes);
   options.align_bytes = s.config().align_bytes;
-  options.unit_aligned = s.config().zero_stage == 3;
+  options.unit_aligned = s.config().spec.zero.stage == 3;
   return plan_buckets(params, options);
 }
 
@@ -284,7 +292,7 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
   std::vector<bool> materialised(n, false), pending(n, false), prefetched(n, false);
   std::vector<int> users(n, 0);
   std::vector<std::int64_t> gathers(n, 0);
-  const bool keep = s.config().keep_parameters;
+  const bool keep = s.config().spec.zero.keep_parameters;
   auto start = [&](std::size_t b) {
     if (materialised[b] || pending[b]) return;
     pending[b] = true;
@@ -344,11 +352,13 @@ std::int64_t StepCommPlan::logical_bytes() const {
 }
 
 StagePartition stage_partition(const StepCommConfig& c) {
-  return StagePartition(static_cast<int>(c.model.layers), c.mesh.pp, c.chunks, c.pp_layers);
+  const ParallelLayout& l = c.spec.layout;
+  return StagePartition(static_cast<int>(c.spec.model.layers), l.pp, l.chunks, l.pp_layers);
 }
 
 Schedule step_schedule(const StepCommConfig& c) {
-  return make_schedule(c.schedule, c.mesh.pp, c.micro_batches, c.chunks, c.group_size);
+  const ParallelLayout& l = c.spec.layout;
+  return make_schedule(l.schedule, l.pp, l.micro_batches, l.chunks, l.group_size);
 }
 
 std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stage) {
@@ -369,7 +379,7 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   const Schedule schedule = step_schedule(config);
   require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
   const int L = partition.n_layer(), head = L + 1, V = partition.virtual_stages(), pp = partition.stages();
-  const std::int64_t m = config.micro_batches;
+  const std::int64_t m = config.spec.layout.micro_batches;
   const DType dt = s.dtype();
   StepCommPlan out;
   out.stage = stage;
@@ -393,58 +403,62 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   list.add_layer("block", s.attention(), m * blocks);
   list.add_layer("block", s.mlp(), m * blocks);
   list.add_layer("block", s.layernorm(), 2 * m * blocks);
-  if (config.recompute_full) {
+  if (config.spec.recompute == Recompute::full) {
     list.add_layer_recomputed("block", s.attention(), m * blocks);
     list.add_layer_recomputed("block", s.mlp(), m * blocks);
     list.add_layer_recomputed("block", s.layernorm(), 2 * m * blocks);
   }
   if (embedding) embedding_calls(s, list, m);
   if (has_head) head_calls(s, list, m);
-  list.add("boundary", "pipeline", "pp", CollectiveOp::send, s.wire_elements(), dt, sends);
-  list.add("boundary", "pipeline", "pp", CollectiveOp::recv, s.wire_elements(), dt, receives);
+  list.add("boundary", phase::pipeline, group::pp, CollectiveOp::send, s.wire_elements(), dt, sends);
+  list.add("boundary", phase::pipeline, group::pp, CollectiveOp::recv, s.wire_elements(), dt, receives);
   if (s.slices() > 1)
-    list.add("boundary", "pipeline", s.split().replicated, CollectiveOp::all_gather, s.residual_elements(), dt,
+    list.add("boundary", phase::pipeline, s.split().replicated, CollectiveOp::all_gather, s.residual_elements(), dt,
              receives);
 
   // Gradient synchronisation.
   const std::vector<BucketInput> params = parameters_of(s, partition, stage);
   const BucketPlan plan = bucket_plan_of(s, params);
-  if (config.zero_stage == 0) {
+  if (config.spec.zero.stage == 0) {
     for (const BucketInput& p : params) {
-      for (const std::string& g : p.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
-      list.add_if_many("grad-sync", "grad-sync", "dp", CollectiveOp::all_reduce, p.numel, p.dtype, 1);
+      for (const std::string& g : p.partial_groups)
+        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
+      list.add_if_many(phase::grad_sync, phase::grad_sync, group::dp, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
     }
   } else {
     // A round per micro-batch with reduce_per_micro_batch (stages 2–3: each writer reports after
     // every weight pass, m times), else one per step.
-    const std::int64_t rounds = config.reduce_per_micro_batch && config.zero_stage >= 2 ? m : 1;
+    const std::int64_t rounds = config.spec.zero.reduce_per_micro_batch && config.spec.zero.stage >= 2 ? m : 1;
     for (const Bucket& b : plan.buckets) {
-      list.add_if_many("grad-sync", "grad-sync", shard_group(b), CollectiveOp::reduce_scatter, b.padded, b.dtype,
-                       rounds);
-      for (const std::string& g : b.partial_groups) list.add("grad-sync", "grad-sync", g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
+      list.add_if_many(phase::grad_sync, phase::grad_sync, shard_group(b), CollectiveOp::reduce_scatter, b.padded,
+                       b.dtype, rounds);
+      for (const std::string& g : b.partial_groups)
+        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
     }
   }
 
   // The loss: summed on the last stage over the logits' row split and the replicas, then broadcast.
   if (stage == pp - 1) {
-    list.add_if_many("loss", "loss", s.split().cols, CollectiveOp::all_reduce, 1, DType::f64, 1);
-    list.add_if_many("loss", "loss", "dp", CollectiveOp::all_reduce, 1, DType::f64, 1);
+    list.add_if_many(phase::loss, phase::loss, s.split().cols, CollectiveOp::all_reduce, 1, DType::f64, 1);
+    list.add_if_many(phase::loss, phase::loss, group::dp, CollectiveOp::all_reduce, 1, DType::f64, 1);
   }
-  list.add_if_many("loss", "loss", "pp", CollectiveOp::broadcast, 1, DType::f64, 1);
+  list.add_if_many(phase::loss, phase::loss, group::pp, CollectiveOp::broadcast, 1, DType::f64, 1);
 
   // The optimizer: the norm's sum (over dp first when the gradients are sharded), then at stages
   // 1–2 every bucket's updated values all-gathered over dp.
-  if (config.zero_stage >= 1) list.add_if_many("optimizer", "optimizer", "dp", CollectiveOp::all_reduce, 1, DType::f64, 1);
-  list.add_if_many("optimizer", "optimizer", "tp-pp", CollectiveOp::all_reduce, 1, DType::f64, 1);
-  if (config.zero_stage == 1 || config.zero_stage == 2)
+  if (config.spec.zero.stage >= 1)
+    list.add_if_many(phase::optimizer, phase::optimizer, group::dp, CollectiveOp::all_reduce, 1, DType::f64, 1);
+  list.add_if_many(phase::optimizer, phase::optimizer, group::tp_pp, CollectiveOp::all_reduce, 1, DType::f64, 1);
+  if (config.spec.zero.stage == 1 || config.spec.zero.stage == 2)
     for (const Bucket& b : plan.buckets)
-      list.add_if_many("optimizer", "optimizer", shard_group(b), CollectiveOp::all_gather, b.padded, b.dtype, 1);
+      list.add_if_many(phase::optimizer, phase::optimizer, shard_group(b), CollectiveOp::all_gather, b.padded,
+                       b.dtype, 1);
 
   // ZeRO-3's parameter gathers.
-  if (config.zero_stage == 3) {
+  if (config.spec.zero.stage == 3) {
     const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
     for (std::size_t b = 0; b < plan.buckets.size(); ++b)
-      list.add_if_many("param-gather", "param-gather", shard_group(plan.buckets[b]), CollectiveOp::all_gather,
+      list.add_if_many(phase::param_gather, phase::param_gather, shard_group(plan.buckets[b]), CollectiveOp::all_gather,
                        plan.buckets[b].padded, plan.buckets[b].dtype, gathers[b]);
   }
   return out;

@@ -39,37 +39,36 @@
 #include "plan/bucket_plan.hpp"
 #include "plan/schedule.hpp"
 #include "plan/stage_partition.hpp"
+#include "spec/run_spec.hpp"
 #include "tp/context.hpp"
 
 namespace mdtp::cost {
 
-// One training step as the trainer runs it.
+// One training step as the trainer runs it: the run spec (every size and dp resolved; the plan
+// reads the model's shape, the layout and schedule, ZeRO, full recomputation — selective
+// recomputation communicates nothing — and the parameters' dtype) and the engine's choices the
+// spec leaves to it.
 struct StepCommConfig {
-  GptShape model;                  // layers, hidden (n_embd), heads, seq (block_size), vocab
-  std::int64_t micro_batch = 1;    // b: sequences per micro-batch per replica
-  MeshConfig mesh;                 // world, tp, tp_mode, tp_depth, pp (dp = world / (tp·pp))
-  TpOptions options{};
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  int micro_batches = 1;           // m
-  int chunks = 1;                  // v
-  std::vector<int> pp_layers;      // blocks per virtual stage (empty: even)
-  int group_size = 0;              // interleaved micro-batch group (0: pp)
-  DType dtype = DType::f32;
-  // ZeRO (src/zero): stage 0 is the unsharded optimizer with reduce_gradients.
-  int zero_stage = 0;
-  double bucket_mb = 25.0;
-  std::int64_t align_bytes = 64;
-  bool keep_parameters = false;    // stage 3: gather each bucket once per step
-  bool reduce_per_micro_batch = false;  // stages 2–3: every bucket reduce-scattered once per micro-batch
-  // Full activation recomputation: every block's forward again (phase "recompute") before its
-  // backward-input pass.  Selective recomputation (the attention core from the kept Q, K, V)
-  // communicates nothing, so it leaves this false and the plan as under none.
-  bool recompute_full = false;
+  RunSpec spec;
+  TpOptions options{};              // the TP context's options (the trainer uses the defaults)
+  std::int64_t align_bytes = 64;    // ZeRO: start of every parameter and shard inside a bucket
+
+  // world tp·pp·dp, the mode and 2.5D's depth.
+  MeshConfig mesh() const {
+    const ParallelLayout& l = spec.layout;
+    return MeshConfig{.world = l.tp * l.pp * l.dp, .tp = l.tp, .pp = l.pp, .tp_mode = l.mode, .tp_depth = l.depth};
+  }
+  // b: sequences per micro-batch per replica, global batch / (dp · m).
+  std::int64_t micro_batch() const {
+    return spec.global_batch / (std::int64_t{spec.layout.dp} * spec.layout.micro_batches);
+  }
 };
 
 // One kind of call and how many times the step issues it on this rank.
 struct CountedCall {
-  std::string part;  // "block", "embedding", "head", "boundary", "loss", "grad-sync", "optimizer", "param-gather"
+  // "block", "embedding", "head", "boundary", or the phase's name for the step-level calls (loss,
+  // grad-sync, optimizer, param-gather).
+  std::string part;
   PlannedCall call;
   std::int64_t count = 0;
 };

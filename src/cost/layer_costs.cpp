@@ -6,6 +6,7 @@
 #include "cost/compute_model.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -57,7 +58,7 @@ void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topo
 
 namespace {
 
-Workload unit_workload(const std::string& layer, const GptShape& model, TpMode mode, int tp, int depth,
+Workload unit_workload(const std::string& layer, const ModelShape& model, TpMode mode, int tp, int depth,
                        std::int64_t micro_batch, DType dtype, int gpus_per_node) {
   Workload w;
   w.mode = mode;
@@ -90,8 +91,8 @@ void add_plan(UnitCosts& unit, std::vector<PlannedCall>& grad_sync, const Worklo
               const TimeModel& model) {
   std::vector<PlannedCall> forward, backward;
   for (const auto& call : plan_step(w)) {
-    if (call.phase == "forward") forward.push_back(call);
-    else if (call.phase == "backward") backward.push_back(call);
+    if (call.phase == phase::forward) forward.push_back(call);
+    else if (call.phase == phase::backward) backward.push_back(call);
     else grad_sync.push_back(call);
   }
   add_calls(unit.forward, forward, topology, model);
@@ -116,7 +117,7 @@ double sum_depth_replica_params(const Geometry& g) {
 
 }  // namespace
 
-LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
+LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
                        bool dropout, const Cluster& cluster) {
   const TimeModel time_model = cluster_time_model(cluster);
   auto workload = [&](const char* layer) {
@@ -194,7 +195,7 @@ LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, st
   out.block_depth_replica_params =
       sum_depth_replica_params(attention) + sum_depth_replica_params(mlp) + 2 * sum_depth_replica_params(ln);
   out.boundary_elements = E_r;
-  out.tp_link = topology.link_class("tp");
+  out.tp_link = topology.link_class(group::tp);
 
   const VocabCosts v = vocab_costs(model, ln_w, cluster);
   out.embedding = v.embedding;

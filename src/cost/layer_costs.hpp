@@ -80,7 +80,7 @@ struct LayerCosts {
 
 // Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
 // heads not divisible by the QKV column split, rows that are not whole sequences.
-LayerCosts layer_costs(const GptShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
+LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
                        bool dropout, const Cluster& cluster);
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
@@ -89,7 +89,7 @@ struct VocabCosts {
   double embedding_params = 0.0, head_params = 0.0, wte_params = 0.0;
   double head_activation_bytes = 0.0;
 };
-VocabCosts vocab_costs(const GptShape& model, const Workload& layernorm_workload, const Cluster& cluster);
+VocabCosts vocab_costs(const ModelShape& model, const Workload& layernorm_workload, const Cluster& cluster);
 
 // Time and logical bytes of a list of collectives on a topology (added to a PassCost's comm).
 void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model);

@@ -21,9 +21,9 @@
 
 namespace mdtp::cost {
 
-double parameter_count(const GptShape& model);
-double model_flops(const GptShape& model, std::int64_t global_batch);
-double hardware_flops(const GptShape& model, std::int64_t global_batch, Recompute recompute);
-double narayanan_flops(const GptShape& model, std::int64_t global_batch);
+double parameter_count(const ModelShape& model);
+double model_flops(const ModelShape& model, std::int64_t global_batch);
+double hardware_flops(const ModelShape& model, std::int64_t global_batch, Recompute recompute);
+double narayanan_flops(const ModelShape& model, std::int64_t global_batch);
 
 }  // namespace mdtp::cost

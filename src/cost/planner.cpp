@@ -4,6 +4,8 @@
 #include <map>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace mdtp::cost {
@@ -15,13 +17,15 @@ struct TpShape {
   int tp, depth;
 };
 
+bool allowed(const std::optional<int>& fixed, int value) { return !fixed || *fixed == value; }
+
 std::vector<TpShape> tp_shapes(const PlanRequest& r) {
   const std::vector<TpMode> all = {TpMode::d1, TpMode::d1_sp, TpMode::d2, TpMode::d2p5, TpMode::d3};
   const std::vector<TpMode>& modes = r.modes.empty() ? all : r.modes;
   auto wanted = [&](TpMode m) { return std::find(modes.begin(), modes.end(), m) != modes.end(); };
   std::vector<TpShape> out;
   for (int tp = 1; tp <= std::min(r.max_tp, r.gpus); ++tp) {
-    if (r.gpus % tp != 0) continue;
+    if (r.gpus % tp != 0 || !allowed(r.fixed.tp, tp)) continue;
     // tp = 1 is the same for every mode: listed once, as 1d.
     if (wanted(TpMode::d1) || (tp == 1 && !modes.empty())) out.push_back({TpMode::d1, tp, 1});
     if (tp == 1) continue;
@@ -32,15 +36,16 @@ std::vector<TpShape> tp_shapes(const PlanRequest& r) {
       if (wanted(TpMode::d2p5) && tp % (q * q) == 0 && tp / (q * q) >= 2) out.push_back({TpMode::d2p5, tp, tp / (q * q)});
     }
   }
+  std::erase_if(out, [&](const TpShape& s) { return !allowed(r.fixed.depth, s.depth); });
   return out;
 }
 
-std::vector<std::pair<ScheduleKind, int>> schedules(const StepConfig& c) {
-  if (c.pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
+std::vector<std::pair<ScheduleKind, int>> all_schedules(const StepConfig& c) {
+  if (c.spec.layout.pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
   std::vector<std::pair<ScheduleKind, int>> out = {{ScheduleKind::gpipe, 1}, {ScheduleKind::one_f_one_b, 1}};
-  if (c.microbatches() >= c.pp) out.push_back({ScheduleKind::zb_h1, 1});  // its W passes fill a full pipe
+  if (c.microbatches() >= c.spec.layout.pp) out.push_back({ScheduleKind::zb_h1, 1});  // its W passes fill a full pipe
   const std::int64_t per_stage = c.layers_per_stage();
-  if (c.microbatches() % c.pp == 0)
+  if (c.microbatches() % c.spec.layout.pp == 0)
     for (int v = 2; v <= per_stage; ++v)
       if (per_stage % v == 0) out.push_back({ScheduleKind::interleaved, v});
   return out;
@@ -56,8 +61,39 @@ std::vector<std::pair<ScheduleKind, int>> schedules(const StepConfig& c) {
 // gather per step, the same reductions); `mdtp plan --zero-keep-params` evaluates one.
 // With a pipeline as without: the engine runs every stage under every schedule, and the step
 // model replays the schedule for the buckets it holds (step_memory.hpp).
-std::vector<std::pair<int, bool>> zero_choices(const std::vector<int>& stages, std::int64_t micro_batches) {
+// The schedules of a configuration the request allows.
+std::vector<std::pair<ScheduleKind, int>> schedules(const StepConfig& c, const PlanRequest::Fixed& fixed) {
+  std::vector<std::pair<ScheduleKind, int>> out = all_schedules(c);
+  std::erase_if(out, [&](const std::pair<ScheduleKind, int>& s) {
+    return (fixed.schedule && s.first != *fixed.schedule) || !allowed(fixed.chunks, s.second);
+  });
+  return out;
+}
+
+// The micro-batch sizes tried for a replica batch: powers of two up to the limit, or the one the
+// request fixes (by size, or by the number of micro-batches).
+std::vector<std::int64_t> micro_batch_sizes(const PlanRequest& r, std::int64_t replica_batch) {
+  std::vector<std::int64_t> out;
+  if (r.fixed.micro_batch_size) {
+    if (replica_batch % *r.fixed.micro_batch_size == 0) out.push_back(*r.fixed.micro_batch_size);
+    return out;
+  }
+  if (r.fixed.micro_batches) {
+    if (replica_batch % *r.fixed.micro_batches == 0) out.push_back(replica_batch / *r.fixed.micro_batches);
+    return out;
+  }
+  for (std::int64_t b = 1; b <= std::min(r.max_micro_batch, replica_batch); b *= 2)
+    if (replica_batch % b == 0) out.push_back(b);
+  return out;
+}
+
+std::vector<std::pair<int, bool>> zero_choices(const std::vector<int>& stages, std::int64_t micro_batches,
+                                               const PlanRequest::Fixed& fixed) {
   std::vector<std::pair<int, bool>> out;
+  if (fixed.zero_reduce_per_micro_batch) {  // asked for: every stage it applies to reduces that way
+    for (int zero : stages) out.push_back({zero, zero >= 2 && *fixed.zero_reduce_per_micro_batch});
+    return out;
+  }
   for (int zero : stages) {
     if (zero < 2 || micro_batches == 1) {
       out.push_back({zero, false});
@@ -69,16 +105,48 @@ std::vector<std::pair<int, bool>> zero_choices(const std::vector<int>& stages, s
   return out;
 }
 
+std::string fixed_text(const PlanRequest& r) {
+  std::string t;
+  auto add = [&t](const char* name, const auto& v) {
+    if (v) t += fmt::format(" {} {}", name, *v);
+  };
+  add("--tp", r.fixed.tp);
+  add("--tp-depth", r.fixed.depth);
+  add("--pp", r.fixed.pp);
+  add("--dp", r.fixed.dp);
+  return t.empty() ? std::string() : " with" + t;
+}
+
+// The first condition that left nothing, in the order the search applies them.
+std::string why_empty(const PlanRequest& r, const PlanResult& result, std::int64_t shapes, std::int64_t layouts,
+                      std::int64_t batch_splits, std::int64_t with_schedule) {
+  if (shapes == 0)
+    return fmt::format("no tensor-parallel size of the modes asked (up to --max-tp {}) divides {} GPUs{}", r.max_tp,
+                       r.gpus, fixed_text(r));
+  if (layouts == 0)
+    return fmt::format("no tp x pp x dp split of {} GPUs{} splits the {} layers into equal stages", r.gpus,
+                       fixed_text(r), r.model.layers);
+  if (batch_splits == 0)
+    return fmt::format("no tp x pp x dp split of {} GPUs{} has a dp that divides the global batch {} into the "
+                       "micro-batches asked",
+                       r.gpus, fixed_text(r), r.global_batch);
+  if (with_schedule == 0) return "no schedule asked fits the layouts left (zb-h1 needs m >= pp; interleaved m a multiple of pp)";
+  if (result.considered == 0)
+    return fmt::format("every layout left ({} tried) is refused by the modes' shapes or by the fixed options",
+                       result.refused);
+  return fmt::format("none of the {} configurations evaluated fits in the GPU's memory", result.considered);
+}
+
 }  // namespace
 
 PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
   require(r.gpus >= 1, "the planner needs gpus >= 1; got ", r.gpus);
   require(r.global_batch >= 1, "the planner needs a global batch >= 1; got ", r.global_batch);
   StepConfig base;
-  base.model = r.model;
-  base.global_batch = r.global_batch;
-  base.dtype = r.dtype;
-  base.dropout = r.dropout;
+  base.spec.model = r.model;
+  base.spec.global_batch = r.global_batch;
+  base.spec.precision = precision_for(r.dtype);
+  base.spec.dropout = (r.dropout) ? 0.1 : 0.0;
   base.overlap = r.overlap;
   base.attention_keeps_probabilities = r.attention_keeps_probabilities;
   validate(base);  // the model itself
@@ -87,16 +155,21 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
   const std::vector<int> zeros = r.zero_stages.empty() ? std::vector<int>{0, 1, 2, 3} : r.zero_stages;
 
   PlanResult result;
+  // How far the search got, for the one sentence that explains an empty one.
+  std::int64_t shapes = 0, layouts = 0, batch_splits = 0, with_schedule = 0;
   for (const TpShape& shape : tp_shapes(r)) {
+    ++shapes;
     // The layer costs depend on the shape and the micro-batch only: shared by every pp, dp, schedule.
     std::map<std::int64_t, std::optional<LayerCosts>> by_micro_batch;
     for (int pp = 1; pp <= r.gpus / shape.tp; ++pp) {
-      if ((r.gpus / shape.tp) % pp != 0 || r.model.layers % pp != 0) continue;
+      if ((r.gpus / shape.tp) % pp != 0 || r.model.layers % pp != 0 || !allowed(r.fixed.pp, pp)) continue;
       const int dp = r.gpus / (shape.tp * pp);
+      if (!allowed(r.fixed.dp, dp)) continue;
+      ++layouts;
       if (r.global_batch % dp != 0) continue;
       std::optional<Placement> placement;
-      for (std::int64_t b = 1; b <= std::min(r.max_micro_batch, r.global_batch / dp); b *= 2) {
-        if ((r.global_batch / dp) % b != 0) continue;
+      for (const std::int64_t b : micro_batch_sizes(r, r.global_batch / dp)) {
+        ++batch_splits;
         auto [slot, fresh] = by_micro_batch.try_emplace(b);
         if (fresh) {
           try {
@@ -108,23 +181,31 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         const std::optional<LayerCosts>& costs = slot->second;
         if (!costs) continue;
         StepConfig c = base;
-        c.mode = shape.mode;
-        c.tp = shape.tp;
-        c.depth = shape.depth;
-        c.pp = pp;
-        c.dp = dp;
-        c.micro_batch = b;
+        c.spec.layout.mode = shape.mode;
+        c.spec.layout.tp = shape.tp;
+        c.spec.layout.depth = shape.depth;
+        c.spec.layout.pp = pp;
+        c.spec.layout.dp = dp;
+        c.set_micro_batch(b);
         if (!placement) placement = place(c, cluster);
-        for (const auto& [schedule, chunks] : schedules(c)) {
-          c.schedule = schedule;
-          c.chunks = chunks;
-          for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches())) {
-            if (zero > 0 && dp == 1) continue;  // nothing to shard over
-            c.zero = zero;
-            c.zero_reduce_per_micro_batch = per_micro_batch;
+        for (const auto& [schedule, chunks] : schedules(c, r.fixed)) {
+          ++with_schedule;
+          c.spec.layout.schedule = schedule;
+          c.spec.layout.chunks = chunks;
+          for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
+            if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
+            c.spec.zero.stage = zero;
+            c.spec.zero.reduce_per_micro_batch = per_micro_batch;
+            c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
             for (Recompute recompute : recomputes) {
-              if (recompute == Recompute::selective && !c.attention_keeps_probabilities) continue;
-              c.recompute = recompute;
+              if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;
+              c.spec.recompute = recompute;
+              try {
+                validate(c);
+              } catch (const Error&) {
+                ++result.refused;  // a combination an engine would refuse (a fixed axis the others do not fit)
+                continue;
+              }
               StepEstimate e = estimate_step(c, *costs, *placement, cluster);
               ++result.considered;
               if (!e.fits) {
@@ -138,6 +219,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
       }
     }
   }
+  if (result.ranked.empty()) result.why_empty = why_empty(r, result, shapes, layouts, batch_splits, with_schedule);
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
                    [](const StepEstimate& a, const StepEstimate& b) { return a.step_seconds < b.step_seconds; });
   return result;

@@ -11,6 +11,7 @@
 // stage with every schedule) and recomputation.  Shapes the layouts refuse (geometry, heads,
 // whole sequences) are skipped, and so is every configuration whose memory exceeds the GPU's.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@
 namespace mdtp::cost {
 
 struct PlanRequest {
-  GptShape model;
+  ModelShape model;
   std::int64_t global_batch = 0;
   int gpus = 0;
   DType dtype = DType::bf16;
@@ -35,6 +36,14 @@ struct PlanRequest {
   std::vector<TpMode> modes;
   std::vector<Recompute> recomputes;
   std::vector<int> zero_stages;
+  // Axes the user fixed (`mdtp plan --tp 8 --pp 8 …`): only configurations with these values are
+  // searched; the rest is.  A mode, recomputation or ZeRO stage is fixed through the lists above.
+  struct Fixed {
+    std::optional<int> tp, depth, pp, dp, chunks, micro_batches;
+    std::optional<std::int64_t> micro_batch_size;
+    std::optional<ScheduleKind> schedule;
+    std::optional<bool> zero_reduce_per_micro_batch, zero_keep_parameters;
+  } fixed;
 };
 
 struct PlanResult {
@@ -42,6 +51,8 @@ struct PlanResult {
   std::int64_t considered = 0;       // configurations evaluated (valid shapes)
   std::int64_t refused = 0;          // (mode, tp, micro-batch) shapes the layouts refuse
   std::int64_t too_big = 0;          // valid but over the GPU memory
+  // When nothing is ranked: which condition emptied the search, in one sentence naming the values.
+  std::string why_empty;
 };
 
 PlanResult plan(const PlanRequest& request, const Cluster& cluster);

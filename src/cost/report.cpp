@@ -9,6 +9,7 @@
 
 #include "cost/geometry.hpp"
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -34,7 +35,7 @@ ExactRatios exact_ratios(const Workload& w, const std::vector<PlannedCall>& one_
   r.activation_memory = ratio(static_cast<double>(mine.activation_bytes), static_cast<double>(base.activation_bytes));
   double bus = 0.0, calls = 0.0;
   for (const auto& call : one_layer) {
-    if (call.phase == "grad-sync") continue;
+    if (call.phase == phase::grad_sync) continue;
     bus += to_ledger_entry(call).bus_bytes;
     calls += 1.0;
   }
@@ -64,7 +65,9 @@ CostReport build_cost_report(const Workload& workload, const TimeModel& model, i
   const Geometry geometry(workload);
   r.comm = predict_plan(repeat_plan(one, layers), geometry.topology(), model);
   // Rows in the order a step runs them, not the ledger key's alphabetical phase order.
-  auto phase_rank = [](const std::string& phase) { return phase == "forward" ? 0 : phase == "backward" ? 1 : 2; };
+  auto phase_rank = [](const std::string& name) {
+    return name == phase::forward ? 0 : name == phase::backward ? 1 : 2;
+  };
   std::stable_sort(r.comm.begin(), r.comm.end(), [&](const PredictedTotals& a, const PredictedTotals& b) {
     return phase_rank(a.key.phase) < phase_rank(b.key.phase);
   });
@@ -113,7 +116,8 @@ std::string report_text(const CostReport& r) {
                       row.logical_bytes, row.bus_bytes, row.seconds, row.algorithms);
   if (r.comm.empty()) os << "  (no collectives)\n";
   os << fmt::format("total: forward {:.4e} s, backward {:.4e} s, grad-sync {:.4e} s, all {:.4e} s\n",
-                    r.comm_seconds("forward"), r.comm_seconds("backward"), r.comm_seconds("grad-sync"), r.comm_seconds());
+                    r.comm_seconds(phase::forward), r.comm_seconds(phase::backward), r.comm_seconds(phase::grad_sync),
+                    r.comm_seconds());
 
   os << "\ncompute per rank (GEMMs only; one layer listed, m x n x k):\n";
   for (const auto& g : r.gemms)
@@ -190,9 +194,9 @@ std::string report_json(const CostReport& r) {
                     {"bus_bytes", c.bus_bytes},
                     {"seconds", c.seconds},
                     {"algorithms", c.algorithms}});
-  doc["communication_seconds"] = {{"forward", r.comm_seconds("forward")},
-                                  {"backward", r.comm_seconds("backward")},
-                                  {"grad-sync", r.comm_seconds("grad-sync")},
+  doc["communication_seconds"] = {{phase::forward, r.comm_seconds(phase::forward)},
+                                  {phase::backward, r.comm_seconds(phase::backward)},
+                                  {phase::grad_sync, r.comm_seconds(phase::grad_sync)},
                                   {"total", r.comm_seconds()}};
   Json gemms = Json::array();
   for (const auto& g : r.gemms)
@@ -229,7 +233,7 @@ std::string report_json(const CostReport& r) {
   return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-std::string zero_text(const ZeroConfig& c, const std::vector<ZeroStageCost>& stages) {
+std::string zero_text(const ZeroPaperInputs& c, const std::vector<ZeroStageCost>& stages) {
   auto gb = [](double bytes) { return fmt::format("{:.1f}", bytes / 1e9); };
   std::string out = fmt::format(
       "ZeRO over N_d={} ranks, Psi={} parameters, bytes per parameter {} / gradient {} / optimizer K={} (1 GB = 1e9 B)\n",
@@ -243,7 +247,7 @@ std::string zero_text(const ZeroConfig& c, const std::vector<ZeroStageCost>& sta
   return out;
 }
 
-std::string zero_json(const ZeroConfig& c, const std::vector<ZeroStageCost>& stages) {
+std::string zero_json(const ZeroPaperInputs& c, const std::vector<ZeroStageCost>& stages) {
   using Json = nlohmann::ordered_json;
   Json rows = Json::array();
   for (const auto& s : stages)

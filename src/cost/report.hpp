@@ -52,8 +52,8 @@ std::string report_text(const CostReport& report);
 std::string report_json(const CostReport& report);
 
 // ZeRO stages 0–3 of one configuration (zero_costs): a table (1 GB = 1e9 B) or JSON.
-std::string zero_text(const ZeroConfig& config, const std::vector<ZeroStageCost>& stages);
-std::string zero_json(const ZeroConfig& config, const std::vector<ZeroStageCost>& stages);
+std::string zero_text(const ZeroPaperInputs& config, const std::vector<ZeroStageCost>& stages);
+std::string zero_json(const ZeroPaperInputs& config, const std::vector<ZeroStageCost>& stages);
 
 // The bubble and the peak micro-batches in flight per stage of each schedule (same p and m).
 std::string pipeline_text(const std::vector<PipelineConfig>& schedules);

@@ -25,17 +25,10 @@
 #include "core/dtype.hpp"
 #include "cost/pipeline_bubble.hpp"
 #include "mesh/tp_mode.hpp"
+#include "spec/run_spec.hpp"
+#include "spec/recompute.hpp"
 
 namespace mdtp::cost {
-
-enum class Recompute { none, selective, full };
-const char* recompute_name(Recompute recompute);  // "none" | "selective" | "full"
-Recompute parse_recompute(const std::string& name);
-
-struct GptShape {
-  std::int64_t layers = 0, hidden = 0, heads = 0, seq = 0, vocab = 0;
-  std::int64_t ffn() const { return 4 * hidden; }
-};
 
 // What the engines overlap, as the step model assumes (docs/performance-model.md, "Overlap").
 struct OverlapAssumptions {
@@ -50,41 +43,42 @@ struct OverlapAssumptions {
   // Tensor-parallel collectives are never overlapped (every layer waits on them).
 };
 
+// The run spec (model, batch, layout and schedule, ZeRO, recomputation, precision, dropout) plus
+// what the model assumes of the engine and the kernels: the overlap and the attention kernel.
 struct StepConfig {
-  GptShape model;
-  std::int64_t global_batch = 0, micro_batch = 1;
-  TpMode mode = TpMode::d1;
-  int tp = 1, depth = 1, pp = 1, dp = 1;
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  int chunks = 1;  // v, interleaved only
-  int zero = 0;
-  // ZeRO-2/3: reduce-scatter the gradients after every micro-batch (m rounds, DeepSpeed's way),
-  // not once per step after the last one (mdtp's default, which keeps full buckets meanwhile).
-  bool zero_reduce_per_micro_batch = false;
-  // ZeRO-3: gather each unit's parameters once per step and keep them until the step ends (the
-  // engine's keep_parameters_for_step), not before every forward and backward-input pass.
-  bool zero_keep_parameters = false;
-  Recompute recompute = Recompute::none;
-  DType dtype = DType::bf16;
-  bool dropout = true;  // GPT-3/Megatron train with dropout 0.1 (masks are stored, Korthikanti's 34)
+  RunSpec spec;
   OverlapAssumptions overlap;
   // false: a streaming attention kernel keeps no probabilities (nor their dropout mask and
   // output, Korthikanti's 5as/h): the kept bytes lose that term under every policy.
   bool attention_keeps_probabilities = true;
 
-  int gpus() const { return tp * pp * dp; }
-  std::int64_t microbatches() const { return global_batch / (micro_batch * dp); }
-  std::int64_t layers_per_stage() const { return model.layers / pp; }
-  // Gradients are reduced in fp32 under bf16 (Megatron forces accumulate_allreduce_grads_in_fp32),
-  // in the dtype otherwise.
-  DType grad_dtype() const { return dtype == DType::bf16 ? DType::f32 : dtype; }
+  int gpus() const { return spec.layout.world(); }
+  // m, the micro-batches per step and replica.
+  std::int64_t microbatches() const { return spec.layout.micro_batches; }
+  // b = B / (dp · m), the sequences of one micro-batch.
+  std::int64_t micro_batch() const {
+    return spec.global_batch / (std::int64_t{spec.layout.dp} * spec.layout.micro_batches);
+  }
+  // Sets m from a micro-batch size b (the planner searches b): m = B / (dp · b).
+  void set_micro_batch(std::int64_t b) {
+    spec.layout.micro_batches = static_cast<int>(spec.global_batch / (std::int64_t{spec.layout.dp} * b));
+  }
+  std::int64_t layers_per_stage() const { return spec.model.layers / spec.layout.pp; }
+  // The dtype gradients are reduced in (precision_for: fp32 under bf16, as Megatron forces
+  // accumulate_allreduce_grads_in_fp32; fp16 in fp16).
+  DType grad_dtype() const { return spec.precision.grad_reduce; }
+  DType dtype() const { return spec.precision.params; }
+  // Dropout masks are stored (one byte per element) when the model trains with dropout.
+  bool dropout() const { return spec.dropout > 0; }
   // Adam: fp32 moments (8 B), plus an fp32 master copy (4 B) when the dtype is 16-bit.
-  double optimizer_bytes_per_param() const { return dtype_size(dtype) < 4 ? 12.0 : 8.0; }
+  double optimizer_bytes_per_param() const { return dtype_size(dtype()) < 4 ? 12.0 : 8.0; }
   // What recomputation actually does: selective is none with a streaming attention kernel.
   Recompute effective_recompute() const {
-    return recompute == Recompute::selective && !attention_keeps_probabilities ? Recompute::none : recompute;
+    return spec.recompute == Recompute::selective && !attention_keeps_probabilities ? Recompute::none
+                                                                                       : spec.recompute;
   }
 };
+
 
 // Refuses (mdtp::Error naming the value) what no engine could run: sizes that do not divide,
 // a schedule its options do not fit, a ZeRO option its stage lacks, …  Shape checks of the TP layouts

@@ -18,7 +18,7 @@ namespace mdtp::cost {
 double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage) {
   double n = static_cast<double>(c.layers_per_stage()) * costs.block_params;
   if (stage == 0) n += costs.embedding_params;
-  if (stage == c.pp - 1) n += costs.head_params + (c.pp > 1 ? costs.wte_params : 0.0);
+  if (stage == c.spec.layout.pp - 1) n += costs.head_params + (c.spec.layout.pp > 1 ? costs.wte_params : 0.0);
   return n;
 }
 
@@ -37,7 +37,7 @@ struct StageBuckets {
 };
 
 StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const StagePartition& partition, int stage) {
-  const int head = static_cast<int>(c.model.layers) + 1;
+  const int head = static_cast<int>(c.spec.model.layers) + 1;
   StageBuckets s;
   auto bucket = [&](std::vector<int> units, double n) {
     s.writers.push_back(std::move(units));
@@ -52,10 +52,10 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
       if (u == head) {
         holds_head = true;
         ln_f = bucket({head}, costs.head_params);
-        if (c.pp > 1) wte = bucket({head}, costs.wte_params);
+        if (c.spec.layout.pp > 1) wte = bucket({head}, costs.wte_params);
       } else if (u == 0) {
         const std::size_t wpe = bucket({0}, costs.embedding_params - costs.wte_params);
-        wte = bucket(c.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
+        wte = bucket(c.spec.layout.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
         s.forward_reads[0] = {wpe, wte};
         s.backward_reads[0] = {};
       } else {
@@ -69,42 +69,42 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
 }
 
 Schedule step_schedule(const StepConfig& c, std::int64_t micro_batches) {
-  return make_schedule(c.schedule, c.pp, static_cast<int>(micro_batches), c.chunks);
+  return make_schedule(c.spec.layout.schedule, c.spec.layout.pp, static_cast<int>(micro_batches), c.spec.layout.chunks);
 }
 
 }  // namespace
 
 double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int stage) {
-  if (c.zero < 2) return 0.0;
-  const bool per_micro_batch = c.zero_reduce_per_micro_batch;
+  if (c.spec.zero.stage < 2) return 0.0;
+  const bool per_micro_batch = c.spec.zero.reduce_per_micro_batch;
   // Reducing once per step without interleaving, several micro-batches keep every unit's buckets
   // from the first micro-batch's backward (which opens them all) until the last one's weight
   // pass: the stage.
-  if (!per_micro_batch && c.microbatches() > 1 && c.schedule != ScheduleKind::interleaved)
+  if (!per_micro_batch && c.microbatches() > 1 && c.spec.layout.schedule != ScheduleKind::interleaved)
     return stage_parameters(c, costs, stage);
   // Reducing per micro-batch without a pipeline, every micro-batch replays the same events from
   // the same state (the embedding's rounds in flight), so two micro-batches give the peak.
-  const std::int64_t m = per_micro_batch && c.pp == 1 ? std::min<std::int64_t>(c.microbatches(), 2) : c.microbatches();
-  const StagePartition partition(static_cast<int>(c.model.layers), c.pp, c.chunks);
+  const std::int64_t m = per_micro_batch && c.spec.layout.pp == 1 ? std::min<std::int64_t>(c.microbatches(), 2) : c.microbatches();
+  const StagePartition partition(static_cast<int>(c.spec.model.layers), c.spec.layout.pp, c.spec.layout.chunks);
   const StageBuckets b = stage_buckets(c, costs, partition, stage);
   return static_cast<double>(full_gradient_peak(
       stage_gradient_events(step_schedule(c, m), partition, stage, per_micro_batch), b.writers, b.elements));
 }
 
 double gathered_parameter_window(const StepConfig& c, const LayerCosts& costs, int stage) {
-  if (c.zero < 3) return 0.0;
+  if (c.spec.zero.stage < 3) return 0.0;
   // Keeping them for the step, the first micro-batch reads every bucket (pp micro-batches: the
   // fewest every schedule takes); without a pipeline every micro-batch runs the same passes, so
   // two show every pair of neighbouring passes.
   std::int64_t m = c.microbatches();
-  if (c.zero_keep_parameters) m = std::min<std::int64_t>(m, c.pp);
-  if (c.pp == 1) m = std::min<std::int64_t>(m, 2);
-  const StagePartition partition(static_cast<int>(c.model.layers), c.pp, c.chunks);
+  if (c.spec.zero.keep_parameters) m = std::min<std::int64_t>(m, c.spec.layout.pp);
+  if (c.spec.layout.pp == 1) m = std::min<std::int64_t>(m, 2);
+  const StagePartition partition(static_cast<int>(c.spec.model.layers), c.spec.layout.pp, c.spec.layout.chunks);
   const StageBuckets b = stage_buckets(c, costs, partition, stage);
   std::vector<std::vector<std::size_t>> reads;
   for (const UnitPass& p : stage_unit_passes(step_schedule(c, m), partition, stage))
     reads.push_back((p.direction > 0 ? b.forward_reads : b.backward_reads).at(p.unit));
-  return static_cast<double>(gathered_parameter_peak(reads, b.elements, c.zero_keep_parameters));
+  return static_cast<double>(gathered_parameter_peak(reads, b.elements, c.spec.zero.keep_parameters));
 }
 
 namespace {
@@ -113,28 +113,28 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
                             const std::vector<int>& in_flight) {
   MemorySplit m;
   m.stage = stage;
-  const double dp = c.dp;
-  const double delta = static_cast<double>(dtype_size(c.dtype));
+  const double dp = c.spec.layout.dp;
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
   const double K = c.optimizer_bytes_per_param();
   const double P = stage_parameters(c, costs, stage);
   m.parameter_elements = P;
   // Elements of this stage per rank once ZeRO shards them: 2.5D weights (partial over tp.dep)
   // over dp × depth, everything else over dp (plan/bucket_plan.hpp's fold).
-  const double folded = c.mode == TpMode::d2p5 && c.depth > 1
+  const double folded = c.spec.layout.mode == TpMode::d2p5 && c.spec.layout.depth > 1
                             ? static_cast<double>(c.layers_per_stage()) * costs.block_depth_replica_params
                             : 0.0;
-  const double sharded = (P - folded) / dp + folded / (dp * c.depth);
+  const double sharded = (P - folded) / dp + folded / (dp * c.spec.layout.depth);
   m.parameters_gathered = gathered_parameter_window(c, costs, stage) * delta;
-  m.parameters = (c.zero >= 3 ? sharded : P) * delta + m.parameters_gathered;
+  m.parameters = (c.spec.zero.stage >= 3 ? sharded : P) * delta + m.parameters_gathered;
   m.gradients_in_step = full_gradient_window(c, costs, stage) * g;
-  m.gradients = (c.zero >= 2 ? sharded * g + m.gradients_in_step : P * g);
-  m.optimizer = (c.zero >= 1 ? sharded : P) * K;
+  m.gradients = (c.spec.zero.stage >= 2 ? sharded * g + m.gradients_in_step : P * g);
+  m.optimizer = (c.spec.zero.stage >= 1 ? sharded : P) * K;
   m.reserved = cluster.reserved_bytes;
 
   // Micro-batches in flight and the layers each holds on this stage.
-  m.in_flight = c.pp == 1 ? 1 : in_flight[static_cast<std::size_t>(stage)];
-  const double layers_per_pass = static_cast<double>(c.layers_per_stage()) / c.chunks;
+  m.in_flight = c.spec.layout.pp == 1 ? 1 : in_flight[static_cast<std::size_t>(stage)];
+  const double layers_per_pass = static_cast<double>(c.layers_per_stage()) / c.spec.layout.chunks;
   const ActivationBytes& a = costs.block_activations;
   // A streaming attention kernel never holds the core's T×T tensors: not kept, not recomputed.
   const Recompute r = c.effective_recompute();
@@ -143,31 +143,31 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
   m.activations = m.in_flight * layers_per_pass * kept;
   if (r == Recompute::full) m.activations += core + a.rest;  // the layer being recomputed
   if (r == Recompute::selective) m.activations += a.core;   // the core being recomputed
-  if (stage == c.pp - 1) {
+  if (stage == c.spec.layout.pp - 1) {
     // The head runs on the last chunk's passes: at most the micro-batches in flight there.
-    const int head_in_flight = c.pp == 1 ? 1 : std::max(1, m.in_flight / c.chunks);
+    const int head_in_flight = c.spec.layout.pp == 1 ? 1 : std::max(1, m.in_flight / c.spec.layout.chunks);
     m.activations += head_in_flight * costs.head_activation_bytes;
   }
   return m;
 }
 
 std::vector<int> in_flight_per_stage(const StepConfig& c) {
-  if (c.pp == 1) return {};
-  return peak_in_flight(PipelineConfig{c.pp, static_cast<int>(c.microbatches()), c.chunks, c.schedule});
+  if (c.spec.layout.pp == 1) return {};
+  return peak_in_flight(PipelineConfig{c.spec.layout.pp, static_cast<int>(c.microbatches()), c.spec.layout.chunks, c.spec.layout.schedule});
 }
 
 }  // namespace
 
 MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster, int stage) {
-  require(stage >= 0 && stage < c.pp, "stage ", stage, " is not one of the pp=", c.pp, " stages");
+  require(stage >= 0 && stage < c.spec.layout.pp, "stage ", stage, " is not one of the pp=", c.spec.layout.pp, " stages");
   return memory_of_stage(c, costs, cluster, stage, in_flight_per_stage(c));
 }
 
 MemorySplit step_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
   const std::vector<int> in_flight = in_flight_per_stage(c);
   const MemorySplit first = memory_of_stage(c, costs, cluster, 0, in_flight);
-  if (c.pp == 1) return first;
-  const MemorySplit last = memory_of_stage(c, costs, cluster, c.pp - 1, in_flight);
+  if (c.spec.layout.pp == 1) return first;
+  const MemorySplit last = memory_of_stage(c, costs, cluster, c.spec.layout.pp - 1, in_flight);
   return last.total() > first.total() ? last : first;
 }
 

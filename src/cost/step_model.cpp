@@ -7,19 +7,20 @@
 #include "core/error.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
 Placement place(const StepConfig& c, const Cluster& cluster) {
   MeshConfig mesh;
   mesh.world = c.gpus();
-  mesh.tp = c.tp;
-  mesh.pp = c.pp;
-  mesh.tp_mode = c.mode;
-  mesh.tp_depth = c.depth;
+  mesh.tp = c.spec.layout.tp;
+  mesh.pp = c.spec.layout.pp;
+  mesh.tp_mode = c.spec.layout.mode;
+  mesh.tp_depth = c.spec.layout.depth;
   mesh.ranks_per_node = cluster.gpus_per_node;
   const Topology topology(mesh);
-  return {topology.link_class("tp"), topology.link_class("dp"), topology.link_class("pp")};
+  return {topology.link_class(group::tp), topology.link_class(group::dp), topology.link_class(group::pp)};
 }
 
 namespace {
@@ -39,7 +40,7 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
   w.backward_input = costs.block.recompute(c.effective_recompute()).scaled(L);
   w.backward_input += costs.block.backward_input.scaled(L);
   w.backward_weight = costs.block.backward_weight.scaled(L);
-  for (const UnitCosts* unit : {stage == 0 ? &costs.embedding : nullptr, stage == c.pp - 1 ? &costs.head : nullptr}) {
+  for (const UnitCosts* unit : {stage == 0 ? &costs.embedding : nullptr, stage == c.spec.layout.pp - 1 ? &costs.head : nullptr}) {
     if (unit == nullptr) continue;
     w.forward += unit->forward;
     w.backward_input += unit->backward_input;
@@ -69,23 +70,23 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   e.placement = placement;
   const std::int64_t m = c.microbatches();
   e.microbatches = m;
-  const double delta = static_cast<double>(dtype_size(c.dtype));
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
 
   // Every stage's micro-batch; the slowest sets the steady state, the mean the fill and drain.
   std::vector<StageWork> stages;
-  for (int r = 0; r < c.pp; ++r)
-    if (r == 0 || r == c.pp - 1 || r == 1) stages.push_back(stage_work(c, costs, r));  // inner stages are alike
+  for (int r = 0; r < c.spec.layout.pp; ++r)
+    if (r == 0 || r == c.spec.layout.pp - 1 || r == 1) stages.push_back(stage_work(c, costs, r));  // inner stages are alike
   const StageWork* slowest = &stages.front();
   for (const auto& s : stages)
     if (s.seconds() > slowest->seconds()) slowest = &s;
   StageTimes mean;
   {
     const StageWork inner = stages.size() > 2 ? stages[1] : stages.front();
-    const double inner_count = std::max(0, c.pp - 2);
+    const double inner_count = std::max(0, c.spec.layout.pp - 2);
     auto avg = [&](auto pick) {
-      double sum = pick(stages.front()) + (c.pp > 1 ? pick(stages.back()) : 0.0) + inner_count * pick(inner);
-      return sum / c.pp;
+      double sum = pick(stages.front()) + (c.spec.layout.pp > 1 ? pick(stages.back()) : 0.0) + inner_count * pick(inner);
+      return sum / c.spec.layout.pp;
     };
     mean.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
     mean.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
@@ -94,13 +95,13 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 
   // Pipeline sends: the residual shard per chunk boundary, forward and backward.
   double p2p = 0.0;
-  if (c.pp > 1) {
-    const bool scatter_gather = c.mode == TpMode::d1 && c.tp > 1;
-    const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.tp : 1);
-    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype, e.placement.pp, model);
+  if (c.spec.layout.pp > 1) {
+    const bool scatter_gather = c.spec.layout.mode == TpMode::d1 && c.spec.layout.tp > 1;
+    const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
+    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
     if (scatter_gather)
-      one += seconds(CollectiveOp::all_gather, c.tp, costs.boundary_elements * delta, c.dtype, e.placement.tp, model);
-    p2p = 2.0 * c.chunks * one;
+      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
+    p2p = 2.0 * c.spec.layout.chunks * one;
   }
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
 
@@ -109,36 +110,36 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   // own compute; or, keeping them for the step, gathered once, under the first forward.  Only the
   // step's first gather waits with nothing to hide behind: the stage's first unit (on the first
   // stage the embedding, whose wte can outweigh a block).
-  const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.pp - 1));
+  const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.spec.layout.pp - 1));
   double zero3_exposed = 0.0;
-  if (c.zero == 3 && c.dp > 1) {
+  if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
     auto gather_seconds = [&](double elements) {
-      return seconds(CollectiveOp::all_gather, c.dp, elements * delta, c.dtype, e.placement.dp, model);
+      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, model);
     };
     const double gather = gather_seconds(stage_params);
     zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
-    if (c.zero_keep_parameters) {
+    if (c.spec.zero.keep_parameters) {
       zero3_exposed += std::max(0.0, gather - slowest->forward.seconds());
     } else {
       const double scatter =
-          c.zero_reduce_per_micro_batch
-              ? seconds(CollectiveOp::reduce_scatter, c.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
+          c.spec.zero.reduce_per_micro_batch
+              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
               : 0.0;
       zero3_exposed += static_cast<double>(m) * std::max(0.0, 2 * gather + scatter - slowest->seconds());
     }
   }
 
-  const PipelineConfig pipeline{c.pp, static_cast<int>(m), c.chunks, c.schedule};
+  const PipelineConfig pipeline{c.spec.layout.pp, static_cast<int>(m), c.spec.layout.chunks, c.spec.layout.schedule};
   StageTimes fill = mean;
   fill.forward += p2p_exposed / 2;
   fill.backward_input += p2p_exposed / 2;
-  e.time.bubble = c.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
+  e.time.bubble = c.spec.layout.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
   const double mb = static_cast<double>(m);
   e.time.compute = mb * (slowest->seconds() - slowest->comm());
   const double L = static_cast<double>(c.layers_per_stage());
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
-  if (c.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
+  if (c.spec.layout.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
     e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
 
   // Data parallelism: ZeRO-3's gathers (above); the gradient reduction once per step under the
@@ -146,38 +147,38 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   // (here; above for ZeRO-3 gathering per pass, beside its gathers); the updated parameters
   // all-gathered at 1–2.
   e.time.dp_comm = zero3_exposed;
-  const bool reduction_in_zero3 = c.zero == 3 && c.zero_reduce_per_micro_batch && !c.zero_keep_parameters;
-  if (c.dp > 1 && !reduction_in_zero3) {
+  const bool reduction_in_zero3 = c.spec.zero.stage == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters;
+  if (c.spec.layout.dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
-    const CollectiveOp reduce = c.zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-    const double reduction = seconds(reduce, c.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
+    const CollectiveOp reduce = c.spec.zero.stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
     double exposed = reduction;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
-          seconds(reduce, c.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
+          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
       const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
       exposed = std::max(last_bucket, reduction - window);
     }
-    e.time.dp_comm += (c.zero_reduce_per_micro_batch ? mb : 1.0) * exposed;
-    if (c.zero == 1 || c.zero == 2)
-      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.dp, stage_params * delta, c.dtype, e.placement.dp, model);
+    e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
+    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2)
+      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(), e.placement.dp, model);
   }
 
   const double K = c.optimizer_bytes_per_param();
-  const double shard = stage_params / (c.zero >= 1 ? c.dp : 1);
+  const double shard = stage_params / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
   e.time.optimizer = stream_seconds(shard * (2 * g + 2 * K + delta), cluster);
 
   e.step_seconds = e.time.total();
   e.bubble_fraction = e.time.bubble / e.step_seconds;
-  const double tokens = static_cast<double>(c.global_batch) * static_cast<double>(c.model.seq);
+  const double tokens = static_cast<double>(c.spec.global_batch) * static_cast<double>(c.spec.model.seq);
   e.tokens_per_second = tokens / e.step_seconds;
-  e.model_flops = model_flops(c.model, c.global_batch);
-  e.hardware_flops = hardware_flops(c.model, c.global_batch, c.effective_recompute());
-  const double gpus = c.gpus(), peak = cluster.peak(c.dtype);
+  e.model_flops = model_flops(c.spec.model, c.spec.global_batch);
+  e.hardware_flops = hardware_flops(c.spec.model, c.spec.global_batch, c.effective_recompute());
+  const double gpus = c.gpus(), peak = cluster.peak(c.dtype());
   e.tflops_per_gpu = e.hardware_flops / e.step_seconds / gpus / 1e12;
   e.mfu = e.model_flops / e.step_seconds / gpus / peak;
   // HFU counts what MFU counts plus the recomputed FLOPs (PaLM's definition), so HFU ≥ MFU.
-  const double recomputed = e.hardware_flops - hardware_flops(c.model, c.global_batch, Recompute::none);
+  const double recomputed = e.hardware_flops - hardware_flops(c.spec.model, c.spec.global_batch, Recompute::none);
   e.hfu = (e.model_flops + recomputed) / e.step_seconds / gpus / peak;
   e.memory = step_memory(c, costs, cluster);
   e.memory_capacity = cluster.hbm_bytes;
@@ -188,7 +189,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   validate(c);
   const LayerCosts costs =
-      layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, cluster);
+      layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(), c.dropout(), cluster);
   return estimate_step(c, costs, cluster);
 }
 

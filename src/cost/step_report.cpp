@@ -13,29 +13,29 @@ using nlohmann::json;
 
 json config_json(const StepConfig& c, std::int64_t microbatches) {
   return {{"model",
-           {{"layers", c.model.layers},
-            {"hidden", c.model.hidden},
-            {"heads", c.model.heads},
-            {"seq", c.model.seq},
-            {"vocab", c.model.vocab}}},
-          {"global_batch", c.global_batch},
-          {"micro_batch", c.micro_batch},
+           {{"layers", c.spec.model.layers},
+            {"hidden", c.spec.model.hidden},
+            {"heads", c.spec.model.heads},
+            {"seq", c.spec.model.seq},
+            {"vocab", c.spec.model.vocab}}},
+          {"global_batch", c.spec.global_batch},
+          {"micro_batch", c.micro_batch()},
           {"microbatches", microbatches},
-          {"tp_mode", tp_mode_name(c.mode)},
-          {"tp", c.tp},
-          {"depth", c.depth},
-          {"pp", c.pp},
-          {"dp", c.dp},
+          {"tp_mode", tp_mode_name(c.spec.layout.mode)},
+          {"tp", c.spec.layout.tp},
+          {"depth", c.spec.layout.depth},
+          {"pp", c.spec.layout.pp},
+          {"dp", c.spec.layout.dp},
           {"gpus", c.gpus()},
-          {"schedule", schedule_name(c.schedule)},
-          {"chunks", c.chunks},
-          {"zero", c.zero},
-          {"zero_reduce_per_micro_batch", c.zero_reduce_per_micro_batch},
-          {"zero_keep_parameters", c.zero_keep_parameters},
-          {"recompute", recompute_name(c.recompute)},
-          {"dtype", dtype_name(c.dtype)},
+          {"schedule", schedule_name(c.spec.layout.schedule)},
+          {"chunks", c.spec.layout.chunks},
+          {"zero", c.spec.zero.stage},
+          {"zero_reduce_per_micro_batch", c.spec.zero.reduce_per_micro_batch},
+          {"zero_keep_parameters", c.spec.zero.keep_parameters},
+          {"recompute", recompute_name(c.spec.recompute)},
+          {"dtype", dtype_name(c.dtype())},
           {"grad_dtype", dtype_name(c.grad_dtype())},
-          {"dropout", c.dropout},
+          {"dropout", c.dropout()},
           {"overlap", {{"dp_gradients", c.overlap.dp_gradients}, {"pp_p2p", c.overlap.pp_p2p}, {"tp", false}}}};
 }
 
@@ -84,14 +84,14 @@ std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
 std::string row_text(int rank, const StepEstimate& e) {
   const TimeSplit& t = e.time;
   const StepConfig& c = e.config;
-  const std::string mode = c.mode == TpMode::d2p5 ? fmt::format("2.5d/{}", c.depth) : tp_mode_name(c.mode);
-  const std::string schedule = c.schedule == ScheduleKind::interleaved
-                                   ? fmt::format("interl.v{}", c.chunks)
-                                   : std::string(schedule_name(c.schedule));
+  const std::string mode = c.spec.layout.mode == TpMode::d2p5 ? fmt::format("2.5d/{}", c.spec.layout.depth) : tp_mode_name(c.spec.layout.mode);
+  const std::string schedule = c.spec.layout.schedule == ScheduleKind::interleaved
+                                   ? fmt::format("interl.v{}", c.spec.layout.chunks)
+                                   : std::string(schedule_name(c.spec.layout.schedule));
   return fmt::format(
       "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9.3f} {:>10.4g} {:>7.1f} {:>5.1f} {:>5.1f} {:>6} "
       "{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f}\n",
-      rank, mode, c.tp, c.pp, c.dp, schedule, c.micro_batch, zero_label(c), recompute_name(c.recompute), e.step_seconds,
+      rank, mode, c.spec.layout.tp, c.spec.layout.pp, c.spec.layout.dp, schedule, c.micro_batch(), zero_label(c), recompute_name(c.spec.recompute), e.step_seconds,
       e.tokens_per_second, e.tflops_per_gpu, 100 * e.mfu, 100 * e.hfu, gb(e.memory.total()), t.compute, t.tp_comm,
       t.pp_comm, t.dp_comm, t.bubble, t.optimizer);
 }
@@ -218,10 +218,10 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
   for (const auto& r : v.rows) {
     const StepEstimate& e = r.estimate;
     const double s = e.step_seconds;
-    const std::string schedule = e.config.pp == 1 ? "-"
-                                 : e.config.schedule == ScheduleKind::interleaved
-                                     ? fmt::format("interleaved v={}", e.config.chunks)
-                                     : std::string(schedule_name(e.config.schedule));
+    const std::string schedule = e.config.spec.layout.pp == 1 ? "-"
+                                 : e.config.spec.layout.schedule == ScheduleKind::interleaved
+                                     ? fmt::format("interleaved v={}", e.config.spec.layout.chunks)
+                                     : std::string(schedule_name(e.config.spec.layout.schedule));
     os << fmt::format(
         "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | {:.1f}% | "
         "{:.1f}% | {:.1f}% | {:.1f}% |\n",

@@ -20,6 +20,7 @@
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/layer_costs.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
@@ -32,8 +33,8 @@ struct VocabGroups {
 VocabGroups vocab_groups(TpMode mode) {
   switch (mode) {
     case TpMode::none: return {"", "", ""};
-    case TpMode::d1: return {"", "", "tp"};
-    case TpMode::d1_sp: return {"tp", "", "tp"};
+    case TpMode::d1: return {"", "", group::tp};
+    case TpMode::d1_sp: return {group::tp, "", group::tp};
     case TpMode::d2: return {"tp.col", "tp.row", "tp.col"};
     case TpMode::d2p5: return {"tp.col-dep", "tp.row", "tp.col-dep"};
     case TpMode::d3: return {"tp.input-weight", "tp.output", "tp.input-weight"};
@@ -43,7 +44,7 @@ VocabGroups vocab_groups(TpMode mode) {
 
 }  // namespace
 
-VocabCosts vocab_costs(const GptShape& model, const Workload& ln_w, const Cluster& cluster) {
+VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Cluster& cluster) {
   const TimeModel time_model = cluster_time_model(cluster);
   const Geometry ln(ln_w);
   const Topology& topology = ln.topology();
@@ -65,10 +66,10 @@ VocabCosts vocab_costs(const GptShape& model, const Workload& ln_w, const Cluste
   // Embedding.
   std::vector<PlannedCall> e_forward, e_weight;
   if (!g.rows.empty()) {
-    call(e_forward, "forward", g.rows, CollectiveOp::reduce_scatter, rows * h_c, dt);
-    call(e_weight, "backward", g.rows, CollectiveOp::all_gather, rows * h_c, dt);
+    call(e_forward, phase::forward, g.rows, CollectiveOp::reduce_scatter, rows * h_c, dt);
+    call(e_weight, phase::backward, g.rows, CollectiveOp::all_gather, rows * h_c, dt);
   } else {
-    call(e_forward, "forward", g.vocab, CollectiveOp::all_reduce, rows * h, dt);
+    call(e_forward, phase::forward, g.vocab, CollectiveOp::all_reduce, rows * h, dt);
   }
   add_calls(out.embedding.forward, e_forward, topology, time_model);
   add_calls(out.embedding.backward_weight, e_weight, topology, time_model);
@@ -81,15 +82,15 @@ VocabCosts vocab_costs(const GptShape& model, const Workload& ln_w, const Cluste
   // Final LayerNorm + head + cross-entropy.
   std::vector<PlannedCall> h_forward, h_backward;
   for (const auto& c : plan_step(ln_w))
-    if (c.phase == "forward") h_forward.push_back(c);
-    else if (c.phase == "backward") h_backward.push_back(c);
-  call(h_forward, "forward", g.rows, CollectiveOp::all_gather, rows * h_c, dt);
-  call(h_forward, "forward", g.cols, CollectiveOp::reduce_scatter, rows * vocab_local, dt);
-  call(h_forward, "forward", g.vocab, CollectiveOp::all_reduce, logit_rows, DType::f64);
-  call(h_forward, "forward", g.vocab, CollectiveOp::all_reduce, logit_rows * 2, DType::f64);
-  call(h_backward, "backward", g.cols, CollectiveOp::all_gather, rows * vocab_local, dt);
-  if (!g.rows.empty()) call(h_backward, "backward", g.rows, CollectiveOp::reduce_scatter, rows * h_c, dt);
-  else call(h_backward, "backward", g.vocab, CollectiveOp::all_reduce, rows * h, dt);
+    if (c.phase == phase::forward) h_forward.push_back(c);
+    else if (c.phase == phase::backward) h_backward.push_back(c);
+  call(h_forward, phase::forward, g.rows, CollectiveOp::all_gather, rows * h_c, dt);
+  call(h_forward, phase::forward, g.cols, CollectiveOp::reduce_scatter, rows * vocab_local, dt);
+  call(h_forward, phase::forward, g.vocab, CollectiveOp::all_reduce, logit_rows, DType::f64);
+  call(h_forward, phase::forward, g.vocab, CollectiveOp::all_reduce, logit_rows * 2, DType::f64);
+  call(h_backward, phase::backward, g.cols, CollectiveOp::all_gather, rows * vocab_local, dt);
+  if (!g.rows.empty()) call(h_backward, phase::backward, g.rows, CollectiveOp::reduce_scatter, rows * h_c, dt);
+  else call(h_backward, phase::backward, g.vocab, CollectiveOp::all_reduce, rows * h, dt);
   add_calls(out.head.forward, h_forward, topology, time_model);
   add_calls(out.head.backward_input, h_backward, topology, time_model);
 

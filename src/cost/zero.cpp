@@ -7,10 +7,11 @@
 #include <fmt/ranges.h>
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::cost {
 
-ZeroStageCost zero_stage_cost(const ZeroConfig& c, int stage) {
+ZeroStageCost zero_stage_cost(const ZeroPaperInputs& c, int stage) {
   require(c.parameters > 0 && std::isfinite(c.parameters), "ZeRO needs a positive parameter count; got ", c.parameters);
   require(c.data_parallel >= 1, "ZeRO needs a data-parallel group of at least one rank; got dp=", c.data_parallel);
   require(c.param_bytes >= 0 && c.grad_bytes >= 0 && c.optimizer_bytes >= 0,
@@ -58,7 +59,7 @@ ZeroStageCost zero_stage_cost(const ZeroConfig& c, int stage) {
   throw_error("ZeRO stages are 0, 1, 2 and 3; got stage=", stage);
 }
 
-std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config) {
+std::vector<ZeroStageCost> zero_costs(const ZeroPaperInputs& config) {
   std::vector<ZeroStageCost> out;
   for (int stage = 0; stage <= 3; ++stage) out.push_back(zero_stage_cost(config, stage));
   return out;
@@ -80,13 +81,13 @@ ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro
     t.paper_bus_bytes += t.factor * elements * (b.shards - 1) / b.shards * size;
     // Stage 0 reduces parameter by parameter: no padding travels.
     if (stage > 0 && b.shards > 1) padding += (static_cast<double>(b.padded) - elements) * size;
-    groups.insert(b.shard_group.empty() ? "dp" : b.shard_group);
+    groups.insert(b.shard_group.empty() ? group::dp : b.shard_group);
   }
   auto data_parallel = [&](const std::map<LedgerKey, LedgerTotals>& calls) {
     double bus = 0.0;
     for (const auto& [key, totals] : calls)
       if (groups.count(key.group) &&
-          (key.phase == "grad-sync" || key.phase == "optimizer" || key.phase == "param-gather"))
+          (key.phase == phase::grad_sync || key.phase == phase::optimizer || key.phase == phase::param_gather))
         bus += totals.bus_bytes;
     return bus;
   };

@@ -23,7 +23,10 @@
 
 namespace mdtp::cost {
 
-struct ZeroConfig {
+// The inputs of the ZeRO paper's per-stage table (Rajbhandari et al. 2020: memory and traffic per
+// stage from Ψ, N_d and the bytes per element), `mdtp cost --zero-table`; a run's own ZeRO options
+// are the run spec's ZeroOptions.
+struct ZeroPaperInputs {
   double parameters = 0.0;  // Ψ
   int data_parallel = 1;    // N_d
   double param_bytes = 2.0;
@@ -41,9 +44,9 @@ struct ZeroStageCost {
 };
 
 // One stage (0–3); mdtp::Error for another stage or a bad configuration.
-ZeroStageCost zero_stage_cost(const ZeroConfig& config, int stage);
+ZeroStageCost zero_stage_cost(const ZeroPaperInputs& config, int stage);
 // Stages 0, 1, 2, 3.
-std::vector<ZeroStageCost> zero_costs(const ZeroConfig& config);
+std::vector<ZeroStageCost> zero_costs(const ZeroPaperInputs& config);
 
 // The paper's data-parallel traffic of one step beside a rank's ledger and the step plan's, in
 // bus bytes (what each rank sends, docs/zero.md §4.1).  The paper's figure is

@@ -35,12 +35,12 @@ TokenData read_token_file(const std::string& path) {
   data.inputs = file.read_int32("inputs");
   data.targets = file.read_int32("targets");
   if (auto v = file.int_attribute("/", "vocab_size")) {
-    data.vocab_size = *v;
+    data.vocab = *v;
   } else {
     std::int32_t top = -1;
     for (auto ids : {std::span<const std::int32_t>(data.inputs), std::span<const std::int32_t>(data.targets)})
       for (std::int32_t id : ids) top = std::max(top, id);
-    data.vocab_size = static_cast<std::int64_t>(top) + 1;
+    data.vocab = static_cast<std::int64_t>(top) + 1;
   }
   return data;
 }
@@ -63,7 +63,7 @@ TokenData text_corpus_tokens(const std::string& path, std::int64_t seq) {
   TokenData data;
   data.source = path;
   data.seq = seq;
-  data.vocab_size = next;
+  data.vocab = next;
   data.rows = text.size() > 0 ? static_cast<std::int64_t>(text.size() - 1) / seq : 0;
   for (std::int64_t r = 0; r < data.rows; ++r)
     for (std::int64_t t = 0; t < seq; ++t) {
@@ -77,7 +77,7 @@ void write_token_file(const std::string& path, const TokenData& data) {
   write_atomically(path, [&](H5File& file) {
     file.write_int32("inputs", {data.rows, data.seq}, data.inputs);
     file.write_int32("targets", {data.rows, data.seq}, data.targets);
-    file.set_attribute("/", "vocab_size", data.vocab_size);
+    file.set_attribute("/", "vocab_size", data.vocab);
   });
 }
 

@@ -16,7 +16,7 @@ namespace mdtp {
 struct TokenData {
   std::int64_t rows = 0, seq = 0;
   std::vector<std::int32_t> inputs, targets;  // [rows, seq], row-major
-  std::int64_t vocab_size = 0;                // the vocabulary the source implies
+  std::int64_t vocab = 0;                     // the vocabulary the source implies
   std::string source;                         // the file it came from
 };
 

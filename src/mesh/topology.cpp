@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -59,7 +60,8 @@ const char* link_class_name(LinkClass link) {
 }
 
 const std::vector<std::string>& Topology::mesh_tokens() {
-  static const std::vector<std::string> tokens = {"tp", "pp", "dp", "cp", "tp-pp", "tp-dp", "dp-cp", "tp-dp-cp"};
+  static const std::vector<std::string> tokens = {group::tp,    group::pp,    group::dp,    group::cp,
+                                                  group::tp_pp, group::tp_dp, group::dp_cp, group::tp_dp_cp};
   return tokens;
 }
 
@@ -70,7 +72,7 @@ Topology::Topology(const MeshConfig& config)
       grid_(grid_kind(config_.tp_mode), config_.tp, config_.tp_depth) {
   std::vector<int> all(config_.world);
   for (int r = 0; r < config_.world; ++r) all[r] = r;
-  groups_["world"] = {all};
+  groups_[group::world] = {all};
 
   // Every non-empty set of axes, stored under its canonical name, so that groups("cp-pp") works
   // as well as the eight named tokens.
@@ -82,8 +84,8 @@ Topology::Topology(const MeshConfig& config)
     groups_[token] = generator_.groups(token);
   }
 
-  auto& embedding = groups_["embedding"];
-  for (const auto& stages : groups_.at("pp")) {
+  auto& embedding = groups_[group::embedding];
+  for (const auto& stages : groups_.at(group::pp)) {
     if (stages.size() > 1)
       embedding.push_back({stages.front(), stages.back()});
     else
@@ -91,10 +93,10 @@ Topology::Topology(const MeshConfig& config)
   }
 
   for (const auto& name : grid_.group_names()) {
-    if (name == "tp") continue;
+    if (name == group::tp) continue;
     auto local = grid_.local_groups(name);
     auto& global = groups_[name];
-    for (const auto& tp_group : groups_.at("tp"))
+    for (const auto& tp_group : groups_.at(group::tp))
       for (const auto& sub : local) {
         std::vector<int> ranks;
         for (int t : sub) ranks.push_back(tp_group[t]);
@@ -106,16 +108,16 @@ Topology::Topology(const MeshConfig& config)
   // two axes are independent, so every member of the union yields the same union.
   if (config_.tp_mode == TpMode::d2p5) {
     std::vector<int> dp_of(config_.world), dep_of(config_.world), done(config_.world, 0);
-    for (std::size_t g = 0; g < groups_.at("dp").size(); ++g)
-      for (int r : groups_.at("dp")[g]) dp_of[r] = static_cast<int>(g);
-    for (std::size_t g = 0; g < groups_.at("tp.dep").size(); ++g)
-      for (int r : groups_.at("tp.dep")[g]) dep_of[r] = static_cast<int>(g);
+    for (std::size_t g = 0; g < groups_.at(group::dp).size(); ++g)
+      for (int r : groups_.at(group::dp)[g]) dp_of[r] = static_cast<int>(g);
+    for (std::size_t g = 0; g < groups_.at(group::tp_dep).size(); ++g)
+      for (int r : groups_.at(group::tp_dep)[g]) dep_of[r] = static_cast<int>(g);
     auto& combined = groups_[kDpDepthGroup];
     for (int r = 0; r < config_.world; ++r) {
       if (done[r]) continue;
       std::vector<int> members;
-      for (int slab : groups_.at("tp.dep")[dep_of[r]])
-        for (int s : groups_.at("dp")[dp_of[slab]]) members.push_back(s);
+      for (int slab : groups_.at(group::tp_dep)[dep_of[r]])
+        for (int s : groups_.at(group::dp)[dp_of[slab]]) members.push_back(s);
       std::sort(members.begin(), members.end());
       for (int s : members) done[s] = 1;
       combined.push_back(std::move(members));
@@ -131,11 +133,11 @@ Topology::Topology(const MeshConfig& config)
 }
 
 std::vector<std::string> Topology::group_names() const {
-  std::vector<std::string> out = {"world"};
+  std::vector<std::string> out = {group::world};
   out.insert(out.end(), mesh_tokens().begin(), mesh_tokens().end());
-  out.push_back("embedding");
+  out.push_back(group::embedding);
   for (const auto& name : grid_.group_names())
-    if (name != "tp") out.push_back(name);
+    if (name != group::tp) out.push_back(name);
   if (config_.tp_mode == TpMode::d2p5) out.push_back(kDpDepthGroup);
   return out;
 }
@@ -188,8 +190,8 @@ const std::vector<int>& Topology::group_of(const std::string& name, int rank) co
 }
 
 int Topology::tp_rank(int rank) const {
-  const auto& group = group_of("tp", rank);
-  return static_cast<int>(std::find(group.begin(), group.end(), rank) - group.begin());
+  const auto& members = group_of(group::tp, rank);
+  return static_cast<int>(std::find(members.begin(), members.end(), rank) - members.begin());
 }
 
 int Topology::nodes() const {
@@ -220,7 +222,7 @@ std::string Topology::to_json() const {
   doc["sizes"] = {{"tp", tp()}, {"pp", pp()}, {"dp", dp()}, {"cp", cp()}};
   auto& all = doc["groups"] = nlohmann::ordered_json::object();
   std::vector<std::string> names = mesh_tokens();
-  names.push_back("embedding");
+  names.push_back(group::embedding);
   for (const auto& name : names) all[name] = groups(name);
   auto& sub = doc["tp_groups"] = nlohmann::ordered_json::object();
   for (const auto& name : tp_group_names()) sub[name] = tp_groups(name);

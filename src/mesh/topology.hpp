@@ -25,6 +25,7 @@
 #include "mesh/rank_generator.hpp"
 #include "mesh/tp_grid.hpp"
 #include "mesh/tp_mode.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -38,7 +39,7 @@ struct MeshConfig {
 };
 
 // The combined data-parallel × depth group of a 2.5D mesh (present only in 2.5D).
-inline constexpr const char* kDpDepthGroup = "dp-tp.dep";
+inline constexpr const char* kDpDepthGroup = group::dp_depth;  // spec/names.hpp
 
 enum class LinkClass { intra_node, inter_node };
 const char* link_class_name(LinkClass link);  // "intra-node" | "inter-node"

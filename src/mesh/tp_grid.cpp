@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -39,29 +40,29 @@ TpGrid::TpGrid(TpGridKind kind, int tp, int depth) : kind_(kind), tp_(tp), q_(tp
   switch (kind) {
     case TpGridKind::d1:
       axes_ = {{"t", tp, 1}};
-      groups_ = {{"tp", {"t"}}};
+      groups_ = {{group::tp, {"t"}}};
       break;
     case TpGridKind::d2:
       q_ = exact_root(tp, 2);
       require(q_ > 0, "2D tensor parallelism needs a square TP size; got tp=", tp);
       axes_ = {{"c", q_, 1}, {"r", q_, q_}};
-      groups_ = {{"tp", {"c", "r"}}, {"tp.row", {"c"}}, {"tp.col", {"r"}}};
+      groups_ = {{group::tp, {"c", "r"}}, {group::tp_row, {"c"}}, {group::tp_col, {"r"}}};
       break;
     case TpGridKind::d2p5:
       q_ = tp % depth == 0 ? exact_root(tp / depth, 2) : -1;
       require(q_ > 0, "2.5D tensor parallelism needs tp = d*q^2 for an integer q, d being the TP depth; got tp=", tp,
               ", d=", depth);
       axes_ = {{"c", q_, 1}, {"r", q_, q_}, {"k", depth, q_ * q_}};
-      groups_ = {{"tp", {"c", "r", "k"}}, {"tp.row", {"c"}},          {"tp.col", {"r"}},
-                 {"tp.dep", {"k"}},       {"tp.row-dep", {"c", "k"}}, {"tp.col-dep", {"r", "k"}}};
+      groups_ = {{group::tp, {"c", "r", "k"}}, {group::tp_row, {"c"}},          {group::tp_col, {"r"}},
+                 {group::tp_dep, {"k"}},       {group::tp_row_dep, {"c", "k"}}, {group::tp_col_dep, {"r", "k"}}};
       break;
     case TpGridKind::d3:
       q_ = exact_root(tp, 3);
       require(q_ > 0, "3D tensor parallelism needs a cubic TP size; got tp=", tp);
       axes_ = {{"i", q_, 1}, {"j", q_, q_}, {"k", q_, q_ * q_}};
-      groups_ = {{"tp", {"i", "j", "k"}},          {"tp.input", {"i"}},
-                 {"tp.weight", {"j"}},             {"tp.output", {"k"}},
-                 {"tp.input-weight", {"i", "j"}},  {"tp.output-weight", {"j", "k"}}};
+      groups_ = {{group::tp, {"i", "j", "k"}},          {group::tp_input, {"i"}},
+                 {group::tp_weight, {"j"}},             {group::tp_output, {"k"}},
+                 {group::tp_input_weight, {"i", "j"}},  {group::tp_output_weight, {"j", "k"}}};
       break;
   }
 }

@@ -1,34 +1,13 @@
 #pragma once
-// The tensor-parallel modes, parsed once from their names (command line, test tables) into an
-// enum; everything below the command line compares enums, never strings.
-//
-//   none   the serial reference (tp = 1)         1d     Megatron column/row
-//   1d-sp  1D with sequence parallelism           2d     SUMMA / Optimus on a q×q grid
-//   2.5d   Tesseract, d slabs of q×q              3d     a q×q×q cube
-//
-// Each mode runs on one kind of TP sub-grid (tp_grid.hpp): none, 1d and 1d-sp on the 1d grid.
-#include <ostream>
-#include <string_view>
-#include <vector>
-
+// Which kind of TP sub-grid (tp_grid.hpp) each tensor-parallel mode runs on: none, 1d and 1d-sp on
+// the 1d grid, the others on their own.  The modes themselves (the enum, its names and parsing)
+// are the run spec's vocabulary, spec/tp_mode.hpp, included here so that existing includes of
+// this header keep seeing them.
 #include "mesh/tp_grid.hpp"
+#include "spec/tp_mode.hpp"
 
 namespace mdtp {
 
-enum class TpMode { none, d1, d1_sp, d2, d2p5, d3 };
-
-// "none" | "1d" | "1d-sp" | "2d" | "2.5d" | "3d"; an mdtp::Error naming the value otherwise.
-TpMode parse_tp_mode(std::string_view name);
-const char* tp_mode_name(TpMode mode);
-// Every mode, in the order above.
-const std::vector<TpMode>& all_tp_modes();
-// "none, 1d, 1d-sp, 2d, 2.5d, 3d" (for messages and --help).
-const char* tp_mode_list();
-
-// Writes the name, so that messages can stream a mode.
-inline std::ostream& operator<<(std::ostream& os, TpMode mode) { return os << tp_mode_name(mode); }
-
 TpGridKind grid_kind(TpMode mode);
-bool is_sequence_parallel(TpMode mode);
 
 }  // namespace mdtp

@@ -33,9 +33,9 @@ std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a
   UnitActivationBytes block;
   block.after_forward =
       policy.block_input_only ? t.E_r : block_context_bytes(t, policy.attention_probabilities);
-  const auto& g = a.dy_gather;
-  block.after_input =
-      (t.E_r + g[0] * t.E_qkv) + (t.E_y + g[1] * t.E_r) + (t.E_r + g[2] * t.E_f) + (t.E_f + g[3] * t.E_r);
+  const auto& l = a.linear_allocs;
+  block.after_input = (t.E_r + l[0].dy_gather * t.E_qkv) + (t.E_y + l[1].dy_gather * t.E_r) +
+                      (t.E_r + l[2].dy_gather * t.E_f) + (t.E_f + l[3].dy_gather * t.E_r);
 
   UnitActivationBytes embedding{0, t.E_r};
   UnitActivationBytes head{t.E_r + t.stats + t.G + t.logits + t.lse, t.G + t.dp};

@@ -25,21 +25,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "tp/linear.hpp"
+
 namespace mdtp {
 
 struct ChunkSaved;
-
-// What one Linear's passes allocate in the `activations` category besides their results (Y in
-// forward, dX in backward-input: activations in every mode), and whether its weight pass holds on
-// to the dY it was given (activation_timeline.hpp).
-struct LinearActivationAllocs {
-  // The weight pass reads the incoming dY itself; 1D-SP's row-parallel and 3D's Linears keep a
-  // gathered copy in `communication` instead, so the dY they were given dies with its holder.
-  bool keeps_dy = true;
-  // 1D-SP: a row-parallel forward's partial product over the full token rows, and a
-  // column-parallel backward-input's, held until their reduce-scatter has filled the result.
-  std::int64_t forward_partial_bytes = 0, input_grad_partial_bytes = 0;
-};
 
 // Local extents on one rank (GptModel::activation_shapes fills them from the layouts of the
 // layers it holds; the block fields are 0 on a rank that holds no block).
@@ -48,11 +38,11 @@ struct ActivationShapes {
   std::int64_t residual_rows = 0, residual_cols = 0;
   std::int64_t qkv_rows = 0, qkv_cols = 0, core_cols = 0, local_heads = 0;
   std::int64_t mlp_rows = 0, mlp_cols = 0;
-  std::array<std::int64_t, 4> dy_gather{1, 1, 1, 1};  // c_attn, c_proj, fc1, fc2
   std::int64_t head_gathered_rows = 0, logits_rows = 0, vocab_cols = 0;
   // The head's and the embedding's splits (model_split.hpp): the residual's token rows, the
   // logits' rows, the vocabulary.
   std::int64_t row_parts = 1, col_parts = 1, vocab_parts = 1;
+  // What each Linear says its passes allocate (Linear::activation_allocs).
   std::array<LinearActivationAllocs, 4> linear_allocs{};  // c_attn, c_proj, fc1, fc2
 };
 

@@ -34,9 +34,9 @@ struct AttentionSaved {
 class CausalSelfAttention {
  public:
   // `name` is the module prefix ("transformer.h.0.attn"); `batch_per_replica` sequences of
-  // config.block_size tokens are fed to every forward.
+  // config.seq tokens are fed to every forward.
   CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
-                      const GptConfig& config, const Layout& input, std::int64_t batch_per_replica);
+                      const ModelShape& config, const Layout& input, std::int64_t batch_per_replica);
   // keep_probabilities false: selective recomputation (Korthikanti et al. 2022) — the T×T
   // probabilities are freed here and recomputed from the kept Q, K, V by backward_input.
   Tensor forward(const Tensor& x, AttentionSaved& saved, bool keep_probabilities = true);
@@ -53,7 +53,7 @@ class CausalSelfAttention {
  private:
   const Backend& backend_;
   const GptKernels& kernels_;
-  GptConfig config_;
+  ModelShape config_;
   std::unique_ptr<Linear> c_attn_, c_proj_;
   std::int64_t local_heads_ = 0;
   std::vector<std::int64_t> qkv_columns_;

@@ -11,10 +11,10 @@ std::vector<ModelParam> layernorm_parameters(LayerNorm& ln) {
 }
 
 TransformerBlock::TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
-                                   const GptConfig& config, std::int64_t batch_per_replica)
+                                   const ModelShape& config, std::int64_t batch_per_replica)
     : backend_(mode.context().backend), config_(config) {
   const Layout residual = mode.residual_layout();
-  const std::int64_t H = config_.n_embd;
+  const std::int64_t H = config_.hidden;
   ln_1_ = mode.layernorm(name + ".ln_1", H, residual);
   attn_ = std::make_unique<CausalSelfAttention>(mode, kernels, name + ".attn", config_, residual, batch_per_replica);
   ln_2_ = mode.layernorm(name + ".ln_2", H, residual);
@@ -52,7 +52,7 @@ std::vector<ModelParam> TransformerBlock::parameters() {
   for (const ModelParam& p : attn_->parameters()) ps.push_back(p);
   for (const ModelParam& p : layernorm_parameters(*ln_2_)) ps.push_back(p);
   const InitSpec weight{InitSpec::Kind::normal, 0.02, 0.0}, zero{InitSpec::Kind::constant, 0.0, 0.0};
-  const InitSpec proj{InitSpec::Kind::normal, 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer)), 0.0};
+  const InitSpec proj{InitSpec::Kind::normal, 0.02 / std::sqrt(2.0 * static_cast<double>(config_.layers)), 0.0};
   std::vector<Parameter*> m = mlp_->parameters();  // c_fc.weight, c_fc.bias, c_proj.weight, c_proj.bias
   ps.push_back(model_param(m[0], weight, true));
   ps.push_back(model_param(m[1], zero));

@@ -19,7 +19,7 @@ class TransformerBlock {
  public:
   // `name` is the module prefix, "transformer.h.<i>".
   TransformerBlock(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
-                   const GptConfig& config, std::int64_t batch_per_replica);
+                   const ModelShape& config, std::int64_t batch_per_replica);
   // keep_probabilities false: selective recomputation of the attention core (attention.hpp).
   Tensor forward(const Tensor& x, BlockSaved& saved, bool keep_probabilities = true);
   // B: the input gradient through the MLP, ln_2, attention and ln_1 (LayerNorm γ/β gradients
@@ -33,7 +33,7 @@ class TransformerBlock {
 
  private:
   const Backend& backend_;
-  GptConfig config_;
+  ModelShape config_;
   std::unique_ptr<LayerNorm> ln_1_, ln_2_;
   std::unique_ptr<CausalSelfAttention> attn_;
   std::unique_ptr<Mlp> mlp_;

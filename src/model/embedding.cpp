@@ -12,13 +12,13 @@ std::vector<std::string> as_list(const std::string& group) {
 
 }  // namespace
 
-Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config) {
+Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config) {
   const TpContext& ctx = mode.context();
   std::vector<std::string> used = split.vocab;
   used.insert(used.end(), split.cols.begin(), split.cols.end());
   Parameter wte;
   wte.name = "transformer.wte.weight";
-  wte.full_shape = {split.padded_vocab(config.vocab_size), config.n_embd};
+  wte.full_shape = {split.padded_vocab(config.vocab), config.hidden};
   wte.layout = Layout{"gpt.wte", split.vocab, split.cols};
   wte.replicated_over = as_list(complement_group(mode.tp_axes(), used));
   wte.replicated_over.push_back("embedding");
@@ -28,16 +28,16 @@ Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& 
   return wte;
 }
 
-ModelParam word_embedding_param(Parameter* wte, const GptConfig& config) {
-  return model_param(wte, InitSpec{InitSpec::Kind::normal, 0.02, 0.0}, false, {}, config.vocab_size);
+ModelParam word_embedding_param(Parameter* wte, const ModelShape& config) {
+  return model_param(wte, InitSpec{InitSpec::Kind::normal, 0.02, 0.0}, false, {}, config.vocab);
 }
 
 GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
-                           const GptConfig& config)
+                           const ModelShape& config)
     : ctx_(mode.context()), kernels_(kernels), split_(split), config_(config),
       wte_(make_word_embedding(mode, split, config)) {
   wpe_.name = "transformer.wpe.weight";
-  wpe_.full_shape = {config_.block_size, config_.n_embd};
+  wpe_.full_shape = {config_.seq, config_.hidden};
   wpe_.layout = Layout{"gpt.wpe", {}, split_.cols};
   wpe_.replicated_over = as_list(complement_group(mode.tp_axes(), split_.cols));
   wpe_.partial_grad_over = as_list(split_.row_span);
@@ -55,11 +55,11 @@ Tensor GptEmbedding::forward(std::span<const std::int32_t> ids, EmbeddingSaved& 
   const Backend& be = ctx_.backend;
   const Mesh& mesh = ctx_.mesh;
   const auto total = static_cast<std::int64_t>(ids.size());
-  const ShardBlock b = shard_block(split_.residual, mesh, total, config_.n_embd, "GPT embedding output");
+  const ShardBlock b = shard_block(split_.residual, mesh, total, config_.hidden, "GPT embedding output");
   saved.ids.assign(ids.begin(), ids.end());
   saved.positions.resize(static_cast<std::size_t>(b.rows));
   for (std::int64_t i = 0; i < b.rows; ++i)
-    saved.positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((b.row0() + i) % config_.block_size);
+    saved.positions[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((b.row0() + i) % config_.seq);
 
   Tensor partial = be.empty({total, b.cols}, ctx_.dtype, MemCategory::activations);
   kernels_.embedding_forward(wte_.value, ids, vocab_row0_, partial);

@@ -33,14 +33,14 @@ struct EmbeddingSaved {
 // copy are made by this, so the two start identical (values depend on name and index only).  It
 // is replicated over, and its gradient partial over, the mesh's `embedding` group (first and last
 // pipeline stage; one rank when pp = 1, where nothing is sent).
-Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const GptConfig& config);
+Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config);
 // Its ModelParam (init N(0, 0.02); the padding rows are not in checkpoints).
-ModelParam word_embedding_param(Parameter* wte, const GptConfig& config);
+ModelParam word_embedding_param(Parameter* wte, const ModelShape& config);
 
 class GptEmbedding {
  public:
   GptEmbedding(const TensorParallelMode& mode, const GptKernels& kernels, const ModelSplit& split,
-               const GptConfig& config);
+               const ModelShape& config);
   // ids: this replica's B·T tokens (row-major [B, T]); returns this rank's shard in L.
   Tensor forward(std::span<const std::int32_t> ids, EmbeddingSaved& saved);
   void backward_input(const Tensor& dx, EmbeddingSaved& saved);
@@ -52,7 +52,7 @@ class GptEmbedding {
   TpContext ctx_;
   const GptKernels& kernels_;
   ModelSplit split_;
-  GptConfig config_;
+  ModelShape config_;
   Parameter wte_, wpe_;
   std::int64_t vocab_row0_ = 0;  // first (padded) vocabulary row of this rank's wte slice
 };

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -16,13 +17,13 @@ std::string range_string(const UnitRange& r) {
 
 }  // namespace
 
-void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& config) {
+void validate_chunks(const std::vector<UnitRange>& chunks, const ModelShape& config) {
   const int last_unit = unit_count(config) - 1;
   require(!chunks.empty(), "a GPT model holds at least one chunk of units");
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     const UnitRange& r = chunks[i];
     require(r.first >= 0 && r.first <= r.last && r.last <= last_unit, "chunk ", range_string(r),
-            " is not a range of units inside [0, ", last_unit, "] (0 = embedding, 1 … ", config.n_layer,
+            " is not a range of units inside [0, ", last_unit, "] (0 = embedding, 1 … ", config.layers,
             " = blocks, ", last_unit, " = head)");
     if (i > 0)
       require(chunks[i - 1].last < r.first, "chunks ", range_string(chunks[i - 1]), " and ", range_string(r),
@@ -30,7 +31,7 @@ void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& conf
   }
 }
 
-int unit_of_parameter(const std::string& name, const GptConfig& config) {
+int unit_of_parameter(const std::string& name, const ModelShape& config) {
   if (name == "transformer.wte.weight" || name == "transformer.wpe.weight") return 0;
   if (name.rfind("transformer.ln_f.", 0) == 0) return unit_count(config) - 1;
   const std::string prefix = "transformer.h.";
@@ -41,24 +42,9 @@ int unit_of_parameter(const std::string& name, const GptConfig& config) {
   for (std::size_t i = prefix.size(); i < dot; ++i) {
     if (name[i] < '0' || name[i] > '9') return -1;
     block = block * 10 + (name[i] - '0');
-    if (block >= config.n_layer) return -1;
+    if (block >= config.layers) return -1;
   }
   return block + 1;
-}
-
-ActivationRecompute parse_activation_recompute(std::string_view name) {
-  for (ActivationRecompute p : {ActivationRecompute::none, ActivationRecompute::selective, ActivationRecompute::full})
-    if (name == activation_recompute_name(p)) return p;
-  throw_error("activation recomputation must be none, selective or full; got '", name, "'");
-}
-
-const char* activation_recompute_name(ActivationRecompute policy) {
-  switch (policy) {
-    case ActivationRecompute::none: return "none";
-    case ActivationRecompute::selective: return "selective";
-    case ActivationRecompute::full: return "full";
-  }
-  return "?";
 }
 
 // ---- ModelChunk ----------------------------------------------------------------------------------
@@ -71,7 +57,7 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
   GptModel& m = *model_;
   UnitHooks* hooks = m.hooks_;
   saved.microbatch = mb.index;
-  const int L = static_cast<int>(m.config_.n_layer);
+  const int L = static_cast<int>(m.config_.layers);
   Tensor h = x;
   if (has_embedding()) {
     m.validate_tokens(mb.inputs, "inputs");
@@ -81,8 +67,8 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
     if (hooks) hooks->after_forward(0, mb.index);
   } else {
     // A stage boundary: the residual stream in the mode's residual layout, this micro-batch's rows.
-    const ShardBlock b = shard_block(m.split_.residual, m.ctx_.mesh, m.batch_ * m.config_.block_size,
-                                     m.config_.n_embd, "GPT chunk input");
+    const ShardBlock b = shard_block(m.split_.residual, m.ctx_.mesh, m.batch_ * m.config_.seq,
+                                     m.config_.hidden, "GPT chunk input");
     require(x.defined() && x.rows() == b.rows && x.cols() == b.cols, "GPT chunk ", range_string(units_),
             ": its input is the residual stream [", b.rows, ", ", b.cols, "] in layout ", m.split_.residual.name,
             "; got ", x.defined() ? shape_string(x.shape()) : std::string("nothing"));
@@ -90,8 +76,8 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
   const int last_block = std::min(units_.last, L);
   const std::size_t block_count = static_cast<std::size_t>(std::max(0, last_block - first_block() + 1));
   saved.blocks.resize(block_count);
-  const bool recompute = m.recompute_ == ActivationRecompute::full;
-  const bool keep_probabilities = m.recompute_ != ActivationRecompute::selective;
+  const bool recompute = m.recompute_ == Recompute::full;
+  const bool keep_probabilities = m.recompute_ != Recompute::selective;
   if (recompute) saved.block_inputs.resize(block_count);
   m.context_started(saved);
   for (int u = first_block(); u <= last_block; ++u) {
@@ -125,7 +111,7 @@ Tensor ModelChunk::forward(const Tensor& x, const MicroBatch& mb, ChunkSaved& sa
 Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scale, ChunkSaved& saved) {
   GptModel& m = *model_;
   UnitHooks* hooks = m.hooks_;
-  const int L = static_cast<int>(m.config_.n_layer), mb = saved.microbatch;
+  const int L = static_cast<int>(m.config_.layers), mb = saved.microbatch;
   if (hooks) hooks->before_backward_input(u, mb);
   m.sample_parameters();
   Tensor d;
@@ -139,7 +125,7 @@ Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scal
     if (!saved.block_inputs.empty()) {
       // Full recomputation: the block's forward again (its parameters are in hand: the hook above
       // gathered them under ZeRO-3), refilling its state; its output is not needed.
-      PhaseScope phase(m.ctx_.mesh.ledger(), "recompute");
+      PhaseScope phase(m.ctx_.mesh.ledger(), phase::recompute);
       block.forward(saved.block_inputs[i], saved.blocks[i]);
       saved.block_inputs[i] = Tensor();
     }
@@ -151,7 +137,7 @@ Tensor ModelChunk::unit_backward_input(int u, const Tensor& dy, double loss_scal
 
 void ModelChunk::unit_backward_weight(int u, ChunkSaved& saved, bool last_of_step) {
   GptModel& m = *model_;
-  const int L = static_cast<int>(m.config_.n_layer);
+  const int L = static_cast<int>(m.config_.layers);
   if (m.hooks_) m.hooks_->before_backward_weight(u, saved.microbatch);
   if (u == L + 1) {
     m.head_->backward_weight(saved.head);
@@ -213,7 +199,7 @@ std::vector<ModelParam> ModelChunk::parameters() const {
 
 // ---- GptModel ------------------------------------------------------------------------------------
 
-GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t micro_batch,
+GptModel::GptModel(const TensorParallelMode& mode, const ModelShape& config, std::int64_t micro_batch,
                    std::vector<UnitRange> chunks, std::string data_parallel_group, const GptKernels* kernels)
     : mode_(mode), ctx_(mode.context()),
       own_kernels_(kernels ? nullptr : make_host_gpt_kernels(ctx_.backend)),
@@ -225,14 +211,14 @@ GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std:
   validate_chunks(chunks, config_);
   dp_size_ = group_size(ctx_.mesh, dp_group_);
   split_ = ModelSplit::of(mode_);
-  const std::int64_t rows = batch_ * config_.block_size;
+  const std::int64_t rows = batch_ * config_.seq;
   require(rows % split_.row_parts == 0 && rows % split_.col_parts == 0, "GPT model: the ", rows,
-          " token rows of a replica's micro-batch (", batch_, " sequences × block_size ", config_.block_size,
+          " token rows of a replica's micro-batch (", batch_, " sequences × block_size ", config_.seq,
           ") must be divisible by the row split of the residual (", split_.row_parts, ": ", group_list(split_.rows),
           ") and by the logits' row split (", split_.col_parts, ": ", group_list(split_.cols), ") in mode ", mode_.name());
   for (const UnitRange& r : chunks) chunks_.emplace_back(*this, r);
 
-  const int L = static_cast<int>(config_.n_layer);
+  const int L = static_cast<int>(config_.layers);
   unit_params_.resize(static_cast<std::size_t>(unit_count(config_)));
   if (holds(0)) {
     embedding_ = std::make_unique<GptEmbedding>(mode_, kernels_, split_, config_);
@@ -255,8 +241,8 @@ GptModel::GptModel(const TensorParallelMode& mode, const GptConfig& config, std:
       wte = head_wte_.get();
       head_params.push_back(word_embedding_param(wte, config_));
     }
-    ln_f_ = mode_.layernorm("transformer.ln_f", config_.n_embd, split_.residual);
-    head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, *wte, config_.vocab_size);
+    ln_f_ = mode_.layernorm("transformer.ln_f", config_.hidden, split_.residual);
+    head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, *wte, config_.vocab);
     for (const ModelParam& p : layernorm_parameters(*ln_f_)) head_params.push_back(p);
   }
   for (const auto& unit : unit_params_)
@@ -284,17 +270,17 @@ std::vector<Parameter*> GptModel::raw_parameters() const {
 }
 
 void GptModel::validate_tokens(std::span<const std::int32_t> ids, const char* what) const {
-  const std::int64_t rows = batch_ * config_.block_size;
+  const std::int64_t rows = batch_ * config_.seq;
   require(static_cast<std::int64_t>(ids.size()) == rows, "GPT model: a replica's micro-batch is ", batch_,
-          " sequences of ", config_.block_size, " = ", rows, " tokens; got ", ids.size(), " ", what);
+          " sequences of ", config_.seq, " = ", rows, " tokens; got ", ids.size(), " ", what);
   for (std::int32_t id : ids)
-    require(id >= 0 && id < config_.vocab_size, "GPT model: token id ", id, " in the ", what,
-            " is outside the vocabulary [0, ", config_.vocab_size, ")");
+    require(id >= 0 && id < config_.vocab, "GPT model: token id ", id, " in the ", what,
+            " is outside the vocabulary [0, ", config_.vocab, ")");
 }
 
 double GptModel::loss_scale(int micro_batches) const {
   require(micro_batches >= 1, "GPT model: a step has at least one micro-batch; got ", micro_batches);
-  return 1.0 / static_cast<double>(micro_batches * batch_ * config_.block_size * dp_size_);
+  return 1.0 / static_cast<double>(micro_batches * batch_ * config_.seq * dp_size_);
 }
 
 double GptModel::reduce_loss(double local_sum, int micro_batches) const {
@@ -309,7 +295,7 @@ double GptModel::reduce_loss(double local_sum, int micro_batches) const {
 double GptModel::loss(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
   require(chunks_.size() == 1 && holds(0) && holds(unit_count(config_) - 1),
           "GPT model: loss() and forward_backward() run the whole model; this one holds a pipeline split");
-  PhaseScope phase(ctx_.mesh.ledger(), "forward");
+  PhaseScope phase(ctx_.mesh.ledger(), phase::forward);
   ChunkSaved saved;
   double local = 0.0;
   chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
@@ -323,18 +309,18 @@ double GptModel::forward_backward(std::span<const std::int32_t> inputs, std::spa
   ChunkSaved saved;
   double mean = 0.0;
   {
-    PhaseScope phase(ctx_.mesh.ledger(), "forward");
+    PhaseScope phase(ctx_.mesh.ledger(), phase::forward);
     double local = 0.0;
     chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
     mean = reduce_loss(local, 1);
   }
-  PhaseScope phase(ctx_.mesh.ledger(), "backward");
+  PhaseScope phase(ctx_.mesh.ledger(), phase::backward);
   chunks_.front().backward(Tensor(), loss_scale(1), saved, true);
   return mean;
 }
 
 void GptModel::reduce_gradients() {
-  PhaseScope phase(ctx_.mesh.ledger(), "grad-sync");
+  PhaseScope phase(ctx_.mesh.ledger(), phase::grad_sync);
   mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");
 }
 
@@ -372,9 +358,9 @@ void GptModel::sample_parameters() {
 ActivationShapes GptModel::activation_shapes() const {
   ActivationShapes a;
   const Mesh& mesh = ctx_.mesh;
-  const std::int64_t tokens = batch_ * config_.block_size, H = config_.n_embd;
+  const std::int64_t tokens = batch_ * config_.seq, H = config_.hidden;
   a.dtype_bytes = static_cast<std::int64_t>(dtype_size(ctx_.dtype));
-  a.seq = config_.block_size;
+  a.seq = config_.seq;
   a.tokens = tokens;
   const ShardBlock r = shard_block(split_.residual, mesh, tokens, H, "residual stream");
   a.residual_rows = r.rows;
@@ -383,7 +369,7 @@ ActivationShapes GptModel::activation_shapes() const {
   // split); the logits' rows split over C, the vocabulary (padded) over S.
   a.head_gathered_rows = split_.row_parts > 1 ? tokens : r.rows;
   a.logits_rows = tokens / split_.col_parts;
-  a.vocab_cols = split_.padded_vocab(config_.vocab_size) / split_.vocab_parts;
+  a.vocab_cols = split_.padded_vocab(config_.vocab) / split_.vocab_parts;
   a.row_parts = split_.row_parts;
   a.col_parts = split_.col_parts;
   a.vocab_parts = split_.vocab_parts;
@@ -400,33 +386,10 @@ ActivationShapes GptModel::activation_shapes() const {
     a.local_heads = attn.local_heads();
     a.mlp_rows = fc.rows;
     a.mlp_cols = fc.cols;
-    // Where a mode gathers dY in backward_input and keeps the gathered tensor for the weight pass
-    // (tp/linear.hpp's LinearSaved::dy_gathered): 1D-SP's row-parallel Linears over tp, 3D's
-    // every Linear over its input layout's column group.
-    auto gathered = [&](const Linear& l) -> std::int64_t {
-      const std::vector<std::string>& cols = l.input_layout().col_groups;
-      if (mode_.kind() == TpMode::d1_sp) return cols.empty() ? 1 : group_size(mesh, "tp");
-      if (mode_.kind() == TpMode::d3) return cols.empty() ? 1 : group_size(mesh, cols.front());
-      return 1;
-    };
-    a.dy_gather = {gathered(attn.c_attn()), gathered(attn.c_proj()), gathered(mlp.fc1()), gathered(mlp.fc2())};
-    // What else a Linear's passes allocate as activations (activation_timeline.hpp): 1D-SP's
-    // partial products over every token row before their reduce-scatter — a row-parallel
-    // forward's Y, a column-parallel backward's dX — and whether the weight pass holds the dY it
-    // was given (not where it keeps a gathered copy: 1D-SP's row-parallel Linears, 3D's on more
-    // than one rank).
-    auto allocs = [&](const Linear& l) {
-      LinearActivationAllocs m;
-      const bool row_parallel = !l.input_layout().col_groups.empty();
-      const std::int64_t bytes_per_row = a.dtype_bytes * (row_parallel ? l.spec().out_features : l.spec().in_features);
-      if (mode_.kind() == TpMode::d1_sp) {
-        m.keeps_dy = !row_parallel;
-        (row_parallel ? m.forward_partial_bytes : m.input_grad_partial_bytes) = tokens * bytes_per_row;
-      }
-      if (mode_.kind() == TpMode::d3) m.keeps_dy = gathered(l) == 1;
-      return m;
-    };
-    a.linear_allocs = {allocs(attn.c_attn()), allocs(attn.c_proj()), allocs(mlp.fc1()), allocs(mlp.fc2())};
+    // What each Linear's passes allocate beside Y and dX, as the Linear reports it (the mode's
+    // gathers of dY, partial products before a reduce-scatter).
+    a.linear_allocs = {attn.c_attn().activation_allocs(tokens), attn.c_proj().activation_allocs(tokens),
+                       mlp.fc1().activation_allocs(tokens), mlp.fc2().activation_allocs(tokens)};
     break;
   }
   return a;

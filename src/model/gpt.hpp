@@ -36,6 +36,8 @@
 #include "model/gpt_kernels.hpp"
 #include "model/lm_head.hpp"
 #include "model/unit_hooks.hpp"
+#include "spec/names.hpp"
+#include "spec/recompute.hpp"
 
 namespace mdtp {
 
@@ -45,7 +47,7 @@ struct UnitRange {
   bool operator==(const UnitRange&) const = default;
 };
 // L + 2 units for L blocks.
-inline int unit_count(const GptConfig& config) { return static_cast<int>(config.n_layer) + 2; }
+inline int unit_count(const ModelShape& config) { return static_cast<int>(config.layers) + 2; }
 
 // One micro-batch's tokens on this replica: row-major [b, T] ids and targets, identical on every
 // rank of the replica.  The first chunk reads `inputs`, the last `targets`.
@@ -54,8 +56,9 @@ struct MicroBatch {
   int index = 0;  // 0-based within the step (hooks receive it)
 };
 
-// Activation recomputation (Korthikanti et al. 2022), none of which changes a result (mdtp's GPT has
-// no dropout and its kernels are deterministic, so every recomputed number is bitwise the first):
+// Activation recomputation (Korthikanti et al. 2022; the policies are spec/recompute.hpp's
+// Recompute), none of which changes a result (mdtp's GPT has no dropout and its kernels are
+// deterministic, so every recomputed number is bitwise the first):
 //   full       keeps only each transformer block's input from its forward and runs the block's
 //              forward again, under the ledger phase `recompute`, right before its backward-input
 //              pass (the re-run fills the block's state exactly as the first did);
@@ -64,10 +67,6 @@ struct MicroBatch {
 //              communication, so no `recompute` phase appears in the ledger.
 // A streaming attention kernel that never keeps the probabilities would make selective and none
 // coincide; the memory model takes that as an input (model/activation_bytes.hpp).
-enum class ActivationRecompute { none, selective, full };
-// "none" | "selective" | "full"; an mdtp::Error naming the value otherwise.
-ActivationRecompute parse_activation_recompute(std::string_view name);
-const char* activation_recompute_name(ActivationRecompute policy);
 
 // What one chunk keeps for one micro-batch.
 struct ChunkSaved {
@@ -131,8 +130,8 @@ class GptModel {
   // replica.  `chunks` empty: one chunk of every unit.  `kernels` (the GPT kernels of the mode's
   // backend, outliving the model) may be null for a host backend: the model then uses its own.
   // The mode (with its mesh and backend) must outlive the model.
-  GptModel(const TensorParallelMode& mode, const GptConfig& config, std::int64_t micro_batch,
-           std::vector<UnitRange> chunks = {}, std::string data_parallel_group = "dp",
+  GptModel(const TensorParallelMode& mode, const ModelShape& config, std::int64_t micro_batch,
+           std::vector<UnitRange> chunks = {}, std::string data_parallel_group = group::dp,
            const GptKernels* kernels = nullptr);
   GptModel(const GptModel&) = delete;
   GptModel& operator=(const GptModel&) = delete;
@@ -159,8 +158,8 @@ class GptModel {
   void zero_gradients();
 
   // Recomputation for the passes that follow (the default: none).
-  void set_recompute(ActivationRecompute policy) { recompute_ = policy; }
-  ActivationRecompute recompute() const { return recompute_; }
+  void set_recompute(Recompute policy) { recompute_ = policy; }
+  Recompute recompute() const { return recompute_; }
 
   // Kept-activation sampling (docs/memory.md).  With tracking on, the model remembers the
   // ChunkSaved of every micro-batch in flight (they must stay where forward saw them until their
@@ -177,7 +176,7 @@ class GptModel {
   void set_hooks(UnitHooks* hooks) { hooks_ = hooks; }
   UnitHooks* hooks() const { return hooks_; }
 
-  const GptConfig& config() const { return config_; }
+  const ModelShape& config() const { return config_; }
   const ModelSplit& split() const { return split_; }
   std::int64_t micro_batch() const { return batch_; }
   std::int64_t batch_per_replica() const { return batch_; }
@@ -204,7 +203,7 @@ class GptModel {
   TpContext ctx_;
   std::unique_ptr<GptKernels> own_kernels_;  // when none were given
   const GptKernels& kernels_;
-  GptConfig config_;
+  ModelShape config_;
   std::int64_t batch_;
   std::string dp_group_;
   int dp_size_ = 1;
@@ -218,7 +217,7 @@ class GptModel {
   std::vector<std::vector<ModelParam>> unit_params_;
   std::vector<ModelParam> params_;
   UnitHooks* hooks_ = nullptr;
-  ActivationRecompute recompute_ = ActivationRecompute::none;
+  Recompute recompute_ = Recompute::none;
   bool track_kept_ = false;
   std::vector<const ChunkSaved*> live_contexts_;  // while tracking
   KeptActivationSample kept_sample_;
@@ -227,10 +226,10 @@ class GptModel {
 // The unit a parameter of this model belongs to, from its nanoGPT name (transformer.wte.weight and
 // transformer.wpe.weight: 0; transformer.h.<i>.*: i + 1; transformer.ln_f.*: L + 1), or -1 for a name
 // that is not one.  Checkpoints use it to order and to recognise tensors held by other stages.
-int unit_of_parameter(const std::string& name, const GptConfig& config);
+int unit_of_parameter(const std::string& name, const ModelShape& config);
 
 // The chunks a validated list describes: sorted, non-overlapping, inside [0, L + 1]; an mdtp::Error
 // naming the offending range otherwise.
-void validate_chunks(const std::vector<UnitRange>& chunks, const GptConfig& config);
+void validate_chunks(const std::vector<UnitRange>& chunks, const ModelShape& config);
 
 }  // namespace mdtp

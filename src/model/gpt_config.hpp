@@ -1,23 +1,18 @@
 #pragma once
-// The GPT-2 architecture hyper-parameters, named as nanoGPT names them (and as checkpoints store
-// them as root attributes).
-#include <cstdint>
+// The GPT-2 model's shape is the run spec's ModelShape (spec/run_spec.hpp): layers, hidden, heads,
+// seq (T of every training row), vocab.  Checkpoints store it under nanoGPT's names (n_layer,
+// n_embd, n_head, block_size, vocab_size: train/checkpoint.hpp), and the messages below use them.
 #include <string>
+
+#include "spec/run_spec.hpp"
 
 namespace mdtp {
 
-struct GptConfig {
-  std::int64_t vocab_size = 0;
-  std::int64_t n_layer = 0;
-  std::int64_t n_head = 0;
-  std::int64_t n_embd = 0;
-  std::int64_t block_size = 0;  // sequence length T of every training row
-  bool operator==(const GptConfig&) const = default;
-};
-
-// Throws an mdtp::Error naming the first value that is not positive, or n_embd not divisible by
-// n_head.  Checked on every rank before anything is built.
-void validate(const GptConfig& config);
-std::string describe(const GptConfig& config);  // "vocab 65, 2 layers, 4 heads, embd 64, block 32"
+// Throws an mdtp::Error naming the first value that is not positive, hidden not divisible by
+// heads, or a member of a model family this GPT-2 does not build (rmsnorm, rope, an untied head,
+// an MLP other than 4·hidden, grouped-query attention).  Checked on every rank before anything is
+// built.
+void validate(const ModelShape& config);
+std::string describe(const ModelShape& config);  // "vocab 65, 2 layers, 4 heads, embd 64, block 32"
 
 }  // namespace mdtp

@@ -1,6 +1,7 @@
 #include "modes/registry.hpp"
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 #include "tp/serial_mode.hpp"
 #include "tp1d/mode_1d.hpp"
 #include "tp2d/mode_2d.hpp"
@@ -11,7 +12,7 @@ namespace mdtp {
 
 std::unique_ptr<TensorParallelMode> make_tp_mode(TpMode mode, const TpContext& ctx) {
   const TpMode mesh_mode = ctx.mesh.topology().tp_mode();
-  const int tp = ctx.mesh.comm("tp").size();
+  const int tp = ctx.mesh.comm(group::tp).size();
   require(grid_kind(mode) == grid_kind(mesh_mode), "tensor-parallel mode '", tp_mode_name(mode),
           "' needs a mesh built for the ", tp_grid_kind_name(grid_kind(mode)), " TP grid; this mesh was built for mode ",
           tp_mode_name(mesh_mode));

@@ -1,6 +1,7 @@
 #include "pipeline/boundary.hpp"
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 #include "tp/linear.hpp"
 
 namespace mdtp {
@@ -8,9 +9,9 @@ namespace mdtp {
 BoundaryLink::BoundaryLink(const GptModel& model, const Mesh& mesh)
     : mesh_(mesh), backend_(model.mode().context().backend), dtype_(model.mode().context().dtype) {
   const ModelSplit& split = model.split();
-  const GptConfig& config = model.config();
+  const ModelShape& config = model.config();
   const ShardBlock b =
-      shard_block(split.residual, mesh, model.micro_batch() * config.block_size, config.n_embd, "pipeline boundary");
+      shard_block(split.residual, mesh, model.micro_batch() * config.seq, config.hidden, "pipeline boundary");
   rows_ = b.rows;
   cols_ = b.cols;
   std::vector<std::string> used = split.residual.row_groups;
@@ -31,13 +32,13 @@ BoundaryLink::Transfer BoundaryLink::send(const Tensor& x, int peer, int tag) co
           shape_string(x.shape()), "; the residual shard is [", rows_, ", ", cols_, "]");
   const std::int64_t part = rows_ / slices_;
   Transfer t{x.row_slice(part * slice_, part * (slice_ + 1)), {}};
-  t.handle = mesh_.comm("pp").isend(t.buffer, peer, tag);
+  t.handle = mesh_.comm(group::pp).isend(t.buffer, peer, tag);
   return t;
 }
 
 BoundaryLink::Transfer BoundaryLink::post_receive(int peer, int tag) const {
   Transfer t{backend_.empty({rows_ / slices_, cols_}, dtype_, MemCategory::communication), {}};
-  t.handle = mesh_.comm("pp").irecv(t.buffer, peer, tag);
+  t.handle = mesh_.comm(group::pp).irecv(t.buffer, peer, tag);
   return t;
 }
 

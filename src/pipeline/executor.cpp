@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -19,8 +20,8 @@ constexpr int kTagSpace = 32768;
 PipelineExecutor::PipelineExecutor(GptModel& model, const Mesh& mesh, Schedule schedule, int stage)
     : model_(model), mesh_(mesh), schedule_(std::move(schedule)), stage_(stage),
       virtual_stages_(schedule_.stages * schedule_.chunks), link_(model, mesh) {
-  require(mesh.comm("pp").size() == schedule_.stages, "pipeline: the schedule has ", schedule_.stages,
-          " stages but the mesh's pp group has ", mesh.comm("pp").size(), " ranks");
+  require(mesh.comm(group::pp).size() == schedule_.stages, "pipeline: the schedule has ", schedule_.stages,
+          " stages but the mesh's pp group has ", mesh.comm(group::pp).size(), " ranks");
   require(stage >= 0 && stage < schedule_.stages, "pipeline: stage ", stage, " is outside [0, ", schedule_.stages, ")");
   require(static_cast<int>(model.chunks().size()) == schedule_.chunks, "pipeline: the model holds ",
           model.chunks().size(), " chunks; the schedule runs ", schedule_.chunks, " per stage");
@@ -41,7 +42,7 @@ int PipelineExecutor::tag(char direction, int microbatch, int virtual_stage) con
 void PipelineExecutor::post_receives_ahead(std::size_t from) {
   const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
   next_receive_ = std::max(next_receive_, from);
-  PhaseScope phase(mesh_.ledger(), "pipeline");
+  PhaseScope phase(mesh_.ledger(), phase::pipeline);
   while (receives_.size() < kReceiveLookahead && next_receive_ < list.size()) {
     const Action& a = list[next_receive_];
     if (needs_input(a)) {
@@ -79,7 +80,7 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
 
   Tensor input;
   if (needs_input(a)) {
-    PhaseScope phase(mesh_.ledger(), "pipeline");
+    PhaseScope phase(mesh_.ledger(), phase::pipeline);
     input = link_.complete(receives_.at(index));
     receives_.erase(index);
   }
@@ -88,7 +89,7 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
   // Sends the input gradient back upstream (virtual stage vs − 1), as soon as it exists.
   auto send_back = [&](const Tensor& dx) {
     if (vs == 0) return;
-    PhaseScope phase(mesh_.ledger(), "pipeline");
+    PhaseScope phase(mesh_.ledger(), phase::pipeline);
     sends_.push_back(link_.send(dx, (vs - 1) % schedule_.stages, tag('B', a.microbatch, vs)));
   };
   switch (a.op) {
@@ -99,20 +100,20 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
       double local = 0.0;
       Tensor y;
       {
-        PhaseScope phase(mesh_.ledger(), "forward");
+        PhaseScope phase(mesh_.ledger(), phase::forward);
         y = chunk.forward(input, mbs.at(static_cast<std::size_t>(a.microbatch)), slot.saved, &local);
       }
       if (vs == virtual_stages_ - 1) {
         out.loss_sum += local;
       } else {
-        PhaseScope phase(mesh_.ledger(), "pipeline");
+        PhaseScope phase(mesh_.ledger(), phase::pipeline);
         sends_.push_back(link_.send(y, (vs + 1) % schedule_.stages, tag('F', a.microbatch, vs)));
       }
       break;
     }
     case PassKind::BW:
       if (fused_backward_unit_by_unit(schedule_, stage_, a.chunk)) {  // nothing to send upstream
-        PhaseScope phase(mesh_.ledger(), "backward");
+        PhaseScope phase(mesh_.ledger(), phase::backward);
         chunk.backward(input, loss_scale, slots_.at(key).saved, last_weight);
         slots_.erase(key);
         break;
@@ -122,19 +123,19 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
       Slot& slot = slots_.at(key);
       Tensor dx;
       {
-        PhaseScope phase(mesh_.ledger(), "backward");
+        PhaseScope phase(mesh_.ledger(), phase::backward);
         dx = chunk.backward_input(input, loss_scale, slot.saved);
       }
       send_back(dx);
       slot.input_done = true;
       if (a.op == PassKind::B) break;
-      PhaseScope phase(mesh_.ledger(), "backward");
+      PhaseScope phase(mesh_.ledger(), phase::backward);
       chunk.backward_weight(slot.saved, last_weight);
       slots_.erase(key);
       break;
     }
     case PassKind::W: {
-      PhaseScope phase(mesh_.ledger(), "backward");
+      PhaseScope phase(mesh_.ledger(), phase::backward);
       chunk.backward_weight(slots_.at(key).saved, last_weight);
       slots_.erase(key);
       break;

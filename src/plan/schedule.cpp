@@ -1,7 +1,6 @@
 #include "plan/schedule.hpp"
 
 #include <algorithm>
-#include <string>
 
 #include "core/error.hpp"
 
@@ -85,22 +84,6 @@ Actions zb_h1_stage(int p, int m, int r) {
 }
 
 }  // namespace
-
-ScheduleKind parse_schedule(std::string_view name) {
-  for (ScheduleKind k : {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::interleaved, ScheduleKind::zb_h1})
-    if (name == schedule_name(k)) return k;
-  throw_error("unknown pipeline schedule '", std::string(name), "'; expected one of gpipe, 1f1b, interleaved, zb-h1");
-}
-
-const char* schedule_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::gpipe: return "gpipe";
-    case ScheduleKind::one_f_one_b: return "1f1b";
-    case ScheduleKind::interleaved: return "interleaved";
-    case ScheduleKind::zb_h1: return "zb-h1";
-  }
-  return "?";
-}
 
 const char* pass_name(PassKind kind) {
   switch (kind) {

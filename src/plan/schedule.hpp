@@ -26,11 +26,10 @@
 #include <string_view>
 #include <vector>
 
-namespace mdtp {
+// ScheduleKind, parse_schedule and schedule_name: the run spec names schedules without their rules.
+#include "spec/schedule_kind.hpp"
 
-enum class ScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1 };
-ScheduleKind parse_schedule(std::string_view name);  // "gpipe" | "1f1b" | "interleaved" | "zb-h1"
-const char* schedule_name(ScheduleKind kind);
+namespace mdtp {
 
 enum class PassKind : char { F = 'F', B = 'B', W = 'W', BW = 'X' };
 const char* pass_name(PassKind kind);  // "F", "B", "W", "BW"

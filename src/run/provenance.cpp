@@ -9,6 +9,7 @@
 #include "core/host_info.hpp"
 #include "run/rank_stats.hpp"
 #include "mdtp/build_info.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::run {
 namespace {
@@ -26,7 +27,7 @@ std::vector<std::string> gather_host_names(MPI_Comm world, WaitPolicy policy) {
                            MPI_CHAR, world, &request),
             "MPI_Iallgather");
   wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
-                   WaitLabel{"world", "all_gather (host names)", static_cast<std::int64_t>(all.size()), nullptr});
+                   WaitLabel{group::world, "all_gather (host names)", static_cast<std::int64_t>(all.size()), nullptr});
   std::vector<std::string> names;
   for (int r = 0; r < size; ++r) {
     const char* begin = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;

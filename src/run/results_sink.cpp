@@ -6,6 +6,7 @@
 
 #include "run/rank_stats.hpp"
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp::run {
 namespace {
@@ -37,7 +38,7 @@ ResultsSink::ResultsSink(std::string path, MPI_Comm world) : path_(std::move(pat
   // it read (a calibration kept in this same file) before rank 0 opens it.
   MPI_Request request = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibarrier(world_, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, kPolicy, WaitLabel{"world", "barrier (results file)", -1, nullptr});
+  wait_mpi_request(request, MPI_STATUS_IGNORE, kPolicy, WaitLabel{group::world, "barrier (results file)", -1, nullptr});
   std::string problem = rank_ == 0 ? check_destination(path_) : "";
   problem = broadcast_string(problem, 0, world_, kPolicy);
   require(problem.empty(), "results file: ", problem);

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -79,7 +80,7 @@ Tensor scatter_full(const Tensor& full, const Layout& layout, const Mesh& mesh, 
 
 Tensor gather_full(const Tensor& shard, const Layout& layout, const Mesh& mesh, const Backend& backend,
                    std::int64_t full_row_count, std::int64_t full_col_count) {
-  Communicator& tp = mesh.comm("tp");
+  Communicator& tp = mesh.comm(group::tp);
   const bool vector = shard.ndim() == 1;
   const std::int64_t srows = vector ? 1 : shard.rows(), scols = shard.cols();
   Tensor gathered = backend.empty({srows * tp.size(), scols}, shard.dtype(), MemCategory::communication);
@@ -91,7 +92,7 @@ Tensor gather_full(const Tensor& shard, const Layout& layout, const Mesh& mesh, 
   Tensor full2d = full.reshaped({vector ? 1 : full_row_count, full_col_count});
   // The tp group's members in group-rank order, as mesh ranks (the mesh may live on a
   // sub-communicator of MPI_COMM_WORLD, whose numbering world_ranks() would give).
-  const std::vector<int> members = mesh.topology().group_of("tp", mesh.rank());
+  const std::vector<int> members = mesh.topology().group_of(group::tp, mesh.rank());
   for (std::size_t m = 0; m < members.size(); ++m) {
     AxisPosition r = position_over(layout.row_groups, mesh, members[m]);
     AxisPosition c = position_over(layout.col_groups, mesh, members[m]);

@@ -55,6 +55,8 @@ LinearBase::LinearBase(const TpContext& ctx, LinearSpec spec, Layout input_layou
                                    spec_.out_features, spec_.name + " output").cols;
 }
 
+LinearActivationAllocs LinearBase::activation_allocs(std::int64_t) const { return {}; }
+
 Tensor Linear::backward(const Tensor& dy, LinearSaved& saved) {
   Tensor dx = backward_input(dy, saved);
   backward_weight(saved);

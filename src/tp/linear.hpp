@@ -42,6 +42,22 @@ struct LinearSaved {
   Tensor dy_gathered;      // kept by backward_input where the mode gathers dY (1D-SP row, 3D)
 };
 
+// What one Linear's passes allocate in the `activations` category besides their results (Y in
+// forward, dX in backward-input: activations in every mode), whether its weight pass holds on to
+// the dY it was given, and over how many ranks backward-input gathers dY and keeps the gathered
+// tensor for the weight pass.  Each mode's Linear says this of itself, so the memory model
+// (model/activation_timeline.hpp) never asks which mode it runs under.
+struct LinearActivationAllocs {
+  // The weight pass reads the incoming dY itself; a Linear that keeps a gathered copy (in
+  // `communication`) instead lets the dY it was given die with its holder.
+  bool keeps_dy = true;
+  // Partial products over the full token rows held until a reduce-scatter has filled the result:
+  // a forward's (before Y) and a backward-input's (before dX).
+  std::int64_t forward_partial_bytes = 0, input_grad_partial_bytes = 0;
+  // The factor by which the kept dY grows: the ranks dY is gathered over (1: not gathered).
+  std::int64_t dy_gather = 1;
+};
+
 class Linear {
  public:
   virtual ~Linear() = default;
@@ -61,6 +77,8 @@ class Linear {
   virtual const Layout& input_layout() const = 0;
   virtual const Layout& output_layout() const = 0;
   virtual const LinearSpec& spec() const = 0;
+  // What the passes of one micro-batch of `tokens` rows (b · T) allocate beside Y and dX.
+  virtual LinearActivationAllocs activation_allocs(std::int64_t tokens) const = 0;
 };
 
 class LinearBase : public Linear {
@@ -72,6 +90,8 @@ class LinearBase : public Linear {
   const Layout& input_layout() const override { return input_layout_; }
   const Layout& output_layout() const override { return output_layout_; }
   const LinearSpec& spec() const override { return spec_; }
+  // A Linear that neither gathers dY nor holds partial products: keeps the dY it was given.
+  LinearActivationAllocs activation_allocs(std::int64_t tokens) const override;
 
  protected:
   // `weight_layout` shards W [in, out]; `tp_axes` are the mode's TP groups (replication is derived

@@ -10,6 +10,15 @@ ColumnParallelLinear::ColumnParallelLinear(const TpContext& ctx, const LinearSpe
                  Layout{"1d.column-weight", {}, {"tp"}}, {"tp"}),
       sequence_parallel_(sequence_parallel) {}
 
+// Under sequence parallelism backward-input's product covers every token row before its
+// reduce-scatter to this rank's rows.
+LinearActivationAllocs ColumnParallelLinear::activation_allocs(std::int64_t tokens) const {
+  LinearActivationAllocs a;
+  if (sequence_parallel_)
+    a.input_grad_partial_bytes = tokens * spec().in_features * static_cast<std::int64_t>(dtype_size(ctx().dtype));
+  return a;
+}
+
 Tensor ColumnParallelLinear::gather_rows(const Tensor& x) const {
   Communicator& tp = ctx().mesh.comm("tp");
   Tensor full = ctx().backend.empty({x.rows() * tp.size(), x.cols()}, x.dtype(), MemCategory::communication);

@@ -10,6 +10,17 @@ RowParallelLinear::RowParallelLinear(const TpContext& ctx, const LinearSpec& spe
                  Layout{"1d.row-weight", {"tp"}, {}}, {"tp"}),
       sequence_parallel_(sequence_parallel) {}
 
+// Under sequence parallelism forward's product covers every token row before its reduce-scatter,
+// and backward-input gathers dY over tp and keeps the gathered tensor (not the dY it was given).
+LinearActivationAllocs RowParallelLinear::activation_allocs(std::int64_t tokens) const {
+  LinearActivationAllocs a;
+  if (!sequence_parallel_) return a;
+  a.keeps_dy = false;
+  a.forward_partial_bytes = tokens * spec().out_features * static_cast<std::int64_t>(dtype_size(ctx().dtype));
+  a.dy_gather = ctx().mesh.comm("tp").size();
+  return a;
+}
+
 Tensor RowParallelLinear::matmul_forward(const Tensor& x, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   Communicator& tp = ctx().mesh.comm("tp");

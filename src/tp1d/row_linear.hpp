@@ -13,6 +13,7 @@ namespace mdtp {
 class RowParallelLinear final : public LinearBase {
  public:
   RowParallelLinear(const TpContext& ctx, const LinearSpec& spec, bool sequence_parallel);
+  LinearActivationAllocs activation_allocs(std::int64_t tokens) const override;
 
  protected:
   Tensor matmul_forward(const Tensor& x, LinearSaved& saved) override;

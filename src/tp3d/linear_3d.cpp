@@ -91,6 +91,15 @@ Linear3D::Linear3D(const TpContext& ctx, const LinearSpec& spec, const Layout& i
       output_group_(input.col_groups[0]),
       keep_gathered_(ctx.options.keep_gathered_3d) {}
 
+// Backward-input gathers dY over O and keeps the gathered dY(j,i) for the weight pass; on one
+// rank nothing is gathered and the dY it was given is what the weight pass reads.
+LinearActivationAllocs Linear3D::activation_allocs(std::int64_t) const {
+  LinearActivationAllocs a;
+  a.dy_gather = ctx().mesh.comm(output_group_).size();
+  a.keeps_dy = a.dy_gather == 1;
+  return a;
+}
+
 Tensor Linear3D::matmul_forward(const Tensor& x, LinearSaved& saved) {
   const Backend& be = ctx().backend;
   const Mesh& mesh = ctx().mesh;

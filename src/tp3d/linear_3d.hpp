@@ -45,6 +45,7 @@ class Linear3D final : public LinearBase {
  public:
   // `input` must be Mode3D::activation_layout(0) or (1); the output is the other one.
   Linear3D(const TpContext& ctx, const LinearSpec& spec, const Layout& input);
+  LinearActivationAllocs activation_allocs(std::int64_t tokens) const override;
 
  protected:
   Tensor matmul_forward(const Tensor& x, LinearSaved& saved) override;

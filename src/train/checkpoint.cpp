@@ -17,15 +17,15 @@ namespace {
 
 const char* const kConfigKeys[] = {"vocab_size", "n_layer", "n_head", "n_embd", "block_size"};
 
-std::int64_t config_value(const GptConfig& c, const std::string& key) {
-  if (key == "vocab_size") return c.vocab_size;
-  if (key == "n_layer") return c.n_layer;
-  if (key == "n_head") return c.n_head;
-  if (key == "n_embd") return c.n_embd;
-  return c.block_size;
+std::int64_t config_value(const ModelShape& c, const std::string& key) {
+  if (key == "vocab_size") return c.vocab;
+  if (key == "n_layer") return c.layers;
+  if (key == "n_head") return c.heads;
+  if (key == "n_embd") return c.hidden;
+  return c.seq;
 }
 
-void write_config(H5File& file, const GptConfig& c) {
+void write_config(H5File& file, const ModelShape& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
 }
 
@@ -126,9 +126,9 @@ bool equal_streamed(const H5File& file, const std::string& a, const std::string&
 
 }  // namespace
 
-GptConfig read_checkpoint_config(const std::string& path) {
+ModelShape read_checkpoint_config(const std::string& path) {
   H5File file = H5File::open_read(path, "checkpoint");
-  GptConfig c;
+  ModelShape c;
   std::map<std::string, std::int64_t> values;
   for (const char* key : kConfigKeys) {
     auto v = file.int_attribute("/", key);
@@ -137,11 +137,11 @@ GptConfig read_checkpoint_config(const std::string& path) {
     require(*v > 0, "checkpoint '", path, "': root attribute ", key, "=", *v, " must be positive");
     values[key] = *v;
   }
-  c.vocab_size = values["vocab_size"];
-  c.n_layer = values["n_layer"];
-  c.n_head = values["n_head"];
-  c.n_embd = values["n_embd"];
-  c.block_size = values["block_size"];
+  c.vocab = values["vocab_size"];
+  c.layers = values["n_layer"];
+  c.heads = values["n_head"];
+  c.hidden = values["n_embd"];
+  c.seq = values["block_size"];
   return c;
 }
 
@@ -158,7 +158,7 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
     file.set_attribute("optim", "step", state.step);
     file.set_attribute("optim", "data_position", state.data_position);
     file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
-    file.set_attribute("optim", "optimizer", engine.optimizer_config().kind);
+    file.set_attribute("optim", "optimizer", std::string(optimizer_kind_name(engine.optimizer_config().kind)));
     if (moments) {
       file.create_group("optim/exp_avg");
       file.create_group("optim/exp_avg_sq");
@@ -167,7 +167,7 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
 }
 
 TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world) {
-  const GptConfig saved = read_checkpoint_config(path);
+  const ModelShape saved = read_checkpoint_config(path);
   require(saved == model.config(), "checkpoint '", path, "' holds a model of ", describe(saved),
           "; this run builds ", describe(model.config()));
   H5File file = H5File::open_read(path, "checkpoint");

@@ -30,7 +30,7 @@ struct TrainingState {
 };
 
 // The root attributes, validated (present, integers, positive).
-GptConfig read_checkpoint_config(const std::string& path);
+ModelShape read_checkpoint_config(const std::string& path);
 
 // Collective over the model's mesh (every rank calls it); rank 0 of `world` writes.
 void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, const TrainingState& state,

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "plan/schedule_sim.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -26,8 +27,8 @@ double busy(const StageStepResult& r, PassKind kind) {
 PipelineReport::PipelineReport(const Schedule& schedule, const Mesh& mesh, MPI_Comm world)
     : schedule_(schedule), world_(world) {
   MPI_Comm_rank(world, &rank_);
-  stage_ = mesh.comm("pp").rank();
-  representative_ = mesh.comm("tp").rank() == 0 && mesh.comm("dp").rank() == 0;
+  stage_ = mesh.comm(group::pp).rank();
+  representative_ = mesh.comm(group::tp).rank() == 0 && mesh.comm(group::dp).rank() == 0;
   pipeline_.integer("step").integer("stage").integer("rank").real("forward_s").real("backward_input_s")
       .real("backward_weight_s").real("backward_s").real("p2p_wait_s").real("step_s").real("idle_s")
       .real("bubble_measured").real("bubble_model").integer("peak_contexts").integer("peak_full")

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -59,8 +60,8 @@ NamedTensor receive(int from, MPI_Comm roots) {
 
 void stream_stage_tensors(std::size_t count, const std::function<NamedTensor(std::size_t)>& produce,
                           const std::function<void(NamedTensor&&)>& consume, const Mesh& mesh, MPI_Comm world) {
-  const bool representative = mesh.comm("tp").rank() == 0 && mesh.comm("dp").rank() == 0;
-  const int stage = mesh.comm("pp").rank(), stages = mesh.comm("pp").size();
+  const bool representative = mesh.comm(group::tp).rank() == 0 && mesh.comm(group::dp).rank() == 0;
+  const int stage = mesh.comm(group::pp).rank(), stages = mesh.comm(group::pp).size();
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   require(rank != 0 || (representative && stage == 0), "checkpoint gather: world rank 0 must be stage 0's ",

@@ -1,4 +1,5 @@
 #include "train/step_comm_config.hpp"
+#include "spec/names.hpp"
 
 #include <algorithm>
 
@@ -6,31 +7,14 @@
 
 namespace mdtp {
 
-cost::StepCommConfig step_comm_config(const TrainConfig& tc, const TrainPlan& plan) {
-  cost::StepCommConfig c;
-  c.model = cost::GptShape{plan.model.n_layer, plan.model.n_embd, plan.model.n_head, plan.model.block_size,
-                           plan.model.vocab_size};
-  c.micro_batch = plan.micro_batch;
-  c.mesh = plan.mesh;
-  c.options = TpOptions{};  // the trainer's TP context uses the default options
-  c.schedule = plan.schedule.kind;
-  c.micro_batches = plan.schedule.micro_batches;
-  c.chunks = plan.schedule.chunks;
-  c.pp_layers = plan.partition.blocks();
-  c.group_size = plan.schedule.kind == ScheduleKind::interleaved ? plan.schedule.group_size : 0;
-  c.dtype = tc.dtype;
-  c.zero_stage = tc.zero.stage;
-  c.bucket_mb = tc.zero.bucket_mb;
-  c.align_bytes = tc.zero.align_bytes;
-  c.keep_parameters = tc.zero.keep_parameters_for_step;
-  c.reduce_per_micro_batch = tc.zero.reduce_per_micro_batch;
-  c.recompute_full = tc.recompute == ActivationRecompute::full;
-  return c;
+cost::StepCommConfig step_comm_config(const TrainPlan& plan) {
+  // The trainer's TP context uses the default options.
+  return cost::StepCommConfig{.spec = plan.spec, .options = TpOptions{}, .align_bytes = plan.zero.align_bytes};
 }
 
 std::map<LedgerKey, LedgerTotals> step_comm_max_over_stages(const cost::StepCommConfig& config) {
   std::map<LedgerKey, LedgerTotals> out;
-  for (int stage = 0; stage < config.mesh.pp; ++stage)
+  for (int stage = 0; stage < config.spec.layout.pp; ++stage)
     for (const auto& [key, t] : cost::plan_step_comm(config, stage).totals()) {
       LedgerTotals& m = out[key];
       m.calls = std::max(m.calls, t.calls);
@@ -41,12 +25,19 @@ std::map<LedgerKey, LedgerTotals> step_comm_max_over_stages(const cost::StepComm
   return out;
 }
 
-std::optional<std::map<LedgerKey, LedgerTotals>> step_comm_model(const TrainConfig& config, const TrainPlan& plan) {
+std::optional<std::map<LedgerKey, LedgerTotals>> step_comm_model(const TrainPlan& plan, std::string& why_not) {
   // The plan groups its data-parallel and model-parallel calls under the engine's default names.
-  if (config.zero.data_parallel_group != "dp" || config.zero.model_parallel_group != "tp-pp") return std::nullopt;
+  const ZeroConfig& zero = plan.zero;
+  if (zero.data_parallel_group != group::dp || zero.model_parallel_group != group::tp_pp) {
+    why_not = fmt::format("the ZeRO engine reduces over the groups '{}' and '{}'; the plan knows only '{}' and '{}'",
+                          zero.data_parallel_group, zero.model_parallel_group, group::dp, group::tp_pp);
+    return std::nullopt;
+  }
   try {
-    return step_comm_max_over_stages(step_comm_config(config, plan));
-  } catch (const Error&) {
+    why_not.clear();
+    return step_comm_max_over_stages(step_comm_config(plan));
+  } catch (const Error& e) {
+    why_not = std::string("the whole-step plan refuses this configuration: ") + e.what();
     return std::nullopt;
   }
 }
@@ -81,8 +72,8 @@ void add_ledger_rows(Table& table, std::int64_t step, const std::vector<LedgerSt
 }
 
 std::string ledger_summary(const std::vector<LedgerStat>& stats,
-                           const std::optional<std::map<LedgerKey, LedgerTotals>>& model) {
-  if (!model) return "communication: no model for this configuration";
+                           const std::optional<std::map<LedgerKey, LedgerTotals>>& model, const std::string& why_not) {
+  if (!model) return "communication: no model for this configuration (" + why_not + ")";
   double measured = 0.0, modelled = 0.0;
   std::size_t equal = 0, keys = model->size();
   for (const LedgerStat& s : stats) {

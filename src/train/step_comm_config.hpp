@@ -17,15 +17,16 @@
 
 namespace mdtp {
 
-cost::StepCommConfig step_comm_config(const TrainConfig& config, const TrainPlan& plan);
+cost::StepCommConfig step_comm_config(const TrainPlan& plan);
 
 // Per key, the largest calls and logical bytes over the pipeline stages (every rank of a stage
 // issues the same calls): what `reduce_ledger_stats` reports as the maximum over ranks.
 std::map<LedgerKey, LedgerTotals> step_comm_max_over_stages(const cost::StepCommConfig& config);
 
-// The trainer's model of a run, or nothing when the plan refuses the configuration (the run
-// itself goes on; its table then says -1 in the model columns).
-std::optional<std::map<LedgerKey, LedgerTotals>> step_comm_model(const TrainConfig& config, const TrainPlan& plan);
+// The trainer's model of a run, or nothing when the plan does not cover the configuration; then
+// `why_not` says why (the run itself goes on; its table says -1 in the model columns and its
+// record carries the reason, so a mismatch is never silently skipped).
+std::optional<std::map<LedgerKey, LedgerTotals>> step_comm_model(const TrainPlan& plan, std::string& why_not);
 
 // The `ledger` table of a train run: per step and (phase, group, op), the measurement (maximum
 // and mean over ranks) and the model's calls and logical bytes (its maximum over stages).
@@ -35,7 +36,8 @@ void add_ledger_rows(Table& table, std::int64_t step, const std::vector<LedgerSt
                      const std::optional<std::map<LedgerKey, LedgerTotals>>& model);
 // "communication: 9 of 9 (phase, group, op) equal the model; 103312 B measured, 103312 B modelled
 // (largest rank per key)".
+// Without a model: "communication: no model for this configuration (WHY)".
 std::string ledger_summary(const std::vector<LedgerStat>& stats,
-                           const std::optional<std::map<LedgerKey, LedgerTotals>>& model);
+                           const std::optional<std::map<LedgerKey, LedgerTotals>>& model, const std::string& why_not);
 
 }  // namespace mdtp

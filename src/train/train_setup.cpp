@@ -1,5 +1,6 @@
 #include "train/train_setup.hpp"
 
+#include "io/output_path.hpp"
 #include "plan/schedule_sim.hpp"
 
 namespace mdtp {
@@ -11,62 +12,105 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The model shape: explicit values, else the checkpoint's (explicit ones must then agree), else
 // the data's vocabulary and row length, else the defaults.
-GptConfig resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
-  GptConfig m = tc.model;
+ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
+  ModelShape m = tc.spec.model;
   if (!tc.init_from.empty()) {
-    const GptConfig saved = read_checkpoint_config(tc.init_from);
+    const ModelShape saved = read_checkpoint_config(tc.init_from);
     auto take = [&](std::int64_t& value, std::int64_t from_file, const char* option) {
       require(value == 0 || value == from_file, "--init-from ", tc.init_from, " holds a model with ", option, " ",
               from_file, " but ", option, " ", value, " was given");
       value = from_file;
     };
-    take(m.vocab_size, saved.vocab_size, "--vocab");
-    take(m.n_layer, saved.n_layer, "--layers");
-    take(m.n_head, saved.n_head, "--heads");
-    take(m.n_embd, saved.n_embd, "--embd");
-    take(m.block_size, saved.block_size, "--seq");
+    take(m.vocab, saved.vocab, "--vocab");
+    take(m.layers, saved.layers, "--layers");
+    take(m.heads, saved.heads, "--heads");
+    take(m.hidden, saved.hidden, "--hidden");
+    take(m.seq, saved.seq, "--seq");
   }
-  if (m.block_size == 0) m.block_size = hdf5_data ? hdf5_data->seq : kDefaultModel.block_size;
-  if (m.n_layer == 0) m.n_layer = kDefaultModel.n_layer;
-  if (m.n_head == 0) m.n_head = kDefaultModel.n_head;
-  if (m.n_embd == 0) m.n_embd = kDefaultModel.n_embd;
+  if (m.seq == 0) m.seq = hdf5_data ? hdf5_data->seq : kDefaultModel.seq;
+  if (m.layers == 0) m.layers = kDefaultModel.layers;
+  if (m.heads == 0) m.heads = kDefaultModel.heads;
+  if (m.hidden == 0) m.hidden = kDefaultModel.hidden;
   return m;
+}
+
+// What the spec can say and the engine cannot run yet, refused by name (the cost model and the
+// planner still take it).
+void require_engine_supports(const RunSpec& spec) {
+  const DType dtype = spec.precision.params;
+  require(dtype == DType::f32 || dtype == DType::f64, "--dtype must be f32 or f64 for mdtp train; got ",
+          dtype_name(dtype), " (bf16 and f16 training are not in the engine yet; mdtp cost and mdtp plan model them)");
+  require(spec.precision.grad_reduce == dtype, "mdtp train reduces gradients in the parameters' dtype ",
+          dtype_name(dtype), "; got --grad-reduce-dtype ", dtype_name(spec.precision.grad_reduce));
+  require(spec.dropout == 0.0, "mdtp train runs without dropout; got --dropout ", spec.dropout,
+          " (mdtp cost and mdtp plan model dropout's masks)");
+  const ModelShape& m = spec.model;
+  require(m.norm == NormKind::layernorm && m.position == PositionKind::learned && m.tied_head,
+          "mdtp train runs GPT-2 blocks (layernorm, learned positions, tied head); got norm ", norm_kind_name(m.norm),
+          ", position ", position_kind_name(m.position), ", tied_head ", m.tied_head ? "true" : "false");
+  require(m.ffn_hidden == 0 || m.ffn_hidden == 4 * m.hidden, "mdtp train's MLP is 4 x hidden = ", 4 * m.hidden,
+          " wide; got --ffn-hidden ", m.ffn_hidden);
+  require(m.kv_heads == 0 || m.kv_heads == m.heads, "mdtp train runs multi-head attention (kv_heads = heads = ",
+          m.heads, "); got --kv-heads ", m.kv_heads);
+}
+
+// Outputs are checked now, as the inputs are: a path that could not be written at the end would
+// otherwise lose a whole run's results.
+void check_outputs(const TrainConfig& tc) {
+  if (!tc.out.empty()) check_hdf5_output(tc.out, "--out");
+  if (!tc.save.empty()) check_hdf5_output(tc.save, "--save");
+  if (!tc.dump_grads.empty()) check_hdf5_output(tc.dump_grads, "--dump-grads");
 }
 
 }  // namespace
 
+RunSpec unresolved_train_spec() {
+  RunSpec spec;
+  spec.model.layers = spec.model.hidden = spec.model.heads = spec.model.seq = spec.model.vocab = 0;
+  spec.layout.dp = 0;
+  return spec;
+}
+
+
 TrainPlan plan_training(const TrainConfig& tc, int world_size) {
-  TrainPlan plan{.mesh = {}, .dp = 1, .model = {}, .data = {}, .partition = StagePartition(1, 1, 1), .schedule = {},
-                 .micro_batch = 1};
+  TrainPlan plan{.spec = tc.spec, .mesh = {}, .data = {}, .partition = StagePartition(1, 1, 1),
+                 .schedule = {}, .micro_batch = 1, .zero = {}};
+  RunSpec& spec = plan.spec;
+  ParallelLayout& layout = spec.layout;
   plan.mesh.world = world_size;
-  plan.mesh.tp = tc.tp;
-  plan.mesh.pp = tc.pp;
-  plan.mesh.tp_mode = tc.tp_mode;
-  plan.mesh.tp_depth = tc.tp_depth;
+  plan.mesh.tp = layout.tp;
+  plan.mesh.pp = layout.pp;
+  plan.mesh.tp_mode = layout.mode;
+  plan.mesh.tp_depth = layout.depth;
   const Topology topology(plan.mesh);  // validates tp · pp against the world and the mode's grid
-  plan.dp = topology.dp();
+  require(layout.dp == 0 || layout.dp == topology.dp(), "dp ", layout.dp, " x tp ", layout.tp, " x pp ", layout.pp,
+          " = ", layout.dp * layout.tp * layout.pp, " must equal the world's ", world_size, " ranks");
+  layout.dp = topology.dp();
   require(tc.steps >= 0, "--steps must be >= 0; got ", tc.steps);
-  require(tc.micro_batches >= 1, "--micro-batches must be >= 1; got ", tc.micro_batches);
-  const std::int64_t per_step = static_cast<std::int64_t>(plan.dp) * tc.micro_batches;
-  require(tc.batch > 0 && tc.batch % per_step == 0, "the global batch --batch ", tc.batch,
-          " must be a positive multiple of dp × micro-batches = ", plan.dp, " × ", tc.micro_batches, " = ", per_step,
-          " (dp = world ", world_size, " / (tp ", tc.tp, " × pp ", tc.pp, "))");
-  plan.micro_batch = tc.batch / per_step;
-  require(tc.dtype == DType::f32 || tc.dtype == DType::f64, "--dtype must be f32 or f64 on the host; got ",
-          dtype_name(tc.dtype));
-  validate(tc.zero, tc.optimizer);
+  require(layout.micro_batches >= 1, "--micro-batches must be >= 1; got ", layout.micro_batches);
+  const std::int64_t per_step = static_cast<std::int64_t>(layout.dp) * layout.micro_batches;
+  require(spec.global_batch > 0 && spec.global_batch % per_step == 0, "the global batch --global-batch ",
+          spec.global_batch, " must be a positive multiple of dp × micro-batches = ", layout.dp, " × ",
+          layout.micro_batches, " = ", per_step, " (dp = world ", world_size, " / (tp ", layout.tp, " × pp ", layout.pp,
+          "))");
+  plan.micro_batch = spec.global_batch / per_step;
+  require_engine_supports(spec);
+  plan.zero = ZeroConfig{spec.zero};
+  validate(plan.zero, spec.optimizer);
+  check_outputs(tc);
 
   const bool text = tc.data.empty() || ends_with(tc.data, ".txt");
   if (!text) plan.data = read_token_file(tc.data);
-  plan.model = resolve_model(tc, text ? nullptr : &plan.data);
-  if (text) plan.data = text_corpus_tokens(tc.data.empty() ? find_default_corpus() : tc.data, plan.model.block_size);
-  if (plan.model.vocab_size == 0) plan.model.vocab_size = plan.data.vocab_size;
-  validate(plan.model);
-  check_token_data(plan.data, plan.model.vocab_size, plan.model.block_size, tc.batch);
+  spec.model = resolve_model(tc, text ? nullptr : &plan.data);
+  if (text) plan.data = text_corpus_tokens(tc.data.empty() ? find_default_corpus() : tc.data, spec.model.seq);
+  if (spec.model.vocab == 0) spec.model.vocab = plan.data.vocab;
+  validate(spec.model);
+  check_token_data(plan.data, spec.model.vocab, spec.model.seq, spec.global_batch);
 
-  plan.partition = StagePartition(static_cast<int>(plan.model.n_layer), tc.pp, tc.chunks, tc.pp_layers);
-  plan.schedule = make_schedule(tc.schedule, tc.pp, tc.micro_batches, tc.chunks, tc.group_size);
+  plan.partition = StagePartition(static_cast<int>(spec.model.layers), layout.pp, layout.chunks, layout.pp_layers);
+  plan.schedule = make_schedule(layout.schedule, layout.pp, layout.micro_batches, layout.chunks, layout.group_size);
   simulate(plan.schedule, PassTimes{});  // proves it completes and its channels match in order
+  validate(spec);  // the spec's own rules, after the engine's messages that name the flags
   return plan;
 }
 

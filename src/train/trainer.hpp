@@ -15,6 +15,7 @@
 
 #include "mesh/mesh.hpp"
 #include "plan/schedule.hpp"
+#include "spec/run_spec.hpp"
 #include "train/checkpoint.hpp"
 #include "zero/zero_config.hpp"
 
@@ -29,31 +30,21 @@ struct TrainDevice {
   std::function<std::unique_ptr<GptKernels>(const Backend& backend)> make_kernels;
 };
 
+// What `mdtp train` runs before the model's shape and the data-parallel size are resolved: the run
+// spec's defaults, with every model size 0 (from the checkpoint given with --init-from, else the
+// data — the vocabulary and, for HDF5 token data, T — else kDefaultModel) and dp 0 (the world /
+// (tp · pp)).  A size given together with a checkpoint must match it.
+RunSpec unresolved_train_spec();
+
+// Defaults for an unspecified model shape (a small character-level GPT; the vocabulary comes from
+// the data).
+inline constexpr ModelShape kDefaultModel{.layers = 2, .hidden = 64, .heads = 4, .seq = 32, .vocab = 0};
+
+// The trainer's configuration: the run spec (what runs) plus where its data and outputs live and
+// how the run behaves (plan_training resolves and checks it; train/train_setup.hpp).
 struct TrainConfig {
-  TpMode tp_mode = TpMode::none;  // dp = world / (tp · pp)
-  int tp = 1;
-  int tp_depth = 1;
-  // Pipeline: pp stages running `schedule` over `micro_batches` micro-batches per step (each
-  // replica's batch/dp sequences split into m micro-batches of batch/(dp·m)), `chunks` per stage
-  // (interleaved only), the blocks per virtual stage (empty: an even split) and the interleaved
-  // micro-batch group size (0: pp).  pp = 1 runs the same engine with one stage.
-  int pp = 1;
-  ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  int micro_batches = 1;
-  int chunks = 1;
-  std::vector<int> pp_layers;
-  int group_size = 0;
-  // Model shape; 0 = from the checkpoint (--init-from), else the data (vocab, T of HDF5 data), else
-  // the defaults of kDefaultModel.  A value given together with a checkpoint must match it.
-  GptConfig model{};
-  std::int64_t batch = 8;  // global, in sequences
+  RunSpec spec = unresolved_train_spec();
   std::int64_t steps = 10;
-  OptimizerConfig optimizer{};
-  // ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
-  ZeroConfig zero{};
-  ActivationRecompute recompute = ActivationRecompute::none;
-  DType dtype = DType::f32;
-  std::uint64_t seed = 1234;
   std::string data;        // token data (.h5) or a text corpus (.txt); "" = data/corpus.txt
   std::string init_from;   // checkpoint to start from
   std::string save;        // checkpoint to write after the last step
@@ -69,9 +60,6 @@ struct TrainConfig {
   bool sync_timing = false;
 };
 
-// Defaults for an unspecified model shape (a small character-level GPT).
-inline constexpr GptConfig kDefaultModel{0, 2, 4, 64, 32};
-
 struct StepRecord {
   std::int64_t step = 0;  // 1-based, counting the checkpoint's steps
   double loss = 0.0;
@@ -81,8 +69,7 @@ struct StepRecord {
 };
 
 struct TrainResult {
-  GptConfig model;
-  int dp = 1;
+  RunSpec spec;     // what ran: the configuration's spec with the model's shape and dp resolved
   std::string partition;  // StagePartition::describe()
   std::vector<StepRecord> steps;
   TrainingState state;  // after the last step

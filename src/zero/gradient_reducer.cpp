@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -39,7 +40,7 @@ void GradientReducer::before_open(const std::vector<std::size_t>& buckets) {
 }
 
 void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
-  PhaseScope phase(mesh_.ledger(), "grad-sync");
+  PhaseScope phase(mesh_.ledger(), phase::grad_sync);
   Round r;
   r.bucket = b;
   r.accumulate = rounds_.rounds(b) > 1;  // rounds_ counts this one already
@@ -62,7 +63,7 @@ void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
 }
 
 void GradientReducer::complete(Round& r) {
-  PhaseScope phase(mesh_.ledger(), "grad-sync");
+  PhaseScope phase(mesh_.ledger(), phase::grad_sync);
   Tensor& shard = buffers_.grad_shard(r.bucket);
   // With a shard group of one rank the full bucket is the sum.
   const bool single = layout_.shard_comm(r.bucket).size() == 1;
@@ -86,7 +87,7 @@ void GradientReducer::finish() {
   for (Round& r : in_flight_) complete(r);
   for (Round& r : rest) complete(r);
   in_flight_.clear();
-  PhaseScope phase(mesh_.ledger(), "grad-sync");
+  PhaseScope phase(mesh_.ledger(), phase::grad_sync);
   for (std::size_t b = 0; b < rounds_.bucket_count(); ++b)
     for (const std::string& group : layout_.bucket(b).partial_groups)
       mesh_.comm(group).all_reduce(buffers_.grad_shard(b));

@@ -17,7 +17,7 @@
 // waited for, and its buffer freed, when the next unit that starts a round reports, or a pass is
 // about to reopen one of their buckets, or in finish: at most the rounds of the latest such unit
 // are in flight, at points that are the same in every run, so the model predicts the memory
-// (plan/gradient_peak.hpp).  Every call is tagged with the phase "grad-sync", whatever pass is
+// (plan/gradient_peak.hpp).  Every call is tagged with the phase phase::grad_sync, whatever pass is
 // running when it starts.
 #include <vector>
 

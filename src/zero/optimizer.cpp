@@ -4,11 +4,15 @@
 
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
-void validate(const OptimizerConfig& c) {
-  require(c.kind == "sgd" || c.kind == "adamw", "unknown optimizer '", c.kind, "'; expected sgd or adamw");
+void validate(const OptimizerSpec& c) {
+  // The enum holds only known kinds unless a caller cast one in; a checkpoint or a command line
+  // reaches it through parse_optimizer_kind, which names the bad string.
+  require(c.kind == OptimizerKind::sgd || c.kind == OptimizerKind::adamw, "unknown optimizer kind ",
+          static_cast<int>(c.kind), "; expected sgd or adamw");
   require(c.lr > 0.0, "the learning rate must be positive; got ", c.lr);
   require(c.grad_clip >= 0.0, "the gradient clipping norm must be >= 0 (0 = off); got ", c.grad_clip);
   require(c.beta1 >= 0.0 && c.beta1 < 1.0 && c.beta2 >= 0.0 && c.beta2 < 1.0, "AdamW betas must lie in [0, 1); got ",
@@ -17,13 +21,13 @@ void validate(const OptimizerConfig& c) {
           c.weight_decay);
 }
 
-double clip_scale(const OptimizerConfig& config, double grad_norm) {
+double clip_scale(const OptimizerSpec& config, double grad_norm) {
   return config.grad_clip > 0.0 ? std::min(1.0, config.grad_clip / (grad_norm + 1e-6)) : 1.0;
 }
 
-void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor& value, const Tensor& grad, Tensor& m,
+void apply_update(const Backend& backend, const OptimizerSpec& config, Tensor& value, const Tensor& grad, Tensor& m,
                   Tensor& v, bool decays, std::int64_t step, double grad_scale) {
-  if (config.kind != "adamw") {
+  if (config.kind != OptimizerKind::adamw) {
     backend.axpy(-config.lr * grad_scale, grad, value);
     return;
   }
@@ -38,7 +42,7 @@ void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor&
   backend.adamw_update(value, grad, m, v, s);
 }
 
-Optimizer::Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh,
+Optimizer::Optimizer(const OptimizerSpec& config, std::vector<ModelParam> params, const Mesh& mesh,
                      const Backend& backend, std::string model_parallel_group)
     : config_(config), params_(std::move(params)), mesh_(mesh), backend_(backend),
       group_(std::move(model_parallel_group)) {
@@ -52,7 +56,7 @@ Optimizer::Optimizer(const OptimizerConfig& config, std::vector<ModelParam> para
 }
 
 double Optimizer::step() {
-  PhaseScope phase(mesh_.ledger(), "optimizer");
+  PhaseScope phase(mesh_.ledger(), phase::optimizer);
   std::vector<Parameter*> raw;
   for (const ModelParam& p : params_) raw.push_back(p.param);
   const double norm = global_grad_norm(raw, mesh_, backend_, group_);

@@ -14,41 +14,35 @@
 #include <vector>
 
 #include "model/model_param.hpp"
+#include "spec/names.hpp"
+#include "spec/run_spec.hpp"
 
 namespace mdtp {
 
-struct OptimizerConfig {
-  std::string kind = "adamw";  // "sgd" | "adamw"
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.95;
-  double eps = 1e-8;
-  double weight_decay = 0.1;
-  double grad_clip = 0.0;  // 0: no clipping
-};
+// The optimizer and its hyper-parameters are the run spec's OptimizerSpec (spec/run_spec.hpp).
 
 // Throws an mdtp::Error naming an unknown kind or a value out of range.
-void validate(const OptimizerConfig& config);
+void validate(const OptimizerSpec& config);
 
 // The clipping factor c for a global gradient norm (1 without clipping).
-double clip_scale(const OptimizerConfig& config, double grad_norm);
+double clip_scale(const OptimizerSpec& config, double grad_norm);
 
 // One update of `value` from `grad` (multiplied by grad_scale) on `backend`: SGD, or AdamW as step
 // `step` (from 1) with moments m and v and weight decay when `decays`.  Element-wise, so the
 // unsharded optimizer and ZeRO's shards (src/zero/shard_optimizer.hpp) share it.
-void apply_update(const Backend& backend, const OptimizerConfig& config, Tensor& value, const Tensor& grad, Tensor& m,
+void apply_update(const Backend& backend, const OptimizerSpec& config, Tensor& value, const Tensor& grad, Tensor& m,
                   Tensor& v, bool decays, std::int64_t step, double grad_scale);
 
 class Optimizer {
  public:
-  Optimizer(const OptimizerConfig& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
-            std::string model_parallel_group = "tp-pp");
+  Optimizer(const OptimizerSpec& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
+            std::string model_parallel_group = group::tp_pp);
   // Clips and applies one update from the (reduced) gradients; returns the global gradient norm
   // before clipping.  Collective over the model-parallel group (the norm).
   double step();
 
-  const OptimizerConfig& config() const { return config_; }
-  bool has_moments() const { return config_.kind == "adamw"; }
+  const OptimizerSpec& config() const { return config_; }
+  bool has_moments() const { return config_.kind == OptimizerKind::adamw; }
   std::int64_t step_count() const { return steps_; }
   void set_step_count(std::int64_t steps) { steps_ = steps; }
   const std::vector<ModelParam>& parameters() const { return params_; }
@@ -57,7 +51,7 @@ class Optimizer {
   Tensor& exp_avg_sq(std::size_t i) { return exp_avg_sq_.at(i); }
 
  private:
-  OptimizerConfig config_;
+  OptimizerSpec config_;
   std::vector<ModelParam> params_;
   const Mesh& mesh_;
   const Backend& backend_;

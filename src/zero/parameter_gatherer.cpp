@@ -1,6 +1,7 @@
 #include "zero/parameter_gatherer.hpp"
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -18,7 +19,7 @@ ParameterGatherer::~ParameterGatherer() {
 void ParameterGatherer::start(std::size_t b) {
   if (buffers_.values_materialised(b) || pending_[b].active()) return;
   const Bucket& bucket = layout_.bucket(b);
-  PhaseScope phase(mesh_.ledger(), "param-gather");
+  PhaseScope phase(mesh_.ledger(), phase::param_gather);
   incoming_[b] = backend_.empty({bucket.padded}, bucket.dtype, MemCategory::parameters);
   Communicator& group = layout_.shard_comm(b);
   if (group.size() == 1) {

@@ -6,7 +6,7 @@
 
 namespace mdtp {
 
-ShardOptimizer::ShardOptimizer(const OptimizerConfig& config, const ZeroConfig& zero, const ZeroLayout& layout,
+ShardOptimizer::ShardOptimizer(const OptimizerSpec& config, const ZeroConfig& zero, const ZeroLayout& layout,
                                ZeroBuffers& buffers, const Mesh& mesh, const Backend& backend)
     : config_(config), offload_(zero.offload), layout_(layout), buffers_(buffers), mesh_(mesh), backend_(backend),
       dp_group_(zero.data_parallel_group), model_group_(zero.model_parallel_group), state_backend_(&backend) {

@@ -23,7 +23,7 @@ namespace mdtp {
 
 class ShardOptimizer {
  public:
-  ShardOptimizer(const OptimizerConfig& config, const ZeroConfig& zero, const ZeroLayout& layout, ZeroBuffers& buffers,
+  ShardOptimizer(const OptimizerSpec& config, const ZeroConfig& zero, const ZeroLayout& layout, ZeroBuffers& buffers,
                  const Mesh& mesh, const Backend& backend);
 
   // ‖g‖₂ over the whole model from the reduced gradient shards (collective: dp, model group).
@@ -31,8 +31,8 @@ class ShardOptimizer {
   // One step on every shard with the gradients multiplied by `grad_scale` (clipping).
   void update(double grad_scale);
 
-  const OptimizerConfig& config() const { return config_; }
-  bool has_moments() const { return config_.kind == "adamw"; }
+  const OptimizerSpec& config() const { return config_; }
+  bool has_moments() const { return config_.kind == OptimizerKind::adamw; }
   std::int64_t step_count() const { return steps_; }
   void set_step_count(std::int64_t steps) { steps_ = steps; }
   // Where moments and master weights live (the host backend with offload).
@@ -45,7 +45,7 @@ class ShardOptimizer {
   bool offloaded() const { return offload_; }
 
  private:
-  OptimizerConfig config_;
+  OptimizerSpec config_;
   bool offload_;
   const ZeroLayout& layout_;
   ZeroBuffers& buffers_;

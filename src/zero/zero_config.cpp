@@ -4,7 +4,7 @@
 
 namespace mdtp {
 
-void validate(const ZeroConfig& z, const OptimizerConfig& optimizer) {
+void validate(const ZeroConfig& z, const OptimizerSpec& optimizer) {
   require(z.stage >= 0 && z.stage <= 3, "the ZeRO stage must be 0, 1, 2 or 3; got stage=", z.stage);
   bucket_cap_bytes(z.bucket_mb);  // throws naming bucket_mb
   require(z.align_bytes > 0 && z.align_bytes % 8 == 0 && z.align_bytes <= 4096,
@@ -12,8 +12,8 @@ void validate(const ZeroConfig& z, const OptimizerConfig& optimizer) {
   require(!z.offload || z.stage >= 1,
           "ZeRO offload moves the sharded optimizer to the host and needs stage 1, 2 or 3; got stage=", z.stage,
           " with offload");
-  require(!z.keep_parameters_for_step || z.stage == 3,
-          "keep_parameters_for_step keeps ZeRO-3's gathered parameters and needs stage 3; got stage=", z.stage);
+  require(!z.keep_parameters || z.stage == 3,
+          "keep_parameters keeps ZeRO-3's gathered parameters and needs stage 3; got stage=", z.stage);
   require(!z.reduce_per_micro_batch || z.stage >= 2,
           "reduce_per_micro_batch reduce-scatters ZeRO-2/3's sharded gradients and needs stage 2 or 3; got stage=",
           z.stage);

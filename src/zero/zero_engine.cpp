@@ -1,11 +1,12 @@
 #include "zero/zero_engine.hpp"
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
 
-ZeroConfig validated(const ZeroConfig& zero, const OptimizerConfig& optimizer) {
+ZeroConfig validated(const ZeroConfig& zero, const OptimizerSpec& optimizer) {
   validate(zero, optimizer);
   return zero;
 }
@@ -67,7 +68,7 @@ class ZeroEngine::Hooks final : public UnitHooks {
   UnitHooks* next_;
 };
 
-ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer, GptModel& model, const Mesh& mesh,
+ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerSpec& optimizer, GptModel& model, const Mesh& mesh,
                        const Backend& backend)
     : zero_(validated(zero, optimizer)), optimizer_(optimizer), model_(model), mesh_(mesh), backend_(backend),
       layout_(model, mesh, zero_) {
@@ -84,7 +85,7 @@ ZeroEngine::ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer,
   reducer_ = std::make_unique<GradientReducer>(layout_, *buffers_, mesh, backend);
   sharded_ = std::make_unique<ShardOptimizer>(optimizer_, zero_, layout_, *buffers_, mesh, backend);
   if (zero_.stage == 3)
-    gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.keep_parameters_for_step);
+    gatherer_ = std::make_unique<ParameterGatherer>(layout_, *buffers_, mesh, backend, zero_.keep_parameters);
   if (zero_.stage >= 2) {
     hooks_ = std::make_unique<Hooks>(*this, model.hooks());
     model.set_hooks(hooks_.get());
@@ -121,7 +122,7 @@ double ZeroEngine::step() {
   require(phase_ == Phase::reduced, "ZeroEngine: step() needs finish_gradients() first");
   phase_ = Phase::idle;
   if (unsharded_) return unsharded_->step();
-  PhaseScope phase(mesh_.ledger(), "optimizer");
+  PhaseScope phase(mesh_.ledger(), phase::optimizer);
   const double norm = sharded_->grad_norm();
   sharded_->update(clip_scale(optimizer_, norm));
   if (zero_.stage < 3) {
@@ -210,7 +211,7 @@ Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
           " parameters)");
   const bool moment = what == ZeroTensor::exp_avg || what == ZeroTensor::exp_avg_sq;
   require(!moment || has_moments(), "ZeroEngine: ", tensor_name(what), " of ", parameters()[param].name(),
-          " asked for, but the optimizer is ", optimizer_.kind, " (no moments)");
+          " asked for, but the optimizer is ", optimizer_kind_name(optimizer_.kind), " (no moments)");
   require(what != ZeroTensor::grad || phase_ == Phase::reduced, "ZeroEngine: the gradient of ",
           parameters()[param].name(), " is read between finish_gradients() and step()");
   if (unsharded_) {
@@ -234,7 +235,7 @@ Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
 }
 
 std::vector<double> ZeroEngine::gather_full(std::size_t param, ZeroTensor what) {
-  PhaseScope phase(mesh_.ledger(), "checkpoint");
+  PhaseScope phase(mesh_.ledger(), phase::checkpoint);
   const Tensor local = tp_shard(param, what);
   return gather_logical(parameters()[param], local, mesh_, backend_);
 }
@@ -244,7 +245,7 @@ void ZeroEngine::check_loadable(std::size_t param, ZeroTensor what) const {
           " parameters)");
   require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
   require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
-          parameters()[param].name(), ": the optimizer is ", optimizer_.kind, " (no moments)");
+          parameters()[param].name(), ": the optimizer is ", optimizer_kind_name(optimizer_.kind), " (no moments)");
 }
 
 void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {

@@ -39,7 +39,7 @@ class ZeroEngine {
  public:
   // Validates both configurations on every rank first (an mdtp::Error naming the value).  The
   // model, mesh and backend must outlive the engine.
-  ZeroEngine(const ZeroConfig& zero, const OptimizerConfig& optimizer, GptModel& model, const Mesh& mesh,
+  ZeroEngine(const ZeroConfig& zero, const OptimizerSpec& optimizer, GptModel& model, const Mesh& mesh,
              const Backend& backend);
   ~ZeroEngine();
   ZeroEngine(const ZeroEngine&) = delete;
@@ -51,7 +51,7 @@ class ZeroEngine {
   // Returns the global gradient norm before clipping.  Collective (phase optimizer).
   double step();
   // Stage 3: frees every gathered bucket now (finish_gradients does it within a step; this is for
-  // passes outside one, such as an evaluation forward with keep_parameters_for_step).
+  // passes outside one, such as an evaluation forward with keep_parameters).
   void release_parameters();
   // Stage 3: the order of this rank's unit passes in every step (plan/unit_passes.hpp): while a
   // pass runs, the next one's parameters are prefetched, across chunk boundaries and micro-batches
@@ -60,14 +60,14 @@ class ZeroEngine {
   void set_pass_order(std::vector<UnitPass> passes);
 
   const ZeroConfig& config() const { return zero_; }
-  const OptimizerConfig& optimizer_config() const { return optimizer_; }
+  const OptimizerSpec& optimizer_config() const { return optimizer_; }
   // The bucket plan (stage 0 plans too, for the record, but reduces parameter by parameter).
   const BucketPlan& plan() const { return layout_.plan(); }
   const ZeroLayout& layout() const { return layout_; }
   // GptModel::parameters(), the index of gather_full and load_full.
   const std::vector<ModelParam>& parameters() const { return layout_.params(); }
   std::size_t parameter_index(const std::string& name) const;
-  bool has_moments() const { return optimizer_.kind == "adamw"; }
+  bool has_moments() const { return optimizer_.kind == OptimizerKind::adamw; }
   std::int64_t step_count() const;
   void set_step_count(std::int64_t steps);
   // Where moments and master weights are allocated (the host backend with offload).
@@ -109,7 +109,7 @@ class ZeroEngine {
   Tensor& shard_of(std::size_t b, ZeroTensor what, const Backend*& on);
 
   ZeroConfig zero_;
-  OptimizerConfig optimizer_;
+  OptimizerSpec optimizer_;
   GptModel& model_;
   const Mesh& mesh_;
   const Backend& backend_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "mesh/mesh.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 namespace {
@@ -48,9 +49,9 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
             " is not in unit order in GptModel::parameters()");
 
   // 2.5D: the depth copies of a weight are data-parallel replicas (see the header).
-  if (config.stage >= 1 && config.data_parallel_group == "dp" && mesh.has_comm(kDpDepthGroup)) {
-    const int depth = mesh.comm("tp.dep").size();
-    fold_replica_group(inputs, "tp.dep", depth, kDpDepthGroup, dp);
+  if (config.stage >= 1 && config.data_parallel_group == group::dp && mesh.has_comm(kDpDepthGroup)) {
+    const int depth = mesh.comm(group::tp_dep).size();
+    fold_replica_group(inputs, group::tp_dep, depth, kDpDepthGroup, dp);
     for (std::size_t i = 0; i < inputs.size(); ++i)
       if (!inputs[i].shard_group.empty()) copies_[i] /= depth;
   }

@@ -34,7 +34,7 @@ endif()
 
 set(_bench_dir ${CMAKE_BINARY_DIR}/test-bench)
 set(_mdtp_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})
-set(_tiny --batch 2 --seq 8 --hidden 16 --ffn 32 --warmup 1 --reps 2 --out ${_bench_dir}/bench.h5)
+set(_tiny --global-batch 2 --seq 8 --hidden 16 --ffn-hidden 32 --warmup 1 --reps 2 --out ${_bench_dir}/bench.h5)
 
 add_test(NAME bench_prepare COMMAND ${CMAKE_COMMAND} -E rm -rf ${_bench_dir})
 set_tests_properties(bench_prepare PROPERTIES FIXTURES_SETUP bench_dir LABELS bench)
@@ -55,7 +55,7 @@ set_tests_properties(calibrate_np2 bench_np4_first bench_np4_append PROPERTIES L
                      PROCESSORS 1)
 # calibrate → cost on the same file: `mdtp cost` reads what `mdtp calibrate` wrote (one schema).
 add_test(NAME cost_reads_calibration
-         COMMAND $<TARGET_FILE:mdtp> cost --mode 2d --world 8 --tp 4 --batch 8 --seq 512 --hidden 1024
+         COMMAND $<TARGET_FILE:mdtp> cost --tp-mode 2d --tp 4 --dp 2 --micro-batch-size 8 --seq 512 --hidden 1024
                  --calibration ${_bench_dir}/calibration.h5)
 set_tests_properties(cost_reads_calibration PROPERTIES FIXTURES_REQUIRED bench_calibration DEPENDS calibrate_np2
                      LABELS bench PASS_REGULAR_EXPRESSION "calibration ${_bench_dir}/calibration.h5"

@@ -5,8 +5,9 @@
 
 Runs a short calibration on 2 ranks, then checks the cluster file against the calibrate run it
 came from (read back with h5py): the link α equal to the fitted one, the bandwidth 1/β, the peak
-per dtype the measured GEMM rate (efficiency 1), one device per rank on the node; then plans one
-configuration on it, and checks that a malformed --peak-flops is refused before any collective.
+per dtype the measured GEMM rate (efficiency 1), one device per rank on the node; then plans on it
+with the layout fixed (1d tp 2), and checks that a malformed --peak-flops is refused before any
+collective.
 """
 import argparse
 import json
@@ -61,9 +62,13 @@ def main():
     if plan.returncode != 0:
         failures.append(f"mdtp plan on the cluster file: exit {plan.returncode}: {plan.stderr.strip()}")
     else:
-        estimate = json.loads(plan.stdout)
-        if estimate["cluster"] != "test-machine" or not estimate["step_s"] > 0:
-            failures.append(f"plan: cluster {estimate['cluster']}, step {estimate['step_s']}")
+        # A search with the layout fixed (--tp-mode 1d --tp 2): its configurations, on this cluster.
+        ranking = json.loads(plan.stdout)
+        configs = ranking["configs"]
+        if ranking["cluster"] != "test-machine" or not configs or not all(c["step_s"] > 0 for c in configs) \
+                or any((c["config"]["tp_mode"], c["config"]["tp"]) != ("1d", 2) for c in configs):
+            failures.append(f"plan: cluster {ranking['cluster']}, configurations "
+                            f"{[(c['config']['tp_mode'], c['config']['tp'], c['step_s']) for c in configs]}")
     bad = subprocess.run([a.mpiexec, "-n", "2", a.mdtp, "calibrate", "--peak-flops", "f32:1e12", "--out", h5,
                           "--cluster-out", cluster], capture_output=True, text=True, timeout=120)
     lines = [l for l in bad.stderr.splitlines() if "error" in l]

@@ -13,6 +13,9 @@
                                                   the same refusal on each of N ranks, exit 2, no hang
   test_cli.py --mdtp BIN --mpiexec M mpi-help N CMD
                                                   `mdtp CMD --help` on N ranks: exit 0, printed once
+  test_cli.py --mdtp BIN renamed-flags            every spelling the one set of run flags replaced
+                                                  (RENAMED below), given to its command: exit 2, one
+                                                  line `mdtp CMD: error: OLD: was renamed; use NEW`
 """
 import argparse
 import json
@@ -104,6 +107,43 @@ def check_refusal(result, command, text, lines_expected):
     return failures
 
 
+# The spellings mdtp's one set of run flags replaced, per command: (command, old flag, its value or
+# None for a switch, the new flag the refusal names).  The old spelling is refused while parsing,
+# before MPI starts, so the MPI commands run here without mpiexec.
+RENAMED = [
+    ("train", "--embd", "64", "--hidden"),
+    ("train", "--batch", "8", "--global-batch"),
+    # cost, the model of a layer: --batch B was the layer's batch (rows B*seq), a micro-batch now;
+    # --world W is tp x pp x dp.
+    ("cost", "--mode", "1d", "--tp-mode"),
+    ("cost", "--batch", "8", "--micro-batch-size"),
+    ("cost", "--world", "8", "--dp"),
+    ("cost", "--ffn", "256", "--ffn-hidden"),
+    # cost --pipeline
+    ("cost", "--microbatches", "8", "--micro-batches"),
+    # cost, the GPT step
+    ("cost", "--micro-batch", "1", "--micro-batch-size"),
+    ("cost", "--zero-stage", "1", "--zero"),
+    ("cost", "--no-dropout", None, "--dropout 0"),
+    ("plan", "--micro-batch", "1", "--micro-batch-size"),
+    ("plan", "--no-dropout", None, "--dropout 0"),
+    ("bench", "--batch", "8", "--global-batch"),
+    ("bench", "--ffn", "256", "--ffn-hidden"),
+    ("bench", "--depth", "2", "--tp-depth"),
+    ("experiment", "--batch", "4", "--global-batch"),
+    ("experiment", "--ffn", "256", "--ffn-hidden"),
+]
+
+
+def check_renamed_flags(mdtp):
+    failures = []
+    for command, old, value, new in RENAMED:
+        args = [command, old] + ([value] if value is not None else [])
+        text = f"{old}: was renamed; use {new}"
+        failures += [f"mdtp {' '.join(args)}: {f}" for f in check_refusal(run([mdtp] + args), command, text, 1)]
+    return failures
+
+
 def check_json(mdtp, kind, args):
     r = run([mdtp] + args)
     if r.returncode != 0:
@@ -185,7 +225,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mdtp", required=True)
     parser.add_argument("--mpiexec")
-    parser.add_argument("check", choices=["help", "help-all", "version", "bad", "json", "mpi-bad", "mpi-help"])
+    parser.add_argument("check", choices=["help", "help-all", "version", "bad", "json", "mpi-bad", "mpi-help",
+                                          "renamed-flags"])
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     a = parser.parse_args()
     rest = a.rest
@@ -203,6 +244,8 @@ def main():
         failures = check_refusal(run([a.mdtp] + args), rest[0], rest[1], 1)
     elif a.check == "json":
         failures = check_json(a.mdtp, rest[0], args)
+    elif a.check == "renamed-flags":
+        failures = check_renamed_flags(a.mdtp)
     elif a.check == "mpi-help":
         r = run([a.mpiexec, "-n", rest[0], a.mdtp, rest[1], "--help"])
         failures = [] if r.returncode == 0 else [f"exit status {r.returncode}, expected 0"]

@@ -5,7 +5,10 @@
 #  - bad options (unknown option, bad integer, bad mode name, ...): exit 2 and one line
 #    `mdtp <command>: error: ...` naming the option and the value; under mpiexec, that line on
 #    every rank, exit 2, no hang;
-#  - `mdtp mesh --json` and `mdtp cost --json` (and --zero, --pipeline) parse, with their keys.
+#  - `mdtp mesh --json` and `mdtp cost --json` (and --zero-table, --pipeline, the GPT step) parse,
+#    with their keys;
+#  - the spellings the one set of run flags replaced (--embd, --batch, --microbatches, ...): exit 2
+#    and one line naming the new flag.
 find_program(MDTP_CLI_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 find_program(MDTP_CLI_PYTHON NAMES python3)
 if(NOT MDTP_CLI_PYTHON)
@@ -24,25 +27,35 @@ endfunction()
 
 mdtp_cli_help(mesh --world --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node --json)
 mdtp_cli_help(smoke --tp --pp --cp --order --tp-mode --tp-depth --ranks-per-node)
-mdtp_cli_help(train --tp-mode --tp --tp-depth --pp --schedule --micro-batches --chunks --pp-layers --group-size
-              --layers --embd --heads --vocab --seq --batch --steps --lr --optimizer --grad-clip --zero --zero-bucket-mb
-              --zero-offload --zero-keep-params --zero-reduce-per-micro-batch --dtype --seed --data --init-from --save
-              --dump-grads --out --device)
-mdtp_cli_help(cost --mode --world --tp --tp-depth --pp --layer --batch --seq --hidden --ffn --layers --dtype
-              --keep-gathered-3d --ranks-per-node --dp-grad-sync --alpha-intra --beta-intra --alpha-inter --beta-inter
-              --calibration --calibration-run --gemm-flops --mpich-allreduce --optimizer-bytes --zero --params --dp
-              --param-bytes --grad-bytes --pipeline --microbatches --chunks --json --heads --vocab --global-batch
-              --micro-batch --tp-mode --gpus --schedule --recompute --cluster --zero-stage --zero-reduce-per-micro-batch
-              --zero-keep-params --no-dropout)
+mdtp_cli_help(train --tp-mode --tp --tp-depth --dp --pp --schedule --micro-batches --chunks --pp-layers --group-size
+              --layers --hidden --heads --vocab --seq --ffn-hidden --kv-heads --global-batch --micro-batch-size --steps
+              --lr --optimizer --grad-clip --zero --zero-bucket-mb --zero-offload --zero-keep-params
+              --zero-reduce-per-micro-batch --recompute --dtype --grad-reduce-dtype --dropout --seed --data --init-from
+              --save --dump-grads --out --device --skip-nonfinite --sync-timing --config --write-config)
+mdtp_cli_help(cost --tp-mode --tp --tp-depth --dp --pp --layer --micro-batch-size --seq --hidden --ffn-hidden --layers
+              --dtype --keep-gathered-3d --ranks-per-node --dp-grad-sync --alpha-intra --beta-intra --alpha-inter
+              --beta-inter --calibration --calibration-run --gemm-flops --mpich-allreduce --optimizer-bytes --zero-table
+              --params --param-bytes --grad-bytes --pipeline --micro-batches --chunks --json --heads --vocab
+              --global-batch --gpus --schedule --recompute --cluster --zero --zero-reduce-per-micro-batch
+              --zero-keep-params --dropout --no-dp-overlap --p2p-overlap --streaming-attention --step-bytes --config
+              --write-config)
+mdtp_cli_help(plan --layers --hidden --heads --seq --vocab --global-batch --gpus --cluster --dtype --dropout --json --top
+              --max-tp --max-micro-batch --modes --validate --tp-mode --tp --tp-depth --dp --pp --schedule --chunks
+              --micro-batches --micro-batch-size --zero --zero-reduce-per-micro-batch --zero-keep-params --recompute
+              --no-dp-overlap --p2p-overlap --streaming-attention --config --write-config --rank)
+mdtp_cli_help(schedule --schedule --pp --micro-batches --chunks --group-size --json --config)
 mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
               --warmup --iters --dtype --gemm-size --out --cluster-out --cluster-name --peak-flops --allow-oversubscribed)
-mdtp_cli_help(bench --modes --layer --batch --seq --hidden --ffn --depth --dtype --warmup --reps --calibration --out
-              --ranks-per-node --keep-gathered-3d --no-check)
+mdtp_cli_help(bench --modes --layer --global-batch --seq --hidden --ffn-hidden --tp-depth --dtype --warmup --reps
+              --calibration --out --ranks-per-node --keep-gathered-3d --no-check)
 mdtp_cli_help(experiment --ranks --mpiexec --out --report --calibrate-ranks --calibrate-max-bytes --modes --layer
-              --batch --seq --hidden --ffn --dtype --warmup --reps --train-steps --python --analysis)
+              --global-batch --seq --hidden --ffn-hidden --dtype --warmup --reps --train-steps --python --analysis)
 add_test(NAME cli_help_all COMMAND ${_cli} help-all)
 add_test(NAME cli_version COMMAND ${_cli} version ${PROJECT_VERSION})
-list(APPEND _cli_tests cli_help_all cli_version)
+# Every old spelling of a run flag (test_cli.py's RENAMED: train --embd, cost --mode, bench --depth, ...)
+# refused by its command with one line `OLD: was renamed; use NEW`, exit 2.
+add_test(NAME cli_renamed_flags COMMAND ${_cli} renamed-flags)
+list(APPEND _cli_tests cli_help_all cli_version cli_renamed_flags)
 
 # mdtp_cli_bad(NAME COMMAND TEXT ARGS...): `mdtp ARGS` is refused with one line holding TEXT.
 function(mdtp_cli_bad name command text)
@@ -53,12 +66,13 @@ endfunction()
 mdtp_cli_bad(unknown_command mdtp "unknown command 'meshy'" meshy --world 4)
 mdtp_cli_bad(unknown_option mesh "unknown option '--wrld'" mesh --wrld 4)
 mdtp_cli_bad(bad_integer mesh "--tp: needs a whole number; got 'two'" mesh --world 4 --tp two)
-mdtp_cli_bad(fraction cost "--hidden: needs a whole number; got '1.5'" cost --mode 1d --tp 2 --batch 2 --seq 4 --hidden 1.5)
+mdtp_cli_bad(fraction cost "--hidden: needs a whole number; got '1.5'" cost --tp-mode 1d --tp 2 --micro-batch-size 2
+             --seq 4 --hidden 1.5)
 mdtp_cli_bad(out_of_range mesh "--world: needs a whole number up to 2147483647; got '4294967296'" mesh --world 4294967296)
 mdtp_cli_bad(bad_mode mesh "--tp-mode: unknown tensor-parallel mode '4d'" mesh --world 4 --tp-mode 4d)
 mdtp_cli_bad(bad_mode_in_list bench "--modes: unknown tensor-parallel mode '2.5D'" bench --modes 1d,2.5D)
-mdtp_cli_bad(bad_number cost "--alpha-intra: needs a finite number; got '1us'" cost --mode 1d --tp 2 --batch 2 --seq 4
-             --hidden 8 --alpha-intra 1us)
+mdtp_cli_bad(bad_number cost "--alpha-intra: needs a finite number; got '1us'" cost --tp-mode 1d --tp 2
+             --micro-batch-size 2 --seq 4 --hidden 8 --alpha-intra 1us)
 mdtp_cli_bad(bad_bytes calibrate "--max-bytes: needs a positive byte count like 4096, 64K or 16M; got '64Q'"
              calibrate --max-bytes 64Q)
 mdtp_cli_bad(bad_choice train "--optimizer: expected one of sgd, adamw; got 'adam'" train --optimizer adam)
@@ -94,15 +108,24 @@ endfunction()
 
 mdtp_cli_json(mesh mesh mesh --world 16 --tp 8 --pp 2 --tp-mode 2.5d --tp-depth 2 --json)
 mdtp_cli_json(mesh_placed mesh mesh --world 16 --tp 2 --pp 4 --order tp-dp-pp --ranks-per-node 8 --json)
-mdtp_cli_json(cost cost cost --mode 2d --world 8 --tp 4 --batch 8 --seq 512 --hidden 1024 --ranks-per-node 4 --json)
-mdtp_cli_json(cost_3d cost cost --mode 3d --tp 8 --batch 2 --seq 16 --hidden 64 --layers 3 --dp-grad-sync --world 16
+mdtp_cli_json(cost cost cost --tp-mode 2d --tp 4 --dp 2 --micro-batch-size 8 --seq 512 --hidden 1024 --ranks-per-node 4
               --json)
-mdtp_cli_json(cost_zero cost-zero cost --zero --params 7.5e9 --dp 64 --json)
-mdtp_cli_json(cost_pipeline cost-pipeline cost --pipeline --pp 4 --microbatches 8 --chunks 2 --json)
-# The whole GPT step of one configuration (Narayanan et al.'s 1T row on DGX A100).
+mdtp_cli_json(cost_3d cost cost --tp-mode 3d --tp 8 --dp 2 --micro-batch-size 2 --seq 16 --hidden 64 --layers 3
+              --dp-grad-sync --json)
+mdtp_cli_json(cost_zero cost-zero cost --zero-table --params 7.5e9 --dp 64 --json)
+mdtp_cli_json(cost_pipeline cost-pipeline cost --pipeline --pp 4 --micro-batches 8 --chunks 2 --json)
+# The whole GPT step of one configuration (Narayanan et al.'s 1T row on DGX A100, bf16 with dropout).
 mdtp_cli_json(cost_step cost-step cost --layers 128 --hidden 25600 --heads 160 --seq 2048 --vocab 51200 --global-batch
-              3072 --micro-batch 1 --tp-mode 1d --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2
-              --recompute full --dtype bf16 --cluster dgx-a100 --json)
+              3072 --micro-batch-size 1 --tp-mode 1d --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2
+              --recompute full --dtype bf16 --dropout 0.1 --cluster dgx-a100 --json)
 
 set_tests_properties(${_cli_tests} PROPERTIES LABELS cli TIMEOUT 180)
 set_tests_properties(cli_mpi_bad_option_np2 cli_mpi_bad_mesh_np2 cli_mpi_help_np2 PROPERTIES LABELS "cli;mpi")
+# One file for a run (tests/cli/test_spec_roundtrip.py): `mdtp cost … --write-config r.json` then
+# `mpiexec -n N mdtp train --config r.json`: the results file stores the same spec byte for byte,
+# and the ledger of the last step equals cost's --step-bytes per (phase, group, op); plan's
+# --write-config read back by cost --config.
+add_test(NAME cli_spec_roundtrip
+         COMMAND ${MDTP_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_spec_roundtrip.py --mdtp $<TARGET_FILE:mdtp>
+                 --mpiexec ${MPIEXEC_EXECUTABLE})
+set_tests_properties(cli_spec_roundtrip PROPERTIES LABELS "cli;train;cost" TIMEOUT 900 PROCESSORS 2)

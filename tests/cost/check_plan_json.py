@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """`mdtp plan --json` parses and has its keys (tests/cost/tests.cmake registers each form).
 
-  check_plan_json.py MDTP one       one configuration (the 1T row of Narayanan et al. 2021)
+  check_plan_json.py MDTP one       one configuration, the 1T row of Narayanan et al. 2021: `mdtp cost`'s
+                                    GPT-step form (plan has no one-configuration form: every run flag
+                                    given to it fixes that axis of the search)
+  check_plan_json.py MDTP fixed     `mdtp plan` with the same flags: a search whose every configuration
+                                    has the fixed layout (mode, tp, pp, dp, schedule, chunks,
+                                    micro-batch, recomputation), ranked, the quickest near the 1T row
   check_plan_json.py MDTP search    a ranked search, --top 3
   check_plan_json.py MDTP validate  the validation table
 """
@@ -15,13 +20,19 @@ TIME_KEYS = ["compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "op
 MEMORY_KEYS = ["parameters_bytes", "parameters_gathered_bytes", "gradients_bytes", "gradients_in_step_bytes"]
 CONFIG_KEYS = ["zero", "zero_reduce_per_micro_batch", "zero_keep_parameters"]
 MODEL = ["--layers", "128", "--hidden", "25600", "--heads", "160", "--seq", "2048", "--vocab", "51200"]
-FORMS = {
-    "one": MODEL + ["--global-batch", "3072", "--micro-batch", "1", "--tp-mode", "1d", "--tp", "8", "--pp", "64",
-                    "--gpus", "3072", "--schedule", "interleaved", "--chunks", "2", "--recompute", "full",
-                    "--dtype", "bf16", "--cluster", "dgx-a100", "--json"],
-    "search": ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "512", "--vocab", "8192",
-               "--global-batch", "32", "--gpus", "16", "--top", "3", "--json"],
-    "validate": ["--validate", "--json"],
+# The 1T row: Megatron-LM's bf16 with dropout (mdtp's defaults are f32 and no dropout, as mdtp train).
+ROW_1T = MODEL + ["--global-batch", "3072", "--micro-batch-size", "1", "--tp-mode", "1d", "--tp", "8", "--pp", "64",
+                  "--gpus", "3072", "--schedule", "interleaved", "--chunks", "2", "--recompute", "full",
+                  "--dtype", "bf16", "--dropout", "0.1", "--cluster", "dgx-a100", "--json"]
+# What the 1T row's flags fix in every configuration of the search (config keys of the JSON).
+FIXED_1T = {"tp_mode": "1d", "tp": 8, "pp": 64, "dp": 6, "schedule": "interleaved", "chunks": 2, "micro_batch": 1,
+            "recompute": "full", "dtype": "bf16"}
+FORMS = {  # form: (command, its flags)
+    "one": ("cost", ROW_1T),
+    "fixed": ("plan", ROW_1T + ["--top", "0"]),
+    "search": ("plan", ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "512", "--vocab", "8192",
+                        "--global-batch", "32", "--gpus", "16", "--top", "3", "--json"]),
+    "validate": ("plan", ["--validate", "--json"]),
 }
 
 
@@ -53,15 +64,29 @@ def check_estimate(e, where):
 
 def main():
     mdtp, form = sys.argv[1], sys.argv[2]
-    result = subprocess.run([mdtp, "plan"] + FORMS[form], capture_output=True, text=True, timeout=600)
+    command, flags = FORMS[form]
+    result = subprocess.run([mdtp, command] + flags, capture_output=True, text=True, timeout=600)
     print(result.stdout[-3000:], result.stderr[-3000:])
     if result.returncode != 0:
-        sys.exit(f"mdtp plan exited with {result.returncode}")
+        sys.exit(f"mdtp {command} exited with {result.returncode}")
     doc = json.loads(result.stdout)
     if form == "one":
         check_estimate(doc, "one configuration")
         if not 100 < doc["tflops_per_gpu"] < 250:
             sys.exit(f"the 1T row predicts {doc['tflops_per_gpu']} TFLOP/s per GPU")
+    elif form == "fixed":
+        if not doc["configs"]:
+            sys.exit("the search with the 1T row's layout fixed ranks no configuration")
+        for i, e in enumerate(doc["configs"]):
+            check_estimate(e, f"configs[{i}]")
+            differs = {k: e["config"].get(k) for k, v in FIXED_1T.items() if e["config"].get(k) != v}
+            if differs:
+                sys.exit(f"configs[{i}] leaves the fixed layout {FIXED_1T}: {differs}")
+        steps = [e["step_s"] for e in doc["configs"]]
+        if steps != sorted(steps):
+            sys.exit(f"not ranked by step time: {steps}")
+        if not 100 < doc["configs"][0]["tflops_per_gpu"] < 250:
+            sys.exit(f"the quickest 1T configuration predicts {doc['configs'][0]['tflops_per_gpu']} TFLOP/s per GPU")
     elif form == "search":
         if not doc["configs"] or len(doc["configs"]) > 3:
             sys.exit(f"expected 1 to 3 configurations, got {len(doc['configs'])}")

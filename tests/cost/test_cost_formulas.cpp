@@ -19,7 +19,7 @@ using namespace mdtp::cost;
 using Catch::Detail::Approx;
 
 TEST_CASE("ZeRO memory per rank reproduces DeepSpeed's 120 / 31.4 / 16.6 / 1.9 GB", "[cost][zero]") {
-  ZeroConfig c;
+  ZeroPaperInputs c;
   c.parameters = 7.5e9;
   c.data_parallel = 64;  // 2 / 2 / 12 bytes are the defaults
   const auto stages = zero_costs(c);

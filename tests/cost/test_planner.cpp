@@ -17,7 +17,7 @@ namespace {
 
 PlanRequest small_request() {
   PlanRequest r;
-  r.model = GptShape{8, 1024, 16, 512, 8192};
+  r.model = ModelShape{8, 1024, 16, 512, 8192};
   r.global_batch = 32;
   r.gpus = 16;
   return r;
@@ -39,21 +39,21 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
     CHECK(e.config.gpus() == r.gpus);
     CHECK(e.fits);
     CHECK(e.memory.total() <= dgx_a100().hbm_bytes);
-    CHECK(e.config.microbatches() * e.config.micro_batch * e.config.dp == r.global_batch);
+    CHECK(e.config.microbatches() * e.config.micro_batch() * e.config.spec.layout.dp == r.global_batch);
     if (i > 0) CHECK(result.ranked[i - 1].step_seconds <= e.step_seconds);
-    saw_2d |= e.config.mode == TpMode::d2;
-    saw_3d |= e.config.mode == TpMode::d3;
-    saw_pipeline |= e.config.pp > 1;
-    saw_zero3 |= e.config.zero == 3;
-    saw_per_micro_batch |= e.config.zero_reduce_per_micro_batch;
+    saw_2d |= e.config.spec.layout.mode == TpMode::d2;
+    saw_3d |= e.config.spec.layout.mode == TpMode::d3;
+    saw_pipeline |= e.config.spec.layout.pp > 1;
+    saw_zero3 |= e.config.spec.zero.stage == 3;
+    saw_per_micro_batch |= e.config.spec.zero.reduce_per_micro_batch;
     // ZeRO-2/3 under a pipeline, as the engine runs them; never keep-params (ZeRO-2's memory and more).
-    saw_zero2_pipeline |= e.config.zero == 2 && e.config.pp > 1;
-    saw_zero3_pipeline |= e.config.zero == 3 && e.config.pp > 1;
-    CHECK_FALSE(e.config.zero_keep_parameters);
+    saw_zero2_pipeline |= e.config.spec.zero.stage == 2 && e.config.spec.layout.pp > 1;
+    saw_zero3_pipeline |= e.config.spec.zero.stage == 3 && e.config.spec.layout.pp > 1;
+    CHECK_FALSE(e.config.spec.zero.keep_parameters);
     // ZeRO-2 reducing once with several micro-batches is stage 1's traffic with more memory: not
     // listed; reducing per micro-batch only where there are several.
-    if (e.config.zero == 2 && e.config.microbatches() > 1) CHECK(e.config.zero_reduce_per_micro_batch);
-    if (e.config.zero_reduce_per_micro_batch) CHECK((e.config.zero >= 2 && e.config.microbatches() > 1));
+    if (e.config.spec.zero.stage == 2 && e.config.microbatches() > 1) CHECK(e.config.spec.zero.reduce_per_micro_batch);
+    if (e.config.spec.zero.reduce_per_micro_batch) CHECK((e.config.spec.zero.stage >= 2 && e.config.microbatches() > 1));
   }
   CHECK(saw_2d);
   CHECK(saw_3d);
@@ -69,10 +69,10 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
   PlanRequest r = small_request();
   // Without recomputation, pure data parallelism holds the whole model and every activation.
   StepConfig c;
-  c.model = r.model;
-  c.global_batch = r.global_batch;
-  c.micro_batch = 2;
-  c.dp = 16;
+  c.spec.model = r.model;
+  c.spec.global_batch = r.global_batch;
+  c.spec.layout.dp = 16;
+  c.set_micro_batch(2);
   const StepEstimate big = estimate_step(c, small);
   // A GPU just too small for it (the rest of the machine unchanged).
   small.hbm_bytes = big.memory.total() - 1;
@@ -81,8 +81,9 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
   CHECK(result.too_big > 0);
   for (const auto& e : result.ranked) {
     CHECK(e.memory.total() <= small.hbm_bytes);
-    const bool same = e.config.mode == c.mode && e.config.tp == 1 && e.config.pp == 1 && e.config.micro_batch == 2 &&
-                      e.config.zero == 0 && e.config.recompute == Recompute::none;
+    const RunSpec& s = e.config.spec;
+    const bool same = s.layout.mode == c.spec.layout.mode && s.layout.tp == 1 && s.layout.pp == 1 &&
+                      e.config.micro_batch() == 2 && s.zero.stage == 0 && s.recompute == Recompute::none;
     CHECK_FALSE(same);
   }
 }
@@ -106,7 +107,7 @@ TEST_CASE("Narayanan et al. 2021: every row within 10 % and the trend right", "[
   CHECK(v.mean_abs_error < v.baseline_mean_abs_error);
   CHECK(v.max_error < v.baseline_max_error);
   // The rule: micro-batch 1, interleaved with the smallest v > 1 dividing the layers per stage.
-  CHECK(narayanan_config(narayanan_table()[8]).chunks == 3);  // 105 layers on 35 stages
-  CHECK(narayanan_config(narayanan_table()[9]).chunks == 2);
-  CHECK(narayanan_config(narayanan_table()[0]).pp == 1);
+  CHECK(narayanan_config(narayanan_table()[8]).spec.layout.chunks == 3);  // 105 layers on 35 stages
+  CHECK(narayanan_config(narayanan_table()[9]).spec.layout.chunks == 2);
+  CHECK(narayanan_config(narayanan_table()[0]).spec.layout.pp == 1);
 }

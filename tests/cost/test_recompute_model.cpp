@@ -21,14 +21,14 @@ namespace {
 
 StepConfig base_config() {
   StepConfig c;
-  c.model = GptShape{16, 2048, 16, 2048, 51200};
-  c.global_batch = 64;
-  c.micro_batch = 1;
-  c.mode = TpMode::d1_sp;
-  c.tp = 4;
-  c.pp = 2;
-  c.dp = 2;
-  c.schedule = ScheduleKind::one_f_one_b;
+  c.spec.model = ModelShape{16, 2048, 16, 2048, 51200};
+  c.spec.global_batch = 64;
+  c.spec.layout.mode = TpMode::d1_sp;
+  c.spec.layout.tp = 4;
+  c.spec.layout.pp = 2;
+  c.spec.layout.dp = 2;
+  c.set_micro_batch(1);
+  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
   return c;
 }
 
@@ -36,9 +36,9 @@ StepConfig base_config() {
 
 TEST_CASE("selective recomputation drops the attention core's bytes and recomputes its FLOPs", "[cost][recompute]") {
   StepConfig none = base_config(), selective = base_config();
-  selective.recompute = Recompute::selective;
-  const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
-                                    none.dropout, dgx_a100());
+  selective.spec.recompute = Recompute::selective;
+  const LayerCosts lc = layer_costs(none.spec.model, none.spec.layout.mode, none.spec.layout.tp, none.spec.layout.depth, none.micro_batch(), none.dtype(),
+                                    none.dropout(), dgx_a100());
   const StepEstimate en = estimate_step(none, dgx_a100()), es = estimate_step(selective, dgx_a100());
   const double layers = static_cast<double>(none.layers_per_stage());
   // Per micro-batch in flight, each layer keeps `core` fewer bytes; one layer's core is the
@@ -48,9 +48,9 @@ TEST_CASE("selective recomputation drops the attention core's bytes and recomput
   CHECK(en.memory.activations - es.memory.activations ==
         Approx(en.memory.in_flight * layers * lc.block_activations.core - lc.block_activations.core));
   // HFU's count: the core's forward (Q·Kᵀ and P·V, 4·h·s per token and layer) once more.
-  const double tokens = static_cast<double>(none.global_batch * none.model.seq);
-  const double l = static_cast<double>(none.model.layers), h = static_cast<double>(none.model.hidden),
-               s = static_cast<double>(none.model.seq);
+  const double tokens = static_cast<double>(none.spec.global_batch * none.spec.model.seq);
+  const double l = static_cast<double>(none.spec.model.layers), h = static_cast<double>(none.spec.model.hidden),
+               s = static_cast<double>(none.spec.model.seq);
   CHECK(es.hardware_flops - en.hardware_flops == Approx(tokens * l * 4 * h * s));
   CHECK(es.model_flops == en.model_flops);
   // HFU counts the model FLOPs plus the recomputed ones over the same GPUs and peak.
@@ -63,9 +63,9 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
   StepConfig none = base_config(), selective = base_config();
   none.attention_keeps_probabilities = false;
   selective.attention_keeps_probabilities = false;
-  selective.recompute = Recompute::selective;
-  const LayerCosts lc = layer_costs(none.model, none.mode, none.tp, none.depth, none.micro_batch, none.dtype,
-                                    none.dropout, dgx_a100());
+  selective.spec.recompute = Recompute::selective;
+  const LayerCosts lc = layer_costs(none.spec.model, none.spec.layout.mode, none.spec.layout.tp, none.spec.layout.depth, none.micro_batch(), none.dtype(),
+                                    none.dropout(), dgx_a100());
   const StepEstimate ek = estimate_step(keeping, dgx_a100()), en = estimate_step(none, dgx_a100()),
                      es = estimate_step(selective, dgx_a100());
   CHECK(es.memory.activations == en.memory.activations);
@@ -78,9 +78,9 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
   CHECK(describe(none).find("streaming-attention") != std::string::npos);
 
   StepConfig full = none;
-  full.recompute = Recompute::full;
+  full.spec.recompute = Recompute::full;
   StepConfig full_keeping = keeping;
-  full_keeping.recompute = Recompute::full;
+  full_keeping.spec.recompute = Recompute::full;
   // Full recomputation keeps the inputs either way; only the recomputed layer's working set differs.
   const double kept_full = estimate_step(full_keeping, dgx_a100()).memory.activations;
   CHECK(kept_full - estimate_step(full, dgx_a100()).memory.activations == Approx(lc.block_activations.core));
@@ -88,16 +88,16 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
 
 TEST_CASE("the planner searches none, selective and full", "[cost][recompute][planner]") {
   PlanRequest r;
-  r.model = GptShape{8, 1024, 16, 512, 8192};
+  r.model = ModelShape{8, 1024, 16, 512, 8192};
   r.global_batch = 32;
   r.gpus = 16;
   r.modes = {TpMode::d1};
   std::set<Recompute> seen;
-  for (const StepEstimate& e : plan(r, dgx_a100()).ranked) seen.insert(e.config.recompute);
+  for (const StepEstimate& e : plan(r, dgx_a100()).ranked) seen.insert(e.config.spec.recompute);
   CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
   r.attention_keeps_probabilities = false;
   seen.clear();
   const PlanResult streaming = plan(r, dgx_a100());
-  for (const StepEstimate& e : streaming.ranked) seen.insert(e.config.recompute);
+  for (const StepEstimate& e : streaming.ranked) seen.insert(e.config.spec.recompute);
   CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::full});
 }

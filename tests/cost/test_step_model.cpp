@@ -20,25 +20,26 @@ namespace {
 // blocks), 1D tp 2 over dp 4, f32, two sequences per micro-batch; `micro_batches` per step.
 StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
   StepConfig c;
-  c.model = GptShape{8, 1024, 16, 512, 51200};
-  c.micro_batch = 2;
-  c.mode = TpMode::d1;
-  c.tp = 2;
-  c.dp = 4;
-  c.zero = zero;
-  c.global_batch = micro_batches * c.micro_batch * c.dp;
-  c.dtype = DType::f32;
+  c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
+  c.spec.layout.mode = TpMode::d1;
+  c.spec.layout.tp = 2;
+  c.spec.layout.dp = 4;
+  c.spec.zero.stage = zero;
+  c.spec.layout.micro_batches = static_cast<int>(micro_batches);
+  c.spec.global_batch = micro_batches * 2 * c.spec.layout.dp;  // two sequences per micro-batch
+  c.spec.precision = precision_for(DType::f32);
   return c;
 }
 
 LayerCosts costs_of(const StepConfig& c) {
-  return layer_costs(c.model, c.mode, c.tp, c.depth, c.micro_batch, c.dtype, c.dropout, dgx_a100());
+  return layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
+                     c.dropout(), dgx_a100());
 }
 
 }  // namespace
 
 TEST_CASE("model FLOPs: PaLM's 6N + 12lhs per token, and Narayanan's count with recomputation", "[cost][step]") {
-  const GptShape m{24, 2304, 24, 2048, 51200};
+  const ModelShape m{24, 2304, 24, 2048, 51200};
   const double l = 24, h = 2304, s = 2048, V = 51200, B = 512;
   const double N = l * (12 * h * h + 13 * h) + V * h + s * h + 2 * h;
   CHECK(parameter_count(m) == Approx(N).epsilon(1e-12));
@@ -53,7 +54,7 @@ TEST_CASE("model FLOPs: PaLM's 6N + 12lhs per token, and Narayanan's count with 
 }
 
 TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cost][step]") {
-  const GptShape m{4, 256, 8, 64, 1000};
+  const ModelShape m{4, 256, 8, 64, 1000};
   struct Case {
     TpMode mode;
     int tp, depth;
@@ -100,7 +101,7 @@ TEST_CASE("pipeline bubbles: GPipe/1F1B (p-1)/m, interleaved (p-1)/(vm), ZB-H1 (
 
 TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas", "[cost][step][memory]") {
   // GPT-3 175B's layer: s = 2048, h = 12288, a = 96, b = 1, t = 8; 2-byte activations, 1-byte masks.
-  const GptShape m{96, 12288, 96, 2048, 51200};
+  const ModelShape m{96, 12288, 96, 2048, 51200};
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
   const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, true, dgx_a100());
   CHECK(tp.block_activations.kept(Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
@@ -116,15 +117,15 @@ TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas
 
 TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the schedule", "[cost][step]") {
   StepConfig c;
-  c.model = GptShape{32, 4096, 32, 2048, 51200};
-  c.global_batch = 256;
-  c.micro_batch = 1;
-  c.mode = TpMode::d1_sp;
-  c.tp = 8;
-  c.pp = 4;
-  c.dp = 2;
-  c.schedule = ScheduleKind::one_f_one_b;
-  c.recompute = Recompute::selective;
+  c.spec.model = ModelShape{32, 4096, 32, 2048, 51200};
+  c.spec.global_batch = 256;
+  c.spec.layout.mode = TpMode::d1_sp;
+  c.spec.layout.tp = 8;
+  c.spec.layout.pp = 4;
+  c.spec.layout.dp = 2;
+  c.set_micro_batch(1);
+  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
+  c.spec.recompute = Recompute::selective;
   const StepEstimate e = estimate_step(c, dgx_a100());
   CHECK(e.time.total() == Approx(e.step_seconds));
   CHECK(e.time.bubble > 0);
@@ -135,60 +136,64 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   CHECK(e.memory.in_flight == 4);  // 1F1B: p micro-batches on the first stage
 
   StepConfig z = c;
-  z.pp = 1;
-  z.dp = 8;
-  z.zero = 1;
+  z.spec.layout.pp = 1;
+  z.spec.layout.dp = 8;
+  z.set_micro_batch(1);  // the micro-batch size stays 1 (m follows dp and the batch)
+  z.spec.zero.stage = 1;
   const double params = estimate_step(z, dgx_a100()).memory.parameter_elements;
   const double optimizer0 = params * 12;
   CHECK(estimate_step(z, dgx_a100()).memory.optimizer == Approx(optimizer0 / 8));
-  z.zero = 3;
+  z.spec.zero.stage = 3;
   // fp32 main gradients: the shards, and with m = 256 / 8 = 32 micro-batches every full bucket too
   // (see the next test).
   CHECK(estimate_step(z, dgx_a100()).memory.gradients == Approx(params * 4 / 8 + params * 4));
-  z.global_batch = 8;  // one micro-batch: the shards and a window of two blocks plus the tied wte
+  z.spec.global_batch = 8;  // one micro-batch: the shards and a window of two blocks plus the tied wte
+  z.set_micro_batch(1);
   CHECK(estimate_step(z, dgx_a100()).memory.gradients < params * 4 / 8 + params * 4 / 4);
-  z.pp = 2;  // ZeRO-3 under a pipeline, as the engine runs it (its gathers: the tests below)
-  z.dp = 4;
+  z.spec.layout.pp = 2;  // ZeRO-3 under a pipeline, as the engine runs it (its gathers: the tests below)
+  z.spec.layout.dp = 4;
+  z.set_micro_batch(1);
   CHECK(estimate_step(z, dgx_a100()).memory.parameters_gathered > 0);
-  z.zero = 2;
-  z.zero_keep_parameters = true;
+  z.spec.zero.stage = 2;
+  z.spec.zero.keep_parameters = true;
   CHECK_THROWS_WITH(estimate_step(z, dgx_a100()), Catch::Contains("needs ZeRO stage 3; got zero=2"));
 
   StepConfig bad = c;
-  bad.schedule = ScheduleKind::interleaved;
-  bad.chunks = 3;
+  bad.spec.layout.schedule = ScheduleKind::interleaved;
+  bad.spec.layout.chunks = 3;
   CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("pp x chunks"));
   bad = c;
-  bad.mode = TpMode::d2;
-  bad.tp = 4;
-  bad.dp = 4;
+  bad.spec.layout.mode = TpMode::d2;
+  bad.spec.layout.tp = 4;
+  bad.spec.layout.dp = 4;
+  bad.set_micro_batch(1);
   CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
 }
 
 TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp", "[cost][step][zero]") {
   StepConfig c;
-  c.model = GptShape{8, 1024, 16, 512, 51200};
-  c.global_batch = 64;
-  c.micro_batch = 4;  // rows split over q x d = 4 blocks must stay whole sequences
-  c.mode = TpMode::d2p5;
-  c.tp = 8;  // q = 2, d = 2
-  c.depth = 2;
-  c.pp = 1;
-  c.dp = 4;
-  c.zero = 1;
+  c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
+  c.spec.global_batch = 64;
+  c.spec.layout.mode = TpMode::d2p5;
+  c.spec.layout.tp = 8;  // q = 2, d = 2
+  c.spec.layout.depth = 2;
+  c.spec.layout.pp = 1;
+  c.spec.layout.dp = 4;
+  c.set_micro_batch(4);  // rows split over q x d = 4 blocks must stay whole sequences
+  c.spec.zero.stage = 1;
   const MemorySplit m = estimate_step(c, dgx_a100()).memory;
   // The linear weights of a block, 12h² elements, split over the q × q grid (replicated over depth).
   const double h = 1024, weights = 8 * 12 * h * h / 4;
   const double K = c.optimizer_bytes_per_param();
   CHECK(m.optimizer == Approx(((m.parameter_elements - weights) / 4 + weights / 8) * K));
-  c.zero = 3;
+  c.spec.zero.stage = 3;
   const MemorySplit m3 = estimate_step(c, dgx_a100()).memory;
   // fp32 main gradients: the shards, beside the full buckets inside the step (the next test)
   CHECK(m3.gradients - m3.gradients_in_step == Approx(((m3.parameter_elements - weights) / 4 + weights / 8) * 4));
   CHECK(m3.gradients_in_step == Approx(m3.parameter_elements * 4));  // m = 4 micro-batches: all of them
-  c.depth = 1;  // 2.5D with depth 1 is 2D's layout: nothing folds
-  c.tp = 4;
-  c.zero = 1;
+  c.spec.layout.depth = 1;  // 2.5D with depth 1 is 2D's layout: nothing folds
+  c.spec.layout.tp = 4;
+  c.spec.zero.stage = 1;
   const MemorySplit flat = estimate_step(c, dgx_a100()).memory;
   CHECK(flat.optimizer == Approx(flat.parameter_elements / 4 * K));
 }
@@ -213,22 +218,24 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
 
   // Several micro-batches: the first one's backward opens every bucket, the last one's weight
   // passes complete them — the whole model in full, beside the shards.
-  c.global_batch = 32;  // m = 4
+  c.spec.global_batch = 32;  // m = 4
+  c.set_micro_batch(2);  // two sequences per micro-batch, as zero_window_config
   CHECK(full_gradient_window(c, costs, 0) == Approx(stage_parameters(c, costs, 0)));
   CHECK(step_memory(c, costs, dgx_a100()).gradients == Approx(one.parameter_elements * 4 * (1.0 + 1.0 / 4)));
 
   // Below stage 2 there is no window: stage 1 holds the gradients whole.
-  c.zero = 1;
+  c.spec.zero.stage = 1;
   CHECK(full_gradient_window(c, costs, 0) == 0.0);
   CHECK(step_memory(c, costs, dgx_a100()).gradients == Approx(one.parameter_elements * 4));
-  c.zero = 2;
+  c.spec.zero.stage = 2;
 
   // Two stages, one micro-batch, 1F1B: the first stage runs unit by unit (its wte has no second
   // writer), so at the embedding it holds block 1 (not freed yet) and the embedding; the last stage
   // runs every backward-input pass before its weight passes: all its buckets at once.
-  c.pp = 2;
-  c.dp = 2;
-  c.global_batch = 4;  // m = 1
+  c.spec.layout.pp = 2;
+  c.spec.layout.dp = 2;
+  c.spec.global_batch = 4;  // m = 1
+  c.set_micro_batch(2);  // two sequences per micro-batch, as zero_window_config
   CHECK(full_gradient_window(c, costs, 0) == Approx(std::max(2 * B, B + E)));
   CHECK(full_gradient_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
 
@@ -236,9 +243,10 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // stage 0, unit by unit) and blocks 5–6 (chunk 1).  Its backwards: chunk 1 for micro-batches 0, 1
   // (blocks 6, 5 complete at the second; 5 is still in flight), then chunk 0 for 0, 1, whose first
   // pass opens blocks 2, 1 and the embedding while block 5 is held: 3B + E.
-  c.schedule = ScheduleKind::interleaved;
-  c.chunks = 2;
-  c.global_batch = 8;  // m = 2
+  c.spec.layout.schedule = ScheduleKind::interleaved;
+  c.spec.layout.chunks = 2;
+  c.spec.global_batch = 8;  // m = 2
+  c.set_micro_batch(2);  // two sequences per micro-batch, as zero_window_config
   CHECK(full_gradient_window(c, costs, 0) == Approx(3 * B + E));
   CHECK(full_gradient_window(c, costs, 0) < stage_parameters(c, costs, 0));
 }
@@ -252,10 +260,10 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
   const double ln_f = costs.head_params;
   for (int zero : {2, 3}) {
     INFO("zero " << zero);
-    c.zero = zero;
-    c.zero_reduce_per_micro_batch = false;
+    c.spec.zero.stage = zero;
+    c.spec.zero.reduce_per_micro_batch = false;
     const StepEstimate once = estimate_step(c, costs, dgx_a100());
-    c.zero_reduce_per_micro_batch = true;
+    c.spec.zero.reduce_per_micro_batch = true;
     const StepEstimate each = estimate_step(c, costs, dgx_a100());
     // Memory: the full stage inside the step, or per micro-batch the window of one micro-batch
     // (the tied wte and two blocks).  Between micro-batches the embedding's round (wpe and the
@@ -268,14 +276,14 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
           Approx(once.memory.gradients - once.memory.gradients_in_step));  // the same shards
     CHECK(describe(each.config).find("reduce-per-micro-batch") != std::string::npos);
   }
-  c.zero = 2;
-  c.zero_reduce_per_micro_batch = false;
+  c.spec.zero.stage = 2;
+  c.spec.zero.reduce_per_micro_batch = false;
   const double once2 = estimate_step(c, costs, dgx_a100()).time.dp_comm;
-  c.zero = 1;
+  c.spec.zero.stage = 1;
   const double stage1 = estimate_step(c, costs, dgx_a100()).time.dp_comm;  // reduce-scatter + all-gather, once
   CHECK(once2 == Approx(stage1));
-  c.zero = 2;
-  c.zero_reduce_per_micro_batch = true;
+  c.spec.zero.stage = 2;
+  c.spec.zero.reduce_per_micro_batch = true;
   const double each2 = estimate_step(c, costs, dgx_a100()).time.dp_comm;
   CHECK(each2 > once2);
   // Stage 2: one all-gather either way; the reduce-scatter r taken 4 times instead of once:
@@ -283,7 +291,7 @@ TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters f
   const double r = (each2 - once2) / 3;
   CHECK(r > 0);
   CHECK(once2 - r > 0);  // the all-gather
-  c.zero = 1;
+  c.spec.zero.stage = 1;
   CHECK_THROWS_WITH(estimate_step(c, costs, dgx_a100()), Catch::Contains("needs ZeRO stage 2 or 3; got zero=1"));
 }
 
@@ -305,41 +313,43 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   const MemorySplit one = step_memory(c, costs, dgx_a100());
   CHECK(one.parameters_gathered == Approx(peak * 4));
   CHECK(one.parameters == Approx(one.parameter_elements / 4 * 4 + peak * 4));  // the shards beside it
-  c.global_batch = 32;  // m = 4: B0 (nothing) beside the next F0 adds no larger pair
+  c.spec.global_batch = 32;  // m = 4: B0 (nothing) beside the next F0 adds no larger pair
+  c.set_micro_batch(2);  // two sequences per micro-batch, as zero_window_config
   CHECK(gathered_parameter_window(c, costs, 0) == Approx(peak));
-  c.zero_keep_parameters = true;  // kept for the step: every bucket the stage reads
+  c.spec.zero.keep_parameters = true;  // kept for the step: every bucket the stage reads
   CHECK(gathered_parameter_window(c, costs, 0) == Approx(stage_parameters(c, costs, 0)));
   CHECK(describe(c).find("keep-params") != std::string::npos);
   CHECK(zero_label(c) == "3k");
-  c.zero_reduce_per_micro_batch = true;
+  c.spec.zero.reduce_per_micro_batch = true;
   CHECK(zero_label(c) == "3mk");
-  c.zero_reduce_per_micro_batch = false;
+  c.spec.zero.reduce_per_micro_batch = false;
 
   // Two 1F1B stages, m = 2.  Stage 0 (embedding, blocks 1–4) runs both forwards before a
   // backward: F4 of micro-batch 0 beside F0 of micro-batch 1.  Stage 1 (blocks 5–8, the head with
   // its own wte copy) alternates: F8 beside the head's forward.
-  c.zero_keep_parameters = false;
-  c.pp = 2;
-  c.dp = 2;
-  c.global_batch = 8;
+  c.spec.zero.keep_parameters = false;
+  c.spec.layout.pp = 2;
+  c.spec.layout.dp = 2;
+  c.spec.global_batch = 8;
+  c.set_micro_batch(2);
   CHECK(gathered_parameter_window(c, costs, 0) == Approx(B + wpe + wte));
   CHECK(gathered_parameter_window(c, costs, 1) == Approx(B + ln_f + wte));
-  c.zero_keep_parameters = true;
+  c.spec.zero.keep_parameters = true;
   CHECK(gathered_parameter_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
 
   // Time: per pass, each micro-batch gathers the stage twice (exposed beyond its compute); kept,
   // once per step.  With the data-parallel ranks across nodes (16 > 8 GPUs a node) the gathers
   // outweigh the compute of one 128-token sequence.
   c = zero_window_config(3, 8);
-  c.model.seq = 128;
-  c.micro_batch = 1;
-  c.tp = 1;
-  c.dp = 16;
-  c.global_batch = 8 * c.micro_batch * c.dp;
+  c.spec.model.seq = 128;
+  c.spec.layout.tp = 1;
+  c.spec.layout.dp = 16;
+  c.spec.layout.micro_batches = 8;
+  c.spec.global_batch = 8 * 1 * c.spec.layout.dp;  // one sequence per micro-batch
   const LayerCosts flat = costs_of(c);
   const StepEstimate per_pass = estimate_step(c, flat, dgx_a100());
   REQUIRE(per_pass.time.dp_comm > per_pass.time.compute);  // the gathers are not hidden
-  c.zero_keep_parameters = true;
+  c.spec.zero.keep_parameters = true;
   const StepEstimate kept = estimate_step(c, flat, dgx_a100());
   CHECK(kept.time.dp_comm < per_pass.time.dp_comm);
   CHECK(kept.memory.parameters > per_pass.memory.parameters);

@@ -16,10 +16,11 @@ mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_recompute_model.cpp
                   RANKS 1 LABELS cost LIBS mdtp_lib TIMEOUT 600)
 
-# `mdtp plan --json`: one configuration, a ranked search, the validation table.
+# `mdtp plan --json` and `mdtp cost --json`: one configuration (cost's GPT-step form), a search with
+# that configuration's layout fixed, a ranked search, the validation table.
 find_program(MDTP_PLAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(MDTP_PLAN_PYTHON)
-  foreach(form one search validate)
+  foreach(form one fixed search validate)
     add_test(NAME cost_plan_json_${form}
              COMMAND ${MDTP_PLAN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_plan_json.py $<TARGET_FILE:mdtp> ${form})
     set_tests_properties(cost_plan_json_${form} PROPERTIES LABELS "cost;cli" TIMEOUT 600)

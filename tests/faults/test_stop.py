@@ -24,7 +24,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_watchdog import ranks_of  # noqa: E402
 
-SMALL = ["--layers", "1", "--embd", "16", "--heads", "2", "--seq", "8", "--batch", "2"]
+SMALL = ["--layers", "1", "--hidden", "16", "--heads", "2", "--seq", "8", "--global-batch", "2"]
 
 
 def env():
@@ -115,7 +115,7 @@ def check_signal(a, d, failures):
         for key in ("mdtp_version", "git_commit", "mesh_world", "mesh_dp"):
             if key not in f.attrs:
                 failures.append(f"the checkpoint has no root attribute {key}")
-    r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "ckpt.h5", "--steps", "1", "--batch", "2"], d)
+    r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "ckpt.h5", "--steps", "1", "--global-batch", "2"], d)
     if r.returncode != 0:
         failures.append(f"resuming from the checkpoint failed: {r.stderr[-500:]}")
     print(f"stopped after step {last}; results and checkpoint read back")
@@ -167,7 +167,7 @@ def check_nonfinite(a, d, failures):
         f["transformer.h.0.mlp.c_fc.weight"] = data
     before = sha(os.path.join(d, "nan.h5"))
     for extra in ([], ["--tp-mode", "1d", "--tp", "2"], ["--zero", "2"]):
-        r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "nan.h5", "--steps", "3", "--batch", "2",
+        r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "nan.h5", "--steps", "3", "--global-batch", "2",
                  "--out", "nan_results.h5", "--save", "never.h5", *extra], d)
         print(r.stderr)
         # The checkpoint is of step 1, so its first step here is step 2.
@@ -178,7 +178,7 @@ def check_nonfinite(a, d, failures):
             failures.append(f"{extra}: the line names no tensor: {errors[0]}")
         if os.path.exists(os.path.join(d, "never.h5")):
             failures.append(f"{extra}: a checkpoint of the NaN state was written")
-    r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "nan.h5", "--steps", "3", "--batch", "2",
+    r = run([a.mpiexec, "-n", "2", a.mdtp, "train", "--init-from", "nan.h5", "--steps", "3", "--global-batch", "2",
              "--out", "skip_results.h5", "--skip-nonfinite"], d)
     print(r.stdout, r.stderr)
     if r.returncode != 0:

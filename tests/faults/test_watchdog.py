@@ -73,7 +73,7 @@ def main():
     else:
         env.pop("MDTP_COLLECTIVE_TIMEOUT", None)
         command = [a.mpiexec, "-n", str(a.ranks), a.binary, "train", "--tp-mode", "1d", "--tp", str(a.ranks),
-                   "--layers", "1", "--embd", "16", "--heads", "2", "--seq", "8", "--batch", "2",
+                   "--layers", "1", "--hidden", "16", "--heads", "2", "--seq", "8", "--global-batch", "2",
                    "--steps", "100000", "--collective-timeout", str(a.timeout)]
     print("$", " ".join(command), f"(MDTP_WAIT={a.wait})", flush=True)
     limit = a.timeout + a.margin

@@ -38,12 +38,12 @@ if(MDTP_FAULTS_PYTHON)
   # The same training command twice: bitwise-identical losses, gradients and checkpoints.
   add_test(NAME faults_determinism_tp2_np2
            COMMAND ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_determinism.py --mdtp $<TARGET_FILE:mdtp>
-                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --tp-mode 1d --tp 2 --steps 3 --layers 2 --embd 32
-                   --heads 4 --seq 16 --batch 4)
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --tp-mode 1d --tp 2 --steps 3 --layers 2 --hidden 32
+                   --heads 4 --seq 16 --global-batch 4)
   add_test(NAME faults_determinism_dp2_np2
            COMMAND ${MDTP_FAULTS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_determinism.py --mdtp $<TARGET_FILE:mdtp>
-                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --steps 3 --layers 2 --embd 32 --heads 4 --seq 16
-                   --batch 4 --dtype f64)
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --ranks 2 -- --tp-mode none --steps 3 --layers 2 --hidden 32
+                   --heads 4 --seq 16 --global-batch 4 --dtype f64)
   set_tests_properties(faults_bad_inputs_options faults_bad_inputs_files faults_determinism_tp2_np2
                        faults_determinism_dp2_np2 PROPERTIES LABELS "faults;cli;mpi" TIMEOUT 300)
 endif()

@@ -57,7 +57,7 @@ struct Options {
   std::string mode = "none";
   int tp = 1;
   int depth = 1;
-  GptConfig model{50304, 12, 12, 768, 1024};  // vocab, layers, heads, embd, seq
+  ModelShape model{12, 768, 12, 1024, 50304};  // layers, hidden, heads, seq, vocab
   std::int64_t batch = 8;                     // per replica
   std::string dtype = "f32";
   int warmup = 2;
@@ -92,11 +92,11 @@ Options parse(int argc, char** argv, int rank) {
     if (arg == "--mode") o.mode = v;
     else if (arg == "--tp") o.tp = static_cast<int>(need_int(1));
     else if (arg == "--depth") o.depth = static_cast<int>(need_int(1));
-    else if (arg == "--layers") o.model.n_layer = need_int(1);
-    else if (arg == "--embd") o.model.n_embd = need_int(1);
-    else if (arg == "--heads") o.model.n_head = need_int(1);
-    else if (arg == "--seq") o.model.block_size = need_int(1);
-    else if (arg == "--vocab") o.model.vocab_size = need_int(1);
+    else if (arg == "--layers") o.model.layers = need_int(1);
+    else if (arg == "--embd") o.model.hidden = need_int(1);
+    else if (arg == "--heads") o.model.heads = need_int(1);
+    else if (arg == "--seq") o.model.seq = need_int(1);
+    else if (arg == "--vocab") o.model.vocab = need_int(1);
     else if (arg == "--batch") o.batch = need_int(1);
     else if (arg == "--dtype") o.dtype = v;
     else if (arg == "--warmup") o.warmup = static_cast<int>(need_int(0));
@@ -172,7 +172,7 @@ int run(const Options& o, int rank, int world) {
   const int dp = mesh.comm("dp").size();
   const std::unique_ptr<GptKernels> kernels = make_cuda_gpt_kernels(*backend);
   GptModel model(*mode, o.model, o.batch, {}, "dp", kernels.get());
-  Optimizer optimizer(OptimizerConfig{}, model.parameters(), mesh, *backend);
+  Optimizer optimizer(OptimizerSpec{}, model.parameters(), mesh, *backend);
 
   // N: logical parameters (padding rows excluded), without the position embedding.
   std::int64_t n_params = 0, n_wpe = 0;
@@ -182,14 +182,14 @@ int run(const Options& o, int rank, int world) {
     if (p.name() == "transformer.wpe.weight") n_wpe = numel;
   }
   const std::int64_t n_flop_params = n_params - n_wpe;
-  const GptConfig& m = o.model;
+  const ModelShape& m = o.model;
   const double flops_per_token = 6.0 * static_cast<double>(n_flop_params) +
-                                 12.0 * static_cast<double>(m.n_layer * m.n_embd * m.block_size);
+                                 12.0 * static_cast<double>(m.layers * m.hidden * m.seq);
 
   // Random tokens, the same global batch on every rank; this replica takes its rows.
-  const std::int64_t global_batch = o.batch * dp, per_replica = o.batch * m.block_size;
+  const std::int64_t global_batch = o.batch * dp, per_replica = o.batch * m.seq;
   std::mt19937 gen(42);
-  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(m.vocab_size - 1));
+  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(m.vocab - 1));
   std::vector<std::int32_t> inputs(static_cast<std::size_t>(per_replica)), targets(inputs.size());
   const std::int64_t skip = mesh.comm("dp").rank() * per_replica * 2;
   for (std::int64_t i = 0; i < skip; ++i) (void)token(gen);
@@ -206,7 +206,7 @@ int run(const Options& o, int rank, int world) {
     std::printf("model: %s; %lld parameters (%lld without wpe); mode %s tp=%d dp=%d; global batch %lld x %lld "
                 "tokens; dtype %s; AdamW\n",
                 describe(m).c_str(), static_cast<long long>(n_params), static_cast<long long>(n_flop_params),
-                o.mode.c_str(), o.tp, dp, static_cast<long long>(global_batch), static_cast<long long>(m.block_size),
+                o.mode.c_str(), o.tp, dp, static_cast<long long>(global_batch), static_cast<long long>(m.seq),
                 o.dtype.c_str());
     std::printf("peak per GPU: %.1f TFLOP/s (%s)\n", peak,
                 measured ? ("measured: 8192^3 cuBLAS GEMM, " + o.dtype + ", slowest rank").c_str()
@@ -236,7 +236,7 @@ int run(const Options& o, int rank, int world) {
   double seconds = 0.0;
   MPI_Allreduce(&local, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   const double per_step = seconds / o.reps;
-  const double tokens_per_s = static_cast<double>(global_batch * m.block_size) / per_step;
+  const double tokens_per_s = static_cast<double>(global_batch * m.seq) / per_step;
   const double tflops = tokens_per_s * flops_per_token * 1e-12;
   const double per_gpu = tflops / world;
 

@@ -59,7 +59,7 @@ std::vector<ModeCase> gpu_model_cases(int world) {
 // Members are destroyed in reverse order: model, mode, mesh (its communicators) before the
 // backend, the ledger last.
 struct CudaGptRun {
-  CudaGptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, DType dtype) {
+  CudaGptRun(const ModeCase& c, const ModelShape& config, std::int64_t global_batch, DType dtype) {
     const DeviceSetup& setup = device_setup("gpu_gpt");
     backend = make_cuda_backend();
     // With the mesh's topology, NCCL splits every group from one world communicator, up front.
@@ -81,7 +81,7 @@ struct CudaGptRun {
   std::unique_ptr<GptModel> model;
 
   std::vector<std::int32_t> replica_rows(const std::vector<std::int32_t>& global) const {
-    const std::int64_t n = model->batch_per_replica() * model->config().block_size;
+    const std::int64_t n = model->batch_per_replica() * model->config().seq;
     const auto first = global.begin() + mesh->comm("dp").rank() * n;
     return std::vector<std::int32_t>(first, first + n);
   }

@@ -19,7 +19,7 @@ namespace {
 
 struct GatherCase {
   TrainShape shape;
-  bool keep = false;  // ZeroConfig::keep_parameters_for_step
+  bool keep = false;  // ZeroConfig::keep_parameters
 };
 
 std::vector<GatherCase> gather_cases(int world) {
@@ -43,7 +43,7 @@ TEST_CASE("inside a pass the parameters counter equals the held shards plus the 
   for (const GatherCase& c : gather_cases(world)) {
     DYNAMIC_SECTION(c.shape.label) {
       TrainConfig t = small_train_config(c.shape, world);
-      t.zero.keep_parameters_for_step = c.keep;
+      t.spec.zero.keep_parameters = c.keep;
       const TrainResult r = train(t, MPI_COMM_WORLD);
       const TrainResult::KeptActivations& k = r.kept_activations;
       INFO("parameters inside a pass: measured " << k.parameters_in_pass << " B, model " << k.parameters_in_pass_model);

@@ -63,8 +63,8 @@ TEST_CASE("inside a step the gradients counter equals the held shards plus the f
     DYNAMIC_SECTION(c.shape.label) {
       const TrainShape& shape = c.shape;
       TrainConfig t = small_train_config(shape, world);
-      t.zero.offload = c.offload;
-      t.zero.reduce_per_micro_batch = c.per_micro_batch;
+      t.spec.zero.offload = c.offload;
+      t.spec.zero.reduce_per_micro_batch = c.per_micro_batch;
       const TrainResult r = train(t, MPI_COMM_WORLD);
       const std::int64_t held = bytes_in(r.memory_model, MemCategory::gradients);
       INFO("gradients inside a step: measured " << r.gradients_in_step.measured << " B, model "

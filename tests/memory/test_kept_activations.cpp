@@ -62,26 +62,26 @@ TEST_CASE("the kept-activation peak of every rank equals the model to the byte",
   for (const KeptCase& c : kept_cases(world)) {
     DYNAMIC_SECTION(c.label) {
       TrainConfig t;
-      t.tp_mode = c.mode;
-      t.tp = c.tp;
-      t.tp_depth = c.depth;
-      t.pp = c.pp;
-      t.schedule = c.schedule;
-      t.micro_batches = c.micro_batches;
-      t.chunks = c.chunks;
-      t.model = GptConfig{0, 4, 4, 32, 16};
+      t.spec.layout.mode = c.mode;
+      t.spec.layout.tp = c.tp;
+      t.spec.layout.depth = c.depth;
+      t.spec.layout.pp = c.pp;
+      t.spec.layout.schedule = c.schedule;
+      t.spec.layout.micro_batches = c.micro_batches;
+      t.spec.layout.chunks = c.chunks;
+      t.spec.model = ModelShape{4, 32, 4, 16, 0};
       const int dp = world / (c.tp * c.pp);
-      t.batch = 2 * dp * c.micro_batches * (c.mode == TpMode::d3 || c.mode == TpMode::d2p5 ? 2 : 1);
+      t.spec.global_batch = 2 * dp * c.micro_batches * (c.mode == TpMode::d3 || c.mode == TpMode::d2p5 ? 2 : 1);
       t.steps = 1;
-      t.optimizer.lr = 1e-2;
-      std::map<ActivationRecompute, std::int64_t> measured;
-      for (const ActivationRecompute policy :
-           {ActivationRecompute::none, ActivationRecompute::selective, ActivationRecompute::full}) {
+      t.spec.optimizer.lr = 1e-2;
+      std::map<Recompute, std::int64_t> measured;
+      for (const Recompute policy :
+           {Recompute::none, Recompute::selective, Recompute::full}) {
         TrainConfig r = t;
-        r.recompute = policy;
+        r.spec.recompute = policy;
         const TrainResult result = train(r, MPI_COMM_WORLD);
         const TrainResult::KeptActivations& k = result.kept_activations;
-        INFO(c.label << " recompute " << activation_recompute_name(policy) << ": measured " << k.measured
+        INFO(c.label << " recompute " << recompute_name(policy) << ": measured " << k.measured
                      << " B, model " << k.model << " B, allocator at pass ends " << k.allocator_at_pass_ends << " B");
         CHECK(k.measured > 0);
         CHECK(k.measured == k.model);
@@ -98,11 +98,11 @@ TEST_CASE("the kept-activation peak of every rank equals the model to the byte",
         }
         measured[policy] = k.measured;
         if (world_rank() == 0)
-          std::cout << "[kept activations] " << c.label << " " << activation_recompute_name(policy) << ": " << k.measured
+          std::cout << "[kept activations] " << c.label << " " << recompute_name(policy) << ": " << k.measured
                     << " B (model " << k.model << " B)\n";
       }
-      CHECK(measured[ActivationRecompute::selective] <= measured[ActivationRecompute::none]);
-      CHECK(measured[ActivationRecompute::full] <= measured[ActivationRecompute::selective]);
+      CHECK(measured[Recompute::selective] <= measured[Recompute::none]);
+      CHECK(measured[Recompute::full] <= measured[Recompute::selective]);
     }
   }
 }
@@ -158,7 +158,7 @@ struct WorkingSetCase {
   TpMode mode = TpMode::none;
   int tp = 1, depth = 1, micro_batches = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
-  GptConfig model{};
+  ModelShape model{};
   std::int64_t sequences_per_micro_batch = 2;
   DType dtype = DType::f32;
   bool dump_gradients = false;  // assembles full tensors inside the step: not activations
@@ -169,7 +169,7 @@ struct WorkingSetCase {
 // split backward (zb-h1), odd widths and f64.
 std::vector<WorkingSetCase> working_set_cases(int world) {
   using S = ScheduleKind;
-  const GptConfig wide_vocab{997, 2, 4, 24, 8}, long_seq{0, 3, 4, 48, 64}, small{0, 2, 4, 32, 16};
+  const ModelShape wide_vocab{2, 24, 4, 8, 997}, long_seq{3, 48, 4, 64, 0}, small{2, 32, 4, 16, 0};
   switch (world) {
     case 1:
       return {{"none, vocabulary 997", TpMode::none, 1, 1, 1, S::one_f_one_b, wide_vocab},
@@ -183,7 +183,7 @@ std::vector<WorkingSetCase> working_set_cases(int world) {
               {"1d-sp tp2 zb-h1 m2", TpMode::d1_sp, 2, 1, 2, S::zb_h1, small},
               {"none dp2 gpipe m2 f64", TpMode::none, 1, 1, 2, S::gpipe, small, 1, DType::f64},
               {"1d tp2, vocabulary 4999, gradients dumped", TpMode::d1, 2, 1, 1, S::one_f_one_b,
-               GptConfig{4999, 1, 4, 64, 8}, 1, DType::f32, true}};
+               ModelShape{1, 64, 4, 8, 4999}, 1, DType::f32, true}};
     case 4:
       return {{"2d tp4, vocabulary 997", TpMode::d2, 4, 1, 1, S::one_f_one_b, wide_vocab},
               {"1d-sp tp4, vocabulary 997", TpMode::d1_sp, 4, 1, 1, S::one_f_one_b, wide_vocab, 4},
@@ -205,32 +205,32 @@ TEST_CASE("without a pipeline the allocator's activation peak inside a step equa
   static const SharedTempDir dir("mdtp-activations-");  // where the dumping case writes its gradients
   for (const WorkingSetCase& c : working_set_cases(world)) {
     DYNAMIC_SECTION(c.label) {
-      for (const ActivationRecompute policy :
-           {ActivationRecompute::none, ActivationRecompute::selective, ActivationRecompute::full}) {
+      for (const Recompute policy :
+           {Recompute::none, Recompute::selective, Recompute::full}) {
         TrainConfig t;
-        t.tp_mode = c.mode;
-        t.tp = c.tp;
-        t.tp_depth = c.depth;
-        t.schedule = c.schedule;
-        t.micro_batches = c.micro_batches;
-        t.model = c.model;
-        t.dtype = c.dtype;
-        t.recompute = policy;
+        t.spec.layout.mode = c.mode;
+        t.spec.layout.tp = c.tp;
+        t.spec.layout.depth = c.depth;
+        t.spec.layout.schedule = c.schedule;
+        t.spec.layout.micro_batches = c.micro_batches;
+        t.spec.model = c.model;
+        t.spec.precision = precision_for(c.dtype);
+        t.spec.recompute = policy;
         if (c.dump_gradients) t.dump_grads = dir.path() + "/grads.h5";
         const int dp = world / c.tp;
-        t.batch = c.sequences_per_micro_batch * dp * c.micro_batches;
+        t.spec.global_batch = c.sequences_per_micro_batch * dp * c.micro_batches;
         t.steps = 1;
-        t.optimizer.lr = 1e-2;
+        t.spec.optimizer.lr = 1e-2;
         const TrainResult result = train(t, MPI_COMM_WORLD);
         const TrainResult::KeptActivations& k = result.kept_activations;
-        INFO(c.label << " recompute " << activation_recompute_name(policy) << ": inside a step " << k.in_step
+        INFO(c.label << " recompute " << recompute_name(policy) << ": inside a step " << k.in_step
                      << " B, model " << k.in_step_model << " B; kept " << k.measured << " B");
         CHECK(k.in_step > k.allocator_at_pass_ends);  // a working set on top of the contexts
         CHECK(k.in_step == k.in_step_model);
         CHECK(k.measured == k.model);
         CHECK(k.equal_on_every_rank);
         if (world_rank() == 0)
-          std::cout << "[activations in step] " << c.label << " " << activation_recompute_name(policy) << ": "
+          std::cout << "[activations in step] " << c.label << " " << recompute_name(policy) << ": "
                     << k.in_step << " B (model " << k.in_step_model << " B), kept " << k.measured << " B\n";
       }
     }

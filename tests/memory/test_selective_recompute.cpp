@@ -51,21 +51,21 @@ TEST_CASE("selective recomputation gives bit-identical training with the same co
   for (const SelectiveCase& c : selective_cases(world)) {
     DYNAMIC_SECTION(c.label) {
       TrainConfig t;
-      t.tp_mode = c.mode;
-      t.tp = c.tp;
-      t.pp = c.pp;
-      t.micro_batches = c.micro_batches;
-      t.model = GptConfig{0, 4, 4, 32, 16};
-      t.batch = 2 * world / (c.tp * c.pp) * c.micro_batches;
+      t.spec.layout.mode = c.mode;
+      t.spec.layout.tp = c.tp;
+      t.spec.layout.pp = c.pp;
+      t.spec.layout.micro_batches = c.micro_batches;
+      t.spec.model = ModelShape{4, 32, 4, 16, 0};
+      t.spec.global_batch = 2 * world / (c.tp * c.pp) * c.micro_batches;
       t.steps = 3;
-      t.optimizer.lr = 2e-2;
-      t.optimizer.grad_clip = 0.5;
-      t.dtype = DType::f64;
+      t.spec.optimizer.lr = 2e-2;
+      t.spec.optimizer.grad_clip = 0.5;
+      t.spec.precision = precision_for(DType::f64);
       std::vector<TrainResult> runs;
-      for (const ActivationRecompute policy : {ActivationRecompute::none, ActivationRecompute::selective}) {
+      for (const Recompute policy : {Recompute::none, Recompute::selective}) {
         TrainConfig r = t;
-        r.recompute = policy;
-        const std::string tag = c.label + "-" + activation_recompute_name(policy);
+        r.spec.recompute = policy;
+        const std::string tag = c.label + "-" + recompute_name(policy);
         r.dump_grads = shared_path(tag + "-grads.h5");
         r.save = shared_path(tag + "-params.h5");
         runs.push_back(train(r, MPI_COMM_WORLD));

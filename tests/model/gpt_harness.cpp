@@ -72,23 +72,23 @@ std::vector<ModeCase> model_cases_for_world(int world) {
 
 ModelSize model_size_for_world(int world) {
   // Vocabulary 19 is padded by every vocabulary split of 2, 4, 6, 8 or 9 ranks.
-  if (world == 18) return {GptConfig{19, 2, 3, 18, 4}, 12};  // q = 3: H, heads by 3; batch by dp·d·q
-  if (world == 27) return {GptConfig{19, 2, 3, 18, 3}, 9};   // q = 3: H by q² = 9, batch by q²
-  return {GptConfig{19, 2, 4, 24, 4}, 4};
+  if (world == 18) return {ModelShape{2, 18, 3, 4, 19}, 12};  // q = 3: H, heads by 3; batch by dp·d·q
+  if (world == 27) return {ModelShape{2, 18, 3, 3, 19}, 9};   // q = 3: H by q² = 9, batch by q²
+  return {ModelShape{2, 24, 4, 4, 19}, 4};
 }
 
-TokenBatch random_batch(const GptConfig& config, std::int64_t batch, unsigned seed) {
+TokenBatch random_batch(const ModelShape& config, std::int64_t batch, unsigned seed) {
   std::mt19937 gen(seed);
-  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(config.vocab_size - 1));
+  std::uniform_int_distribution<std::int32_t> token(0, static_cast<std::int32_t>(config.vocab - 1));
   TokenBatch b;
-  for (std::int64_t i = 0; i < batch * config.block_size; ++i) {
+  for (std::int64_t i = 0; i < batch * config.seq; ++i) {
     b.inputs.push_back(token(gen));
     b.targets.push_back(token(gen));
   }
   return b;
 }
 
-GptRun::GptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, MPI_Comm comm, DType dtype,
+GptRun::GptRun(const ModeCase& c, const ModelShape& config, std::int64_t global_batch, MPI_Comm comm, DType dtype,
                std::uint64_t seed)
     : backend(make_host_backend()) {
   mesh = std::make_unique<Mesh>(c.config, comm, ledger);
@@ -99,7 +99,7 @@ GptRun::GptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_b
 }
 
 std::vector<std::int32_t> GptRun::replica_rows(const std::vector<std::int32_t>& global) const {
-  const std::int64_t n = model->batch_per_replica() * model->config().block_size;
+  const std::int64_t n = model->batch_per_replica() * model->config().seq;
   const auto first = global.begin() + mesh->comm("dp").rank() * n;
   return std::vector<std::int32_t>(first, first + n);
 }

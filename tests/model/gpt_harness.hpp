@@ -36,7 +36,7 @@ class SharedTempDir {
 std::vector<ModeCase> model_cases_for_world(int world);
 // A tiny model and global batch every case of that world size can split.
 struct ModelSize {
-  GptConfig config;
+  ModelShape config;
   std::int64_t batch = 0;  // global, in sequences
 };
 ModelSize model_size_for_world(int world);
@@ -44,11 +44,11 @@ ModelSize model_size_for_world(int world);
 struct TokenBatch {
   std::vector<std::int32_t> inputs, targets;  // [batch, T] row-major
 };
-TokenBatch random_batch(const GptConfig& config, std::int64_t batch, unsigned seed);
+TokenBatch random_batch(const ModelShape& config, std::int64_t batch, unsigned seed);
 
 // A GPT model in one mode on a mesh over `comm`.
 struct GptRun {
-  GptRun(const ModeCase& c, const GptConfig& config, std::int64_t global_batch, MPI_Comm comm = MPI_COMM_WORLD,
+  GptRun(const ModeCase& c, const ModelShape& config, std::int64_t global_batch, MPI_Comm comm = MPI_COMM_WORLD,
          DType dtype = DType::f64, std::uint64_t seed = 1234);
   CommLedger ledger;
   std::unique_ptr<Backend> backend;

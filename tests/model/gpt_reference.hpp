@@ -31,17 +31,17 @@ inline Matrix layernorm_ref(const Matrix& x, const std::vector<double>& g, const
 }
 
 // Mean cross-entropy of the GPT-2 defined by `p` on [B, T] inputs/targets (row-major).
-inline double gpt_reference_loss(const GptConfig& c, const ParamMap& p, const std::vector<std::int32_t>& inputs,
+inline double gpt_reference_loss(const ModelShape& c, const ParamMap& p, const std::vector<std::int32_t>& inputs,
                                  const std::vector<std::int32_t>& targets) {
-  const std::int64_t H = c.n_embd, T = c.block_size, N = static_cast<std::int64_t>(inputs.size());
-  const std::int64_t nh = c.n_head, hd = H / nh;
+  const std::int64_t H = c.hidden, T = c.seq, N = static_cast<std::int64_t>(inputs.size());
+  const std::int64_t nh = c.heads, hd = H / nh;
   auto P = [&](const std::string& k) -> const std::vector<double>& { return p.at(k); };
   Matrix x(N, H);
   for (std::int64_t i = 0; i < N; ++i)
     for (std::int64_t j = 0; j < H; ++j)
       x.at(i, j) = P("transformer.wte.weight")[static_cast<std::size_t>(inputs[static_cast<std::size_t>(i)] * H + j)] +
                    P("transformer.wpe.weight")[static_cast<std::size_t>((i % T) * H + j)];
-  for (std::int64_t l = 0; l < c.n_layer; ++l) {
+  for (std::int64_t l = 0; l < c.layers; ++l) {
     const std::string h = "transformer.h." + std::to_string(l) + ".";
     Matrix a = layernorm_ref(x, P(h + "ln_1.weight"), P(h + "ln_1.bias"));
     Matrix qkv = linear_pt(a, P(h + "attn.c_attn.weight"), P(h + "attn.c_attn.bias"), 3 * H);
@@ -71,12 +71,12 @@ inline double gpt_reference_loss(const GptConfig& c, const ParamMap& p, const st
     for (std::size_t i = 0; i < x.v.size(); ++i) x.v[i] += o2.v[i];
   }
   Matrix f = layernorm_ref(x, P("transformer.ln_f.weight"), P("transformer.ln_f.bias"));
-  Matrix logits = linear_pt(f, P("transformer.wte.weight"), {}, c.vocab_size);
+  Matrix logits = linear_pt(f, P("transformer.wte.weight"), {}, c.vocab);
   double loss = 0.0;
   for (std::int64_t i = 0; i < N; ++i) {
     double mx = -1e300, sum = 0.0;
-    for (std::int64_t v = 0; v < c.vocab_size; ++v) mx = std::max(mx, logits.at(i, v));
-    for (std::int64_t v = 0; v < c.vocab_size; ++v) sum += std::exp(logits.at(i, v) - mx);
+    for (std::int64_t v = 0; v < c.vocab; ++v) mx = std::max(mx, logits.at(i, v));
+    for (std::int64_t v = 0; v < c.vocab; ++v) sum += std::exp(logits.at(i, v) - mx);
     loss += mx + std::log(sum) - logits.at(i, targets[static_cast<std::size_t>(i)]);
   }
   return loss / static_cast<double>(N);

@@ -41,7 +41,7 @@ TEST_CASE("the serial GPT's loss matches an independent plain-loop GPT-2", "[mod
 
 TEST_CASE("GPT gradients match central finite differences of the loss", "[model][gradcheck]") {
   if (world_size() != 1) return;  // serial maths: checked once
-  const GptConfig config{7, 2, 2, 8, 3};
+  const ModelShape config{2, 8, 2, 3, 7};
   GptRun run(serial_case(), config, 2, MPI_COMM_SELF);
   run.set(random_parameters(run, 11, 0.3));
   const TokenBatch batch = random_batch(config, 2, 12);
@@ -138,7 +138,7 @@ TEST_CASE("padded vocabulary entries never win the softmax", "[model][vocab]") {
       run.set(values);
       const double loss = run.step(batch);
       const double ref = gpt_reference_loss(size.config, values, batch.inputs, batch.targets);
-      INFO("vocabulary padded to " << run.model->split().padded_vocab(size.config.vocab_size));
+      INFO("vocabulary padded to " << run.model->split().padded_vocab(size.config.vocab));
       CHECK(std::abs(loss - ref) <= 1e-10 * std::abs(ref));
     }
   }
@@ -155,14 +155,14 @@ TEST_CASE("configurations the mesh cannot split are refused on every rank before
       Mesh mesh(c.config, MPI_COMM_WORLD, ledger);
       auto mode = make_tp_mode(c.mode, TpContext{mesh, *backend, DType::f64, 1, {}});
       GptRun probe(c, size.config, size.batch);
-      const Layout qkv = probe.mode->linear(LinearSpec{"probe", size.config.n_embd, 3 * size.config.n_embd},
+      const Layout qkv = probe.mode->linear(LinearSpec{"probe", size.config.hidden, 3 * size.config.hidden},
                                             probe.mode->residual_layout())->output_layout();
       const int g = qkv.col_groups.empty() ? 1 : mesh.comm(qkv.col_groups[0]).size();
       ledger.clear();
       if (g > 1) {
-        GptConfig bad = size.config;
-        bad.n_head = g + 1;
-        bad.n_embd = size.config.n_embd * (g + 1);
+        ModelShape bad = size.config;
+        bad.heads = g + 1;
+        bad.hidden = size.config.hidden * (g + 1);
         CHECK_THROWS_WITH(GptModel(*mode, bad, size.batch / dp),
                           Catch::Contains("n_head=" + std::to_string(g + 1)) &&
                               Catch::Contains("divisible by the " + std::to_string(g)));
@@ -174,14 +174,14 @@ TEST_CASE("configurations the mesh cannot split are refused on every rank before
                                                                  Catch::Contains("must be divisible by the row split"));
       }
       if (c.config.tp > 1 && !mode->residual_layout().row_groups.empty()) {
-        GptConfig odd = size.config;
-        odd.block_size = 3;
-        odd.n_embd = size.config.n_embd;
+        ModelShape odd = size.config;
+        odd.seq = 3;
+        odd.hidden = size.config.hidden;
         const std::int64_t rows_unit = mesh.comm(spanning_group(mode->residual_layout().row_groups)).size();
         if (rows_unit % 3 != 0)
           CHECK_THROWS_WITH(GptModel(*mode, odd, 1), Catch::Contains("token rows") || Catch::Contains("per-replica"));
       }
-      CHECK_THROWS_WITH(GptModel(*mode, GptConfig{19, 2, 5, 24, 4}, 1), Catch::Contains("n_embd=24") &&
+      CHECK_THROWS_WITH(GptModel(*mode, ModelShape{2, 24, 5, 4, 19}, 1), Catch::Contains("n_embd=24") &&
                                                                              Catch::Contains("n_head=5"));
       CHECK(ledger.entries().empty());
     }

@@ -122,7 +122,7 @@ TEST_CASE("micro-batches in flight through the model equal running them one afte
 
 TEST_CASE("a model cut into chunks computes what the whole model computes", "[model][chunks]") {
   const ModelSize size = model_size_for_world(world_size());
-  const int L = static_cast<int>(size.config.n_layer);
+  const int L = static_cast<int>(size.config.layers);
   REQUIRE(L >= 2);
   for (const ModeCase& c : chunk_cases()) {
     DYNAMIC_SECTION(c.label()) {
@@ -212,7 +212,7 @@ TEST_CASE("unit hooks fire in order, and gradients are ready only after the step
           "[model][chunks]") {
   const ModelSize size = model_size_for_world(1);
   GptRun run(serial_case(), size.config, size.batch, MPI_COMM_SELF);
-  const int L = static_cast<int>(size.config.n_layer);
+  const int L = static_cast<int>(size.config.layers);
   GptModel model(*run.mode, size.config, run.model->micro_batch(), {UnitRange{0, 1}, UnitRange{2, L + 1}});
   RecordingHooks hooks;
   model.set_hooks(&hooks);
@@ -249,7 +249,7 @@ TEST_CASE("unit hooks fire in order, and gradients are ready only after the step
 TEST_CASE("chunks that overlap, leave the model or come out of order are refused", "[model][chunks][errors]") {
   const ModelSize size = model_size_for_world(1);
   GptRun run(serial_case(), size.config, size.batch, MPI_COMM_SELF);
-  const int L = static_cast<int>(size.config.n_layer);
+  const int L = static_cast<int>(size.config.layers);
   const std::int64_t b = run.model->micro_batch();
   CHECK_THROWS_WITH(GptModel(*run.mode, size.config, b, {UnitRange{0, 1}, UnitRange{1, L + 1}}),
                     Catch::Contains("overlap or are out of order"));

@@ -63,7 +63,7 @@ struct Setup {
   std::string data, good;
   Setup() {
     TokenBatch b = random_batch(size.config, 2 * size.batch, 5);
-    tokens = TokenData{2 * size.batch, size.config.block_size, b.inputs, b.targets, size.config.vocab_size, ""};
+    tokens = TokenData{2 * size.batch, size.config.seq, b.inputs, b.targets, size.config.vocab, ""};
     data = write_tokens("tokens.h5", tokens);
     TrainConfig t = config();
     t.steps = 0;  // saves the initial model
@@ -73,13 +73,13 @@ struct Setup {
   }
   TrainConfig config() const {
     TrainConfig t;
-    t.tp_mode = mode.mode;
-    t.tp = mode.config.tp;
-    t.tp_depth = mode.config.tp_depth;
-    t.model = size.config;
-    t.batch = size.batch;
+    t.spec.layout.mode = mode.mode;
+    t.spec.layout.tp = mode.config.tp;
+    t.spec.layout.depth = mode.config.tp_depth;
+    t.spec.model = size.config;
+    t.spec.global_batch = size.batch;
     t.steps = 1;
-    t.dtype = DType::f64;
+    t.spec.precision = precision_for(DType::f64);
     t.data = data;
     return t;
   }
@@ -151,7 +151,7 @@ TEST_CASE("f32 checkpoints and a tied lm_head.weight are accepted", "[train][che
 TEST_CASE("bad token data is refused with a clear error on every rank", "[train][errors][data]") {
   Setup s;
   TokenData big = s.tokens;
-  big.inputs[13] = static_cast<std::int32_t>(s.size.config.vocab_size);
+  big.inputs[13] = static_cast<std::int32_t>(s.size.config.vocab);
   TrainConfig t = s.config();
   t.data = write_tokens("big.h5", big);
   CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("inputs[") && Catch::Contains("= 19 is outside the vocabulary [0, 19)"));
@@ -226,24 +226,24 @@ TEST_CASE("a checkpoint that cannot be written fails on every rank with one mess
   const int world = world_size();
   TrainConfig t = s.config();
   if (world <= 8) {  // the model of 1–8 ranks: two stages where the world is even
-    t.tp_mode = TpMode::none;
-    t.tp = 1;
-    t.tp_depth = 1;
-    t.pp = world % 2 == 0 ? 2 : 1;
+    t.spec.layout.mode = TpMode::none;
+    t.spec.layout.tp = 1;
+    t.spec.layout.depth = 1;
+    t.spec.layout.pp = world % 2 == 0 ? 2 : 1;
   }
-  t.zero.stage = 3;
+  t.spec.zero.stage = 3;
   const std::string file = path_of("a-file"), directory = path_of("a-directory");
   run::run_on_root(MPI_COMM_WORLD, [&] {
     std::ofstream(file) << "a file, not a directory\n";
     std::filesystem::create_directories(directory);
   });
 
-  // Rank 0 cannot create the temporary file: it fails before it writes a tensor.
+  // A checkpoint path that cannot be written is refused before the first step, on every rank: its
+  // directory is a file, or the path is a directory (the atomic rename would fail after the run).
   t.save = file + "/z3.h5";
-  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("a-file/z3.h5"));
-  // Every tensor is written, then the temporary file cannot replace a directory.
+  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("a-file/z3.h5") && Catch::Contains("not a directory"));
   t.save = directory;
-  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("cannot move") && Catch::Contains("a-directory"));
+  CHECK_THROWS_WITH(train(t, MPI_COMM_WORLD), Catch::Contains("is a directory") && Catch::Contains("a-directory"));
   CHECK(std::filesystem::is_directory(directory));
   std::size_t leftovers = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir()))

@@ -157,7 +157,7 @@ TEST_CASE("cross-entropy pieces treat padded columns as -inf", "[train][ops]") {
 TEST_CASE("the optimizer follows PyTorch AdamW with clipping and decays only 2+-D parameters", "[train][optimizer]") {
   const ModelSize size = model_size_for_world(1);
   GptRun run(serial_case(), size.config, 2, MPI_COMM_SELF);
-  OptimizerConfig oc;
+  OptimizerSpec oc;
   oc.lr = 0.01;
   oc.grad_clip = 0.05;
   Optimizer opt(oc, run.model->parameters(), *run.mesh, *run.backend);
@@ -196,10 +196,11 @@ TEST_CASE("the optimizer follows PyTorch AdamW with clipping and decays only 2+-
     }
   }
   CHECK(opt.step_count() == 3);
-  OptimizerConfig bad;
-  bad.kind = "adam";
+  CHECK_THROWS_WITH(parse_optimizer_kind("adam"), Catch::Contains("unknown optimizer 'adam'"));
+  OptimizerSpec bad;
+  bad.kind = static_cast<OptimizerKind>(7);  // only a cast makes an unknown kind
   CHECK_THROWS_WITH(Optimizer(bad, run.model->parameters(), *run.mesh, *run.backend),
-                    Catch::Contains("unknown optimizer 'adam'"));
+                    Catch::Contains("unknown optimizer kind 7"));
 }
 
 TEST_CASE("cross-entropy pieces with extreme and -inf logits match float64 formulas", "[train][ops]") {

@@ -28,29 +28,29 @@ std::string shared_dir() {
 std::string shared_path(const std::string& name) { return shared_dir() + "/" + name; }
 
 // Random tokens in [0, vocab), 2.5 batches of rows (the data position wraps around).
-std::string token_file(const GptConfig& config, std::int64_t batch) {
+std::string token_file(const ModelShape& config, std::int64_t batch) {
   const std::string path = shared_path("tokens.h5");
   run::run_on_root(MPI_COMM_WORLD, [&] {
     if (std::filesystem::exists(path)) return;
     const std::int64_t rows = batch * 5 / 2;
     TokenBatch b = random_batch(config, rows, 77);
-    write_token_file(path, TokenData{rows, config.block_size, b.inputs, b.targets, config.vocab_size, path});
+    write_token_file(path, TokenData{rows, config.seq, b.inputs, b.targets, config.vocab, path});
   });
   return path;
 }
 
 TrainConfig base_config(const ModeCase& c, const ModelSize& size) {
   TrainConfig t;
-  t.tp_mode = c.mode;
-  t.tp = c.config.tp;
-  t.tp_depth = c.config.tp_depth;
-  t.model = size.config;
-  t.batch = size.batch;
+  t.spec.layout.mode = c.mode;
+  t.spec.layout.tp = c.config.tp;
+  t.spec.layout.depth = c.config.tp_depth;
+  t.spec.model = size.config;
+  t.spec.global_batch = size.batch;
   t.steps = 10;
-  t.optimizer.kind = "adamw";
-  t.optimizer.lr = 3e-2;
-  t.optimizer.grad_clip = 0.5;
-  t.dtype = DType::f64;
+  t.spec.optimizer.kind = OptimizerKind::adamw;
+  t.spec.optimizer.lr = 3e-2;
+  t.spec.optimizer.grad_clip = 0.5;
+  t.spec.precision = precision_for(DType::f64);
   t.data = token_file(size.config, size.batch);
   return t;
 }
@@ -82,7 +82,7 @@ TEST_CASE("10 AdamW steps with clipping: the same loss curve in every mode; save
   const TrainResult ref = train(serial, MPI_COMM_SELF);
   REQUIRE(ref.steps.size() == 10);
   bool clipped = false;
-  for (const StepRecord& r : ref.steps) clipped = clipped || r.grad_norm > serial.optimizer.grad_clip;
+  for (const StepRecord& r : ref.steps) clipped = clipped || r.grad_norm > serial.spec.optimizer.grad_clip;
   CHECK(clipped);  // the clipping path is exercised
   CHECK(ref.steps.back().loss < ref.steps.front().loss);
 
@@ -95,7 +95,7 @@ TEST_CASE("10 AdamW steps with clipping: the same loss curve in every mode; save
       const double err = curve_error(a.steps, ref.steps);
       CHECK(err <= 1e-9);
       if (world_rank() == 0)
-        std::cout << std::setprecision(10) << "[train] " << c.label() << " dp=" << a.dp << ": loss after 10 steps " << a.steps.back().loss
+        std::cout << std::setprecision(10) << "[train] " << c.label() << " dp=" << a.spec.layout.dp << ": loss after 10 steps " << a.steps.back().loss
                   << " (serial " << ref.steps.back().loss << "), largest relative loss difference " << err << "\n";
 
       TrainConfig first = base_config(c, size);
@@ -152,7 +152,7 @@ TEST_CASE("the gradient dump holds the first step's gradients; the results file 
     CHECK(dump.shape(p.name()) == p.checkpoint_shape());
     CHECK(relative_error(dump.read_real(p.name()), ref.at(p.name())) <= 1e-10);
   }
-  CHECK(dump.int_attribute("/", "n_layer") == size.config.n_layer);
+  CHECK(dump.int_attribute("/", "n_layer") == size.config.layers);
 }
 
 TEST_CASE("the set-up is held against the median step after the first", "[train]") {

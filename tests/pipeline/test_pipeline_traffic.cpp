@@ -65,19 +65,18 @@ std::vector<TrafficCase> cases_for(int world) {
 }
 
 constexpr std::int64_t kMicroBatch = 4;  // sequences per micro-batch (3D splits them over q² = 4): b·T = 16 rows
-const GptConfig kShape{19, 8, 4, 24, 4};
+const ModelShape kShape{8, 24, 4, 4, 19};
 
 // The calls of `stage` in phase "pipeline" the whole-step plan implies, totalled per (phase,
 // group, op) as the ledger totals them.
 std::map<LedgerKey, LedgerTotals> planned(const TrafficCase& c, int stage, int world) {
   cost::StepCommConfig sc;
-  sc.model = cost::GptShape{kShape.n_layer, kShape.n_embd, kShape.n_head, kShape.block_size, kShape.vocab_size};
-  sc.micro_batch = kMicroBatch;
-  sc.mesh = MeshConfig{world, c.tp, c.pp, 1, "tp-cp-dp-pp", c.mode, c.depth, 0};
-  sc.schedule = c.schedule;
-  sc.micro_batches = c.m;
-  sc.chunks = c.chunks;
-  sc.dtype = c.dtype;
+  ParallelLayout& l = sc.spec.layout;
+  sc.spec.model = kShape;
+  l.mode = c.mode, l.tp = c.tp, l.depth = c.depth, l.pp = c.pp, l.dp = world / (c.tp * c.pp);
+  l.schedule = c.schedule, l.micro_batches = c.m, l.chunks = c.chunks;
+  sc.spec.global_batch = kMicroBatch * l.micro_batches * l.dp;
+  sc.spec.precision = precision_for(c.dtype);
   std::map<LedgerKey, LedgerTotals> out;
   for (const auto& [key, totals] : cost::plan_step_comm(sc, stage).totals())
     if (key.phase == "pipeline") out[key] = totals;
@@ -106,7 +105,7 @@ TEST_CASE("the pipeline's p2p bytes in the ledger are the plan's, to the byte", 
       std::unique_ptr<Backend> backend = make_host_backend();
       Mesh mesh(mesh_config, MPI_COMM_WORLD, ledger);
       auto mode = make_tp_mode(c.mode, TpContext{mesh, *backend, c.dtype, 7, {}});
-      const StagePartition partition(static_cast<int>(kShape.n_layer), c.pp, c.chunks);
+      const StagePartition partition(static_cast<int>(kShape.layers), c.pp, c.chunks);
       const Schedule schedule = make_schedule(c.schedule, c.pp, c.m, c.chunks);
       const int stage = mesh.comm("pp").rank();
       std::vector<UnitRange> chunks;
@@ -115,7 +114,7 @@ TEST_CASE("the pipeline's p2p bytes in the ledger are the plan's, to the byte", 
       PipelineExecutor executor(model, mesh, schedule, stage);
 
       const TokenBatch tokens = random_batch(kShape, kMicroBatch * c.m, 5);
-      const std::size_t n = static_cast<std::size_t>(kMicroBatch * kShape.block_size);
+      const std::size_t n = static_cast<std::size_t>(kMicroBatch * kShape.seq);
       std::vector<MicroBatch> mbs;
       for (int i = 0; i < c.m; ++i)
         mbs.push_back(MicroBatch{std::span<const std::int32_t>(tokens.inputs).subspan(i * n, n),
@@ -158,20 +157,20 @@ TEST_CASE("the trainer's ledger table holds the plan's pipeline traffic per step
   run::run_on_root(MPI_COMM_WORLD, [&] {
     const std::int64_t rows = 2 * dp * c.m * kMicroBatch;
     const TokenBatch b = random_batch(kShape, rows, 9);
-    write_token_file(data, TokenData{rows, kShape.block_size, b.inputs, b.targets, kShape.vocab_size, data});
+    write_token_file(data, TokenData{rows, kShape.seq, b.inputs, b.targets, kShape.vocab, data});
   });
   TrainConfig t;
-  t.tp_mode = c.mode;
-  t.tp = c.tp;
-  t.tp_depth = c.depth;
-  t.pp = c.pp;
-  t.schedule = c.schedule;
-  t.micro_batches = c.m;
-  t.chunks = c.chunks;
-  t.model = kShape;
-  t.batch = dp * c.m * kMicroBatch;
+  t.spec.layout.mode = c.mode;
+  t.spec.layout.tp = c.tp;
+  t.spec.layout.depth = c.depth;
+  t.spec.layout.pp = c.pp;
+  t.spec.layout.schedule = c.schedule;
+  t.spec.layout.micro_batches = c.m;
+  t.spec.layout.chunks = c.chunks;
+  t.spec.model = kShape;
+  t.spec.global_batch = dp * c.m * kMicroBatch;
   t.steps = 2;
-  t.dtype = c.dtype;
+  t.spec.precision = precision_for(c.dtype);
   t.data = data;
   t.out = out;
   train(t, MPI_COMM_WORLD);

@@ -173,7 +173,7 @@ std::string shared_dir() {
 // `distinct`, no input token repeats within an aligned block of 4 rows (a micro-batch is 1, 2 or
 // 4 aligned rows): then the tied wte's gradient is summed in the same order with and without a
 // pipeline (see the header), and m = 1 without clipping is bit-identical in every tensor.
-std::string token_file(const GptConfig& model, bool distinct) {
+std::string token_file(const ModelShape& model, bool distinct) {
   const std::string path = shared_dir() + (distinct ? "/tokens-distinct.h5" : "/tokens.h5");
   run::run_on_root(MPI_COMM_WORLD, [&] {
     if (std::filesystem::exists(path)) return;
@@ -181,45 +181,45 @@ std::string token_file(const GptConfig& model, bool distinct) {
     TokenBatch b = random_batch(model, rows, 31);
     if (distinct) {
       std::mt19937 gen(47);
-      std::vector<std::int32_t> vocab(static_cast<std::size_t>(model.vocab_size));
+      std::vector<std::int32_t> vocab(static_cast<std::size_t>(model.vocab));
       std::iota(vocab.begin(), vocab.end(), 0);
-      const std::int64_t block = 4 * model.block_size;  // tokens of 4 rows, at most the vocabulary
-      REQUIRE(block <= model.vocab_size);
+      const std::int64_t block = 4 * model.seq;  // tokens of 4 rows, at most the vocabulary
+      REQUIRE(block <= model.vocab);
       for (std::int64_t r = 0; r < rows; r += 4) {
         std::shuffle(vocab.begin(), vocab.end(), gen);
-        std::copy_n(vocab.begin(), block, b.inputs.begin() + r * model.block_size);
+        std::copy_n(vocab.begin(), block, b.inputs.begin() + r * model.seq);
       }
     }
-    write_token_file(path, TokenData{rows, model.block_size, b.inputs, b.targets, model.vocab_size, path});
+    write_token_file(path, TokenData{rows, model.seq, b.inputs, b.targets, model.vocab, path});
   });
   return path;
 }
 
 // A tiny GPT every mode splits (H and heads by q = 2, b·T = 4 rows by q² = 4 and by d·q = 4).
-constexpr GptConfig kShape{19, 0, 4, 24, 4};
+constexpr ModelShape kShape{0, 24, 4, 4, 19};
 
 TrainConfig config_of(const PipeCase& c, int dp, int pp, const std::string& files) {
   TrainConfig t;
-  t.tp_mode = c.mode;
-  t.tp = c.tp;
-  t.tp_depth = c.depth;
-  t.model = kShape;
-  t.model.n_layer = c.n_layers();
-  t.pp = pp;
-  t.micro_batches = c.m;
+  t.spec.layout.mode = c.mode;
+  t.spec.layout.tp = c.tp;
+  t.spec.layout.depth = c.depth;
+  t.spec.model = kShape;
+  t.spec.model.layers = c.n_layers();
+  t.spec.layout.pp = pp;
+  t.spec.layout.micro_batches = c.m;
   if (pp > 1) {
-    t.schedule = c.schedule;
-    t.chunks = c.chunks;
-    t.pp_layers = c.layers;
-    t.group_size = c.group_size;
+    t.spec.layout.schedule = c.schedule;
+    t.spec.layout.chunks = c.chunks;
+    t.spec.layout.pp_layers = c.layers;
+    t.spec.layout.group_size = c.group_size;
   }
-  t.batch = dp * c.m * c.micro_batch();
+  t.spec.global_batch = dp * c.m * c.micro_batch();
   t.steps = 3;
-  t.optimizer.kind = "adamw";
-  t.optimizer.lr = 1e-2;
-  t.optimizer.grad_clip = c.clip() ? 0.05 : 0.0;
-  t.dtype = DType::f64;
-  t.data = token_file(t.model, !c.repeats);
+  t.spec.optimizer.kind = OptimizerKind::adamw;
+  t.spec.optimizer.lr = 1e-2;
+  t.spec.optimizer.grad_clip = c.clip() ? 0.05 : 0.0;
+  t.spec.precision = precision_for(DType::f64);
+  t.data = token_file(t.spec.model, !c.repeats);
   t.dump_grads = files + "-grads.h5";
   t.save = files + "-params.h5";
   return t;

@@ -56,17 +56,17 @@ struct GridCase {
 TrainConfig base(TpMode mode, int tp, int pp, std::int64_t batch, int micro_batches,
                  ScheduleKind schedule = ScheduleKind::one_f_one_b) {
   TrainConfig t;
-  t.tp_mode = mode;
-  t.tp = tp;
-  t.pp = pp;
-  t.schedule = schedule;
-  t.micro_batches = micro_batches;
-  t.model = GptConfig{0, 4, 4, 32, 8};
-  t.batch = batch;
+  t.spec.layout.mode = mode;
+  t.spec.layout.tp = tp;
+  t.spec.layout.pp = pp;
+  t.spec.layout.schedule = schedule;
+  t.spec.layout.micro_batches = micro_batches;
+  t.spec.model = ModelShape{4, 32, 4, 8, 0};
+  t.spec.global_batch = batch;
   t.steps = 1;
-  t.optimizer.kind = "adamw";
-  t.optimizer.grad_clip = 1.0;
-  t.dtype = DType::f32;
+  t.spec.optimizer.kind = OptimizerKind::adamw;
+  t.spec.optimizer.grad_clip = 1.0;
+  t.spec.precision = precision_for(DType::f32);
   return t;
 }
 
@@ -74,9 +74,9 @@ GridCase with(std::string label, TrainConfig t) { return GridCase{std::move(labe
 
 // ZeRO at `stage` with small buckets (several per unit), `steps` steps (the ledger is the last's).
 TrainConfig zero(TrainConfig t, int stage, double bucket_mb = 0.004, bool keep = false, int steps = 1) {
-  t.zero.stage = stage;
-  t.zero.bucket_mb = bucket_mb;
-  t.zero.keep_parameters_for_step = keep;
+  t.spec.zero.stage = stage;
+  t.spec.zero.bucket_mb = bucket_mb;
+  t.spec.zero.keep_parameters = keep;
   t.steps = steps;
   return t;
 }
@@ -90,23 +90,23 @@ std::vector<GridCase> ci_grid() {
   g.push_back(with("1d-sp tp2 pp2 dp2 gpipe m2", base(TpMode::d1_sp, 2, 2, 4, 2, ScheduleKind::gpipe)));
   {
     TrainConfig t = base(TpMode::d1, 4, 2, 2, 2, ScheduleKind::interleaved);
-    t.chunks = 2;
+    t.spec.layout.chunks = 2;
     g.push_back(with("1d tp4 pp2 dp1 interleaved v2 m2", t));
   }
   {
     TrainConfig t = base(TpMode::d1, 2, 4, 4, 4);
-    t.pp_layers = {0, 2, 2, 0};
+    t.spec.layout.pp_layers = {0, 2, 2, 0};
     g.push_back(with("1d tp2 pp4 dp1 1f1b m4 layers 0,2,2,0", t));
   }
   g.push_back(with("2d tp4 pp2 dp1 1f1b m2 b2", base(TpMode::d2, 4, 2, 4, 2)));
   {
     TrainConfig t = base(TpMode::d2, 4, 1, 4, 1);
-    t.dtype = DType::f64;
+    t.spec.precision = precision_for(DType::f64);
     g.push_back(with("2d tp4 pp1 dp2 f64", t));
   }
   {
     TrainConfig t = base(TpMode::d2p5, 8, 1, 4, 1);
-    t.tp_depth = 2;
+    t.spec.layout.depth = 2;
     g.push_back(with("2.5d tp8 d2 pp1 dp1 b4", t));
   }
   g.push_back(with("3d tp8 pp1 dp1 b4", base(TpMode::d3, 8, 1, 4, 1)));
@@ -118,22 +118,22 @@ std::vector<GridCase> ci_grid() {
   g.push_back(with("2d tp4 pp1 dp2 zero3 keep, 2 steps", zero(base(TpMode::d2, 4, 1, 4, 1), 3, 0.004, true, 2)));
   {
     TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::zb_h1), 2);
-    t.zero.reduce_per_micro_batch = true;
+    t.spec.zero.reduce_per_micro_batch = true;
     g.push_back(with("1d tp2 pp2 dp2 zb-h1 m2 zero2 per micro-batch", t));
   }
   {
     TrainConfig t = zero(base(TpMode::none, 1, 1, 16, 2), 3, 0.004, false, 2);
-    t.zero.reduce_per_micro_batch = true;
+    t.spec.zero.reduce_per_micro_batch = true;
     g.push_back(with("none tp1 pp1 dp8 m2 zero3 per micro-batch, 2 steps", t));
   }
   {
     TrainConfig t = base(TpMode::d1_sp, 2, 2, 8, 2, ScheduleKind::zb_h1);
-    t.recompute = ActivationRecompute::full;
+    t.spec.recompute = Recompute::full;
     g.push_back(with("1d-sp tp2 pp2 dp2 zb-h1 m2 recompute full", t));
   }
   {
     TrainConfig t = base(TpMode::d3, 8, 1, 4, 1);
-    t.recompute = ActivationRecompute::full;
+    t.spec.recompute = Recompute::full;
     g.push_back(with("3d tp8 recompute full", t));
   }
   return g;
@@ -148,21 +148,21 @@ std::vector<GridCase> slow_grid() {
   g.push_back(with("2d tp4 pp2 dp1 gpipe m2 b2", base(TpMode::d2, 4, 2, 4, 2, ScheduleKind::gpipe)));
   {
     TrainConfig t = base(TpMode::none, 1, 4, 8, 4, ScheduleKind::interleaved);
-    t.model.n_layer = 8;
-    t.chunks = 2;
+    t.spec.model.layers = 8;
+    t.spec.layout.chunks = 2;
     g.push_back(with("none tp1 pp4 dp2 interleaved v2 m4 layers 8", t));
   }
   {
     TrainConfig t = base(TpMode::d1, 2, 4, 8, 8, ScheduleKind::interleaved);
-    t.model.n_layer = 8;
-    t.chunks = 2;
-    t.group_size = 4;
+    t.spec.model.layers = 8;
+    t.spec.layout.chunks = 2;
+    t.spec.layout.group_size = 4;
     g.push_back(with("1d tp2 pp4 dp1 interleaved v2 N4 m8 layers 8", t));
   }
   g.push_back(with("1d tp2 pp1 dp4 m2", base(TpMode::d1, 2, 1, 8, 2)));
   g.push_back(with("1d tp4 pp1 dp2 f64", [] {
     TrainConfig t = base(TpMode::d1, 4, 1, 2, 1);
-    t.dtype = DType::f64;
+    t.spec.precision = precision_for(DType::f64);
     return t;
   }()));
   g.push_back(with("2d tp4 pp1 dp2 m2 b2", base(TpMode::d2, 4, 1, 8, 2)));
@@ -173,7 +173,7 @@ std::vector<GridCase> slow_grid() {
   g.push_back(with("3d tp8 dp1 zero2", zero(base(TpMode::d3, 8, 1, 4, 1), 2)));
   g.push_back(with("2.5d tp8 d2 dp1 zero3", [] {
     TrainConfig t = zero(base(TpMode::d2p5, 8, 1, 4, 1), 3);
-    t.tp_depth = 2;
+    t.spec.layout.depth = 2;
     return t;
   }()));
   g.push_back(with("none tp1 pp2 dp4 gpipe m2 zero3", zero(base(TpMode::none, 1, 2, 8, 2, ScheduleKind::gpipe), 3)));
@@ -181,29 +181,29 @@ std::vector<GridCase> slow_grid() {
                    zero(base(TpMode::none, 1, 2, 16, 4, ScheduleKind::zb_h1), 3, 0.004, false, 2)));
   {
     TrainConfig t = zero(base(TpMode::none, 1, 2, 8, 2, ScheduleKind::interleaved), 3, 0.002);
-    t.chunks = 2;
+    t.spec.layout.chunks = 2;
     g.push_back(with("none tp1 pp2 dp4 interleaved v2 m2 zero3", t));
-    t.zero.reduce_per_micro_batch = true;
+    t.spec.zero.reduce_per_micro_batch = true;
     g.push_back(with("none tp1 pp2 dp4 interleaved v2 m2 zero3 per micro-batch", t));
   }
   {
     TrainConfig t = zero(base(TpMode::d2, 4, 1, 8, 2), 2);
-    t.zero.reduce_per_micro_batch = true;
+    t.spec.zero.reduce_per_micro_batch = true;
     g.push_back(with("2d tp4 pp1 dp2 m2 zero2 per micro-batch", t));
   }
   {
     TrainConfig t = zero(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::interleaved), 3, 0.004, true);
-    t.chunks = 2;
+    t.spec.layout.chunks = 2;
     g.push_back(with("1d tp2 pp2 dp2 interleaved v2 m2 zero3 keep", t));
   }
   {
     TrainConfig t = zero(base(TpMode::none, 1, 1, 8, 1), 2, 0.004);
-    t.zero.offload = true;
+    t.spec.zero.offload = true;
     g.push_back(with("none tp1 pp1 dp8 zero2 offload", t));
   }
   g.push_back(with("1d tp1 pp1 dp8 zero1 sgd", [] {
     TrainConfig t = zero(base(TpMode::d1, 1, 1, 8, 1), 1);
-    t.optimizer.kind = "sgd";
+    t.spec.optimizer.kind = OptimizerKind::sgd;
     return t;
   }()));
   return g;
@@ -222,11 +222,11 @@ void check_case(const GridCase& c) {
   const int stage = stage_of_rank(plan);
   std::map<LedgerKey, LedgerTotals> model;
   try {
-    const cost::StepCommPlan step = cost::plan_step_comm(step_comm_config(c.config, plan), stage);
+    const cost::StepCommPlan step = cost::plan_step_comm(step_comm_config(plan), stage);
     model = step.totals();
     // MDTP_STEP_COMM_PRINT=1: the plan of each stage's first rank beside its ledger (the docs'
     // worked example is printed this way).
-    if (std::getenv("MDTP_STEP_COMM_PRINT") && plan.mesh.tp * plan.dp > 0 &&
+    if (std::getenv("MDTP_STEP_COMM_PRINT") && plan.mesh.tp * plan.dp() > 0 &&
         world_rank() % (world_size() / plan.mesh.pp) == 0) {
       std::ostringstream os;
       os << "==== " << c.label << ", stage " << stage << " (world rank " << world_rank() << ")\n"
@@ -300,10 +300,10 @@ TEST_CASE("The bucket plan derived from the configuration is the ZeRO engine's, 
     cases.push_back({"2d tp4 pp2", base(TpMode::d2, 4, 2, 4, 2), 0.002, zero});
     cases.push_back({"3d tp8", base(TpMode::d3, 8, 1, 4, 1), 0.003, zero});
     TrainConfig interleaved = base(TpMode::d1_sp, 2, 2, 4, 2, ScheduleKind::interleaved);
-    interleaved.chunks = 2;
+    interleaved.spec.layout.chunks = 2;
     cases.push_back({"1d-sp tp2 pp2 dp2 interleaved v2", interleaved, 25.0, zero});
     TrainConfig p25 = base(TpMode::d2p5, 8, 1, 4, 1);
-    p25.tp_depth = 2;
+    p25.spec.layout.depth = 2;
     cases.push_back({"2.5d tp8 d2", p25, 0.002, zero});
   }
   for (const Case& c : cases) {
@@ -312,19 +312,19 @@ TEST_CASE("The bucket plan derived from the configuration is the ZeRO engine's, 
     CommLedger ledger;
     std::unique_ptr<Backend> backend = make_host_backend();
     Mesh mesh(plan.mesh, MPI_COMM_WORLD, ledger);
-    auto mode = make_tp_mode(c.config.tp_mode, TpContext{mesh, *backend, c.config.dtype, c.config.seed, {}});
+    auto mode = make_tp_mode(c.config.spec.layout.mode, TpContext{mesh, *backend, c.config.spec.precision.params, c.config.spec.seed, {}});
     const int stage = mesh.comm("pp").rank();
     std::vector<UnitRange> chunks;
     for (const UnitSpan& u : plan.partition.stage_units(stage)) chunks.push_back(UnitRange{u.first, u.last});
-    GptModel model(*mode, plan.model, plan.micro_batch, chunks);
+    GptModel model(*mode, plan.spec.model, plan.micro_batch, chunks);
     ZeroConfig zero;
     zero.stage = c.stage;
     zero.bucket_mb = c.bucket_mb;
     const ZeroLayout layout(model, mesh, zero);
 
-    cost::StepCommConfig sc = step_comm_config(c.config, plan);
-    sc.zero_stage = c.stage;
-    sc.bucket_mb = c.bucket_mb;
+    cost::StepCommConfig sc = step_comm_config(plan);
+    sc.spec.zero.stage = c.stage;
+    sc.spec.zero.bucket_mb = c.bucket_mb;
     const std::vector<BucketInput> derived = cost::stage_parameters(sc, stage);
     const BucketPlan planned = cost::stage_bucket_plan(sc, stage);
     const BucketPlan& engine = layout.plan();

@@ -54,14 +54,14 @@ TEST_CASE("full recomputation gives bit-identical training and keeps fewer activ
     DYNAMIC_SECTION(c.label) {
       TrainConfig t = small_train_config(c, world, 4);
       t.steps = 3;
-      t.optimizer.lr = 2e-2;
-      t.optimizer.grad_clip = 0.5;
-      t.dtype = DType::f64;
+      t.spec.optimizer.lr = 2e-2;
+      t.spec.optimizer.grad_clip = 0.5;
+      t.spec.precision = precision_for(DType::f64);
       std::vector<TrainResult> runs;
-      for (const ActivationRecompute policy : {ActivationRecompute::none, ActivationRecompute::full}) {
+      for (const Recompute policy : {Recompute::none, Recompute::full}) {
         TrainConfig r = t;
-        r.recompute = policy;
-        const std::string tag = c.label + "-" + activation_recompute_name(policy);
+        r.spec.recompute = policy;
+        const std::string tag = c.label + "-" + recompute_name(policy);
         r.dump_grads = shared_path(tag + "-grads.h5");
         r.save = shared_path(tag + "-params.h5");
         runs.push_back(train(r, MPI_COMM_WORLD));

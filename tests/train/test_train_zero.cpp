@@ -50,18 +50,18 @@ std::vector<ZeroCase> zero_train_cases(int world) {
 
 TrainConfig config_for(const ZeroCase& c, int world) {
   TrainConfig t;
-  t.tp_mode = c.mode;
-  t.tp = c.tp;
-  t.tp_depth = c.depth;
-  t.pp = c.pp;
-  t.schedule = c.schedule;
-  t.micro_batches = c.micro_batches;
-  t.model = GptConfig{0, 2, 4, 32, 16};  // vocabulary from the shipped corpus
-  t.batch = 4 * world / (c.tp * c.pp);  // 4 · dp: dp · m divides it (m ≤ 2)
+  t.spec.layout.mode = c.mode;
+  t.spec.layout.tp = c.tp;
+  t.spec.layout.depth = c.depth;
+  t.spec.layout.pp = c.pp;
+  t.spec.layout.schedule = c.schedule;
+  t.spec.layout.micro_batches = c.micro_batches;
+  t.spec.model = ModelShape{2, 32, 4, 16, 0};  // vocabulary from the shipped corpus
+  t.spec.global_batch = 4 * world / (c.tp * c.pp);  // 4 · dp: dp · m divides it (m ≤ 2)
   t.steps = 3;
-  t.optimizer.lr = 2e-2;
-  t.dtype = DType::f64;
-  t.seed = 99;
+  t.spec.optimizer.lr = 2e-2;
+  t.spec.precision = precision_for(DType::f64);
+  t.spec.seed = 99;
   return t;
 }
 
@@ -80,8 +80,8 @@ TEST_CASE("mdtp train at every ZeRO stage equals stage 0 on the same mesh", "[tr
     for (const bool clip : {false, true}) {
       DYNAMIC_SECTION(c.label << (clip ? " clip" : "")) {
         TrainConfig base = config_for(c, world);
-        base.optimizer.grad_clip = clip ? 0.3 : 0.0;
-        base.zero.bucket_mb = 0.004;  // several buckets per unit
+        base.spec.optimizer.grad_clip = clip ? 0.3 : 0.0;
+        base.spec.zero.bucket_mb = 0.004;  // several buckets per unit
         const std::string ref_tag = c.label + (clip ? "-clip" : "") + "-z0";
         run(base, ref_tag);
         const int dp = world / (c.tp * c.pp);
@@ -98,10 +98,10 @@ TEST_CASE("mdtp train at every ZeRO stage equals stage 0 on the same mesh", "[tr
                                         {1, true, false},  {3, false, true},  {3, false, false, true}};
         for (const Variant& v : variants) {
           TrainConfig t = base;
-          t.zero.stage = v.stage;
-          t.zero.offload = v.offload;
-          t.zero.keep_parameters_for_step = v.keep;
-          t.zero.reduce_per_micro_batch = v.per_micro_batch;
+          t.spec.zero.stage = v.stage;
+          t.spec.zero.offload = v.offload;
+          t.spec.zero.keep_parameters = v.keep;
+          t.spec.zero.reduce_per_micro_batch = v.per_micro_batch;
           const std::string tag = ref_tag + "-z" + std::to_string(v.stage) + (v.offload ? "o" : "") +
                                   (v.keep ? "k" : "") + (v.per_micro_batch ? "m" : "");
           run(t, tag);
@@ -141,9 +141,9 @@ TEST_CASE("mdtp train holds per category what the bucket plan says, on every ran
         DYNAMIC_SECTION(c.label << " stage " << stage << (offload ? " offload" : "")) {
           TrainConfig t = config_for(c, world);
           t.steps = 1;
-          t.zero.stage = stage;
-          t.zero.offload = offload;
-          t.zero.bucket_mb = 0.004;
+          t.spec.zero.stage = stage;
+          t.spec.zero.offload = offload;
+          t.spec.zero.bucket_mb = 0.004;
           const TrainResult r = train(t, MPI_COMM_WORLD);
           REQUIRE(r.memory_held.size() == r.memory_model.size());
           int modelled = 0;
@@ -162,13 +162,13 @@ TEST_CASE("a checkpoint written at stage 3 with dp 4 resumes at stage 0 on one r
           "[train][zero][checkpoint]") {
   if (world_size() != 4) return;
   TrainConfig t;
-  t.model = GptConfig{0, 2, 4, 32, 16};
-  t.batch = 8;
-  t.dtype = DType::f64;
-  t.optimizer.lr = 2e-2;
-  t.optimizer.grad_clip = 0.5;
-  t.seed = 7;
-  t.zero.bucket_mb = 0.004;
+  t.spec.model = ModelShape{2, 32, 4, 16, 0};
+  t.spec.global_batch = 8;
+  t.spec.precision = precision_for(DType::f64);
+  t.spec.optimizer.lr = 2e-2;
+  t.spec.optimizer.grad_clip = 0.5;
+  t.spec.seed = 7;
+  t.spec.zero.bucket_mb = 0.004;
 
   TrainConfig whole = t;  // the uninterrupted run: four steps, stage 0, dp 4
   whole.steps = 4;
@@ -176,7 +176,7 @@ TEST_CASE("a checkpoint written at stage 3 with dp 4 resumes at stage 0 on one r
 
   TrainConfig first = t;  // two steps at stage 3, dp 4, then a checkpoint
   first.steps = 2;
-  first.zero.stage = 3;
+  first.spec.zero.stage = 3;
   first.save = shared_path("stage3-dp4.h5");
   train(first, MPI_COMM_WORLD);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -206,9 +206,9 @@ TEST_CASE("a checkpoint written at stage 3 with dp 4 resumes at stage 0 on one r
   // Stage 2 with pp 2 (dp 2), two micro-batches under 1f1b.
   TrainConfig resume = t;
   resume.steps = 2;
-  resume.pp = 2;
-  resume.micro_batches = 2;
-  resume.zero.stage = 2;
+  resume.spec.layout.pp = 2;
+  resume.spec.layout.micro_batches = 2;
+  resume.spec.zero.stage = 2;
   resume.init_from = first.save;
   check_resumed(train(resume, MPI_COMM_WORLD), "stage 2, pp 2");
 }

@@ -56,19 +56,19 @@ std::vector<ShardCase> shard_cases(int world) {
 
 TrainConfig config_for(const ShardCase& c, int world, DType dtype) {
   TrainConfig t;
-  t.tp_mode = c.mode;
-  t.tp = c.tp;
-  t.pp = c.pp;
-  t.schedule = c.schedule;
-  t.micro_batches = c.micro_batches;
+  t.spec.layout.mode = c.mode;
+  t.spec.layout.tp = c.tp;
+  t.spec.layout.pp = c.pp;
+  t.spec.layout.schedule = c.schedule;
+  t.spec.layout.micro_batches = c.micro_batches;
   // Ten blocks: two neighbouring units (what a pass holds gathered) are well under half of a
   // stage's parameters, so the in-pass peak lies below the whole TP shard.
-  t.model = GptConfig{0, 10, 4, 32, 16};
-  t.batch = 2 * world / (c.tp * c.pp);
-  t.optimizer.lr = 2e-2;
-  t.dtype = dtype;
-  t.seed = 31;
-  t.zero.bucket_mb = 0.004;  // several buckets per unit
+  t.spec.model = ModelShape{10, 32, 4, 16, 0};
+  t.spec.global_batch = 2 * world / (c.tp * c.pp);
+  t.spec.optimizer.lr = 2e-2;
+  t.spec.precision = precision_for(dtype);
+  t.spec.seed = 31;
+  t.spec.zero.bucket_mb = 0.004;  // several buckets per unit
   return t;
 }
 
@@ -132,7 +132,7 @@ TEST_CASE("ZeRO-3 initialises and loads the model shard by shard, bit-identical 
         TrainConfig t0 = base;
         t0.steps = 0;
         const TrainResult r00 = run(t0, tag + "-z0-s0.h5");
-        t0.zero.stage = 3;
+        t0.spec.zero.stage = 3;
         const TrainResult r30 = run(t0, tag + "-z3-s0.h5");
         check_same_checkpoint(shared_path(tag + "-z3-s0.h5"), shared_path(tag + "-z0-s0.h5"));
         check_shards_only(r30);
@@ -145,7 +145,7 @@ TEST_CASE("ZeRO-3 initialises and loads the model shard by shard, bit-identical 
         TrainConfig t3 = base;
         t3.steps = 3;
         const TrainResult r03 = run(t3, tag + "-z0-s3.h5");
-        t3.zero.stage = 3;
+        t3.spec.zero.stage = 3;
         const TrainResult r33 = run(t3, tag + "-z3-s3.h5");
         const std::int64_t peak = bytes_of(r33.memory_peak, MemCategory::parameters);
         const std::int64_t in_pass = r33.kept_activations.parameters_in_pass_model;
@@ -172,7 +172,7 @@ TEST_CASE("ZeRO-3 initialises and loads the model shard by shard, bit-identical 
         // Stage 0's checkpoint (with moments) into stage 3, written back unchanged.
         TrainConfig load = base;
         load.steps = 0;
-        load.zero.stage = 3;
+        load.spec.zero.stage = 3;
         load.init_from = shared_path(tag + "-z0-s3.h5");
         const TrainResult rl = run(load, tag + "-z3-loaded.h5");
         CHECK(rl.state.step == 3);
@@ -187,10 +187,10 @@ TEST_CASE("a ZeRO-3 load verifies the tiles each rank reads; a bad tile fails it
   // One block 512 wide in f64: its Linear weights span several checksum tiles (362 x 362), so the
   // ranks read different tiles of them, and a flipped byte is seen by the ranks that read it only.
   TrainConfig t;
-  t.model = GptConfig{0, 1, 4, 512, 16};
-  t.batch = world_size();
-  t.dtype = DType::f64;
-  t.seed = 5;
+  t.spec.model = ModelShape{1, 512, 4, 16, 0};
+  t.spec.global_batch = world_size();
+  t.spec.precision = precision_for(DType::f64);
+  t.spec.seed = 5;
   t.steps = 0;
   run(t, "tiles-z0.h5");
   const std::string saved = shared_path("tiles-z0.h5");
@@ -201,7 +201,7 @@ TEST_CASE("a ZeRO-3 load verifies the tiles each rank reads; a bad tile fails it
     flip_byte(bad, data_offset(bad, "transformer.h.0.mlp.c_fc.weight") + (2000 * 512 + 500) * 8 + 2);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  t.zero.stage = 3;
+  t.spec.zero.stage = 3;
   // The intact file loads at stage 3 and is written back as it was.
   t.init_from = saved;
   run(t, "tiles-z3.h5");

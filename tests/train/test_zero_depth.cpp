@@ -61,20 +61,20 @@ std::vector<DepthCase> depth_cases(int world) {
 
 TrainConfig config_for(const DepthCase& c, int world) {
   TrainConfig t;
-  t.tp_mode = TpMode::d2p5;
-  t.tp = c.tp;
-  t.tp_depth = c.depth;
-  t.pp = c.pp;
-  t.schedule = c.schedule;
-  t.micro_batches = c.micro_batches;
-  t.model = GptConfig{0, 2, 4, 32, 16};  // vocabulary from the shipped corpus
+  t.spec.layout.mode = TpMode::d2p5;
+  t.spec.layout.tp = c.tp;
+  t.spec.layout.depth = c.depth;
+  t.spec.layout.pp = c.pp;
+  t.spec.layout.schedule = c.schedule;
+  t.spec.layout.micro_batches = c.micro_batches;
+  t.spec.model = ModelShape{2, 32, 4, 16, 0};  // vocabulary from the shipped corpus
   const int dp = world / (c.tp * c.pp);
-  t.batch = 4 * c.depth * dp;  // the depth slabs split a replica's rows: d · dp · m divides it
+  t.spec.global_batch = 4 * c.depth * dp;  // the depth slabs split a replica's rows: d · dp · m divides it
   t.steps = 3;
-  t.optimizer.lr = 2e-2;
-  t.dtype = DType::f64;
-  t.seed = 5;
-  t.zero.bucket_mb = 0.004;  // several buckets per unit
+  t.spec.optimizer.lr = 2e-2;
+  t.spec.precision = precision_for(DType::f64);
+  t.spec.seed = 5;
+  t.spec.zero.bucket_mb = 0.004;  // several buckets per unit
   return t;
 }
 
@@ -101,7 +101,7 @@ TEST_CASE("ZeRO over dp x depth in 2.5D equals stage 0 in f64", "[train][zero][d
       if (clip && c.pp > 1) continue;  // clipping is covered without a pipeline (keeps CI under a minute)
       DYNAMIC_SECTION(c.label << (clip ? " clip" : "")) {
         TrainConfig base = config_for(c, world);
-        base.optimizer.grad_clip = clip ? 0.3 : 0.0;
+        base.spec.optimizer.grad_clip = clip ? 0.3 : 0.0;
         const std::string ref_tag = c.label + (clip ? "-clip" : "") + "-z0";
         run(base, ref_tag);
         struct Variant {
@@ -113,9 +113,9 @@ TEST_CASE("ZeRO over dp x depth in 2.5D equals stage 0 in f64", "[train][zero][d
                                                                           {3, false, false}, {3, false, true}};
         for (const Variant& v : variants) {
           TrainConfig t = base;
-          t.zero.stage = v.stage;
-          t.zero.offload = v.offload;
-          t.zero.keep_parameters_for_step = v.keep;
+          t.spec.zero.stage = v.stage;
+          t.spec.zero.offload = v.offload;
+          t.spec.zero.keep_parameters = v.keep;
           const std::string tag = fmt::format("{}-z{}{}{}", ref_tag, v.stage, v.offload ? "o" : "", v.keep ? "k" : "");
           run(t, tag);
           const double grads = file_error(shared_path(tag + "-grads.h5"), shared_path(ref_tag + "-grads.h5"));
@@ -142,8 +142,8 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
         DYNAMIC_SECTION(c.label << " stage " << stage << (offload ? " offload" : "")) {
           TrainConfig t = config_for(c, world);
           t.steps = 1;
-          t.zero.stage = stage;
-          t.zero.offload = offload;
+          t.spec.zero.stage = stage;
+          t.spec.zero.offload = offload;
           const TrainResult r = train(t, MPI_COMM_WORLD);
 
           // Memory per category: the allocator's figures equal the plan's model to the byte.
@@ -158,7 +158,7 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
           const TrainPlan plan = plan_training(t, world);
           const Topology topology(plan.mesh);
           const int pp_stage = topology.rank_generator().coord(world_rank(), "pp");
-          const cost::StepCommConfig sc = step_comm_config(t, plan);
+          const cost::StepCommConfig sc = step_comm_config(plan);
           const auto model = cost::plan_step_comm(sc, pp_stage).totals();
           CHECK(r.ledger.size() == model.size());
           for (const auto& [key, p] : model) {
@@ -173,7 +173,7 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
 
           // Stages 1–3: the weights move over dp × depth, never summed over tp.dep on their own.
           const int combined = static_cast<int>(topology.groups(kDpDepthGroup).front().size());
-          CHECK(combined == c.depth * plan.dp);
+          CHECK(combined == c.depth * plan.dp());
           const bool folded = stage >= 1;
           const LedgerKey rs{"grad-sync", kDpDepthGroup, CollectiveOp::reduce_scatter};
           const LedgerKey depth_sum{"grad-sync", "tp.dep", CollectiveOp::all_reduce};
@@ -185,7 +185,7 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
           // and the norm's 8-byte all-reduce over dp.
           const BucketPlan bucket_plan = cost::stage_bucket_plan(sc, pp_stage);
           const cost::ZeroPaperTraffic paper =
-              cost::zero_paper_traffic(bucket_plan, stage, t.micro_batches, false, false, r.ledger, &model);
+              cost::zero_paper_traffic(bucket_plan, stage, t.spec.layout.micro_batches, false, false, r.ledger, &model);
           if (stage <= 2) {
             double expected = paper.paper_bus_bytes;
             if (stage >= 1) {
@@ -194,7 +194,7 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
                 for (const BucketSlot& s : b.slots) elements += static_cast<double>(s.numel);
                 expected += 2.0 * (b.shards - 1) / b.shards * (static_cast<double>(b.padded) - elements) * 8.0;
               }
-              if (plan.dp > 1) expected += 2.0 * (plan.dp - 1) / plan.dp * 8.0;
+              if (plan.dp() > 1) expected += 2.0 * (plan.dp() - 1) / plan.dp() * 8.0;
             }
             INFO(paper.line());
             CHECK(std::abs(paper.ledger_bus_bytes - expected) <= 1e-9 * expected);
@@ -206,12 +206,12 @@ TEST_CASE("ZeRO over dp x depth: memory equals the bucket model and the ledger t
           // same parameters without the fold.
           if (folded) {
             cost::StepCommConfig unfolded = sc;
-            unfolded.zero_stage = 0;  // no fold; dp shards, as the engine planned before depth sharding
+            unfolded.spec.zero.stage = 0;  // no fold; dp shards, as the engine planned before depth sharding
             std::vector<BucketInput> params = cost::stage_parameters(unfolded, pp_stage);
             BucketOptions o;
-            o.dp = plan.dp;
-            o.cap_bytes = bucket_cap_bytes(t.zero.bucket_mb);
-            o.align_bytes = t.zero.align_bytes;
+            o.dp = plan.dp();
+            o.cap_bytes = bucket_cap_bytes(t.spec.zero.bucket_mb);
+            o.align_bytes = plan.zero.align_bytes;
             o.unit_aligned = stage == 3;
             const ZeroHeldBytes dp_only = zero_held_bytes(plan_buckets(params, o), stage, offload, true);
             const std::int64_t state = category(r.memory_held, MemCategory::optimizer_state);

@@ -20,3 +20,11 @@ set_tests_properties(zero_depth_slow_np16 PROPERTIES LABELS "mpi;zero;train;slow
 mdtp_add_mpi_test(train_zero3_shards SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_train_zero3_shards.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 2 4 8 LABELS zero train memory checkpoint TIMEOUT 300)
+# The trainer is a step loop (src/train/trainer.cpp): train() at most 60 lines, no function in
+# src/train over 150, the trainer's file under 300 lines; the rest lives in the observers' files.
+find_program(MDTP_SHAPE_PYTHON NAMES python3)
+if(MDTP_SHAPE_PYTHON)
+  add_test(NAME train_shape_check
+           COMMAND ${MDTP_SHAPE_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_trainer_shape.py ${CMAKE_SOURCE_DIR}/src/train)
+  set_tests_properties(train_shape_check PROPERTIES LABELS "train;layers")
+endif()

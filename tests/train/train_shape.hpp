@@ -18,15 +18,15 @@ struct TrainShape {
 // `sequences` per replica and micro-batch (dp = world / (tp · pp)), two steps.
 inline TrainConfig small_train_config(const TrainShape& s, int world, int sequences = 2) {
   TrainConfig t;
-  t.tp_mode = s.mode;
-  t.tp = s.tp;
-  t.pp = s.pp;
-  t.schedule = s.schedule;
-  t.micro_batches = s.micro_batches;
-  t.zero.stage = s.zero;
-  t.zero.bucket_mb = 0.004;
-  t.model = GptConfig{0, 4, 4, 32, 16};
-  t.batch = sequences * world / (s.tp * s.pp) * s.micro_batches;
+  t.spec.layout.mode = s.mode;
+  t.spec.layout.tp = s.tp;
+  t.spec.layout.pp = s.pp;
+  t.spec.layout.schedule = s.schedule;
+  t.spec.layout.micro_batches = s.micro_batches;
+  t.spec.zero.stage = s.zero;
+  t.spec.zero.bucket_mb = 0.004;
+  t.spec.model = ModelShape{4, 32, 4, 16, 0};
+  t.spec.global_batch = sequences * world / (s.tp * s.pp) * s.micro_batches;
   t.steps = 2;
   return t;
 }

@@ -46,8 +46,8 @@ Bytes operator-(const Bytes& a, const Bytes& b) {
 
 // What a stage holds between steps (docs/zero.md §3): src/plan/bucket_memory's model, which the
 // allocator's figures are held against here.
-Bytes expected_memory(const BucketPlan& plan, const ZeroConfig& z, const OptimizerConfig& opt) {
-  const ZeroHeldBytes h = zero_held_bytes(plan, z.stage, z.offload, opt.kind == "adamw");
+Bytes expected_memory(const BucketPlan& plan, const ZeroConfig& z, const OptimizerSpec& opt) {
+  const ZeroHeldBytes h = zero_held_bytes(plan, z.stage, z.offload, opt.kind == OptimizerKind::adamw);
   return {h.parameters, h.gradients, h.optimizer_state, h.master_weights};
 }
 
@@ -91,11 +91,11 @@ TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_bat
     if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.bytes(), rounds);
     for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.shard_bytes());
     if (z.stage < 3 && many) add(m, "optimizer", group(i), CollectiveOp::all_gather, b.bytes());
-    if (z.stage == 3 && many && z.keep_parameters_for_step) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.bytes());
+    if (z.stage == 3 && many && z.keep_parameters) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.bytes());
   }
   if (dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_reduce, 8);
   if (mesh.comm(z.model_parallel_group).size() > 1) add(m, "optimizer", mesh.comm(z.model_parallel_group).name(), CollectiveOp::all_reduce, 8);
-  if (z.stage == 3 && !z.keep_parameters_for_step)
+  if (z.stage == 3 && !z.keep_parameters)
     for (bool backward : {false, true})
       for (const auto& reads : unit_reads(e, units, backward))
         for (std::size_t b : reads)
@@ -149,7 +149,7 @@ std::vector<ZeroConfig> accounting_configs() {
     }
   ZeroConfig keep;
   keep.stage = 3;
-  keep.keep_parameters_for_step = true;
+  keep.keep_parameters = true;
   keep.bucket_mb = 0.01;
   out.push_back(keep);
   for (int stage = 2; stage <= 3; ++stage) {
@@ -172,16 +172,16 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
       const int units = unit_count(base.model->config());
       MemoryTracker& tracker = base.backend->allocator().tracker();
       for (const ZeroConfig& z : accounting_configs())
-        for (const char* kind : {"adamw", "sgd"}) {
-          if (std::string(kind) == "sgd" && z.stage != 2) continue;
-          OptimizerConfig opt = test_adamw(0.05);
+        for (const OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::sgd}) {
+          if (kind == OptimizerKind::sgd && z.stage != 2) continue;
+          OptimizerSpec opt = test_adamw(0.05);
           opt.kind = kind;
           const Bytes before = tracked(tracker);
           const std::int64_t communication = tracker.current(MemCategory::communication);
           ZeroRun run(base, start, z, opt);
           const Bytes want = expected_memory(run.engine->plan(), z, opt);
-          INFO("stage " << z.stage << " offload " << z.offload << " keep " << z.keep_parameters_for_step
-                        << " per micro-batch " << z.reduce_per_micro_batch << " " << kind);
+          INFO("stage " << z.stage << " offload " << z.offload << " keep " << z.keep_parameters
+                        << " per micro-batch " << z.reduce_per_micro_batch << " " << optimizer_kind_name(kind));
           CHECK(tracked(tracker) - before == want);
           for (int s = 0; s < 2; ++s) {
             base.ledger.clear();
@@ -192,12 +192,12 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
             CHECK(got == expected);
             CHECK(tracked(tracker) - before == want);
             CHECK(tracker.current(MemCategory::communication) == communication);
-            if (z.stage == 3 && !z.keep_parameters_for_step) {
+            if (z.stage == 3 && !z.keep_parameters) {
               const std::int64_t peak = tracker.peak(MemCategory::parameters) - before.parameters;
               CHECK(peak <= run.engine->plan().shard_bytes() + largest_pair(*run.engine, units));
             }
           }
-          if (world_rank() == 0 && std::string(kind) == "adamw" && !z.keep_parameters_for_step)
+          if (world_rank() == 0 && kind == OptimizerKind::adamw && !z.keep_parameters)
             std::cout << "[zero accounting] " << c.label() << " stage=" << z.stage << " offload=" << z.offload
                       << " buckets=" << run.engine->plan().buckets.size() << " memory " << (tracked(tracker) - before)
                       << " plan " << want << "\n";

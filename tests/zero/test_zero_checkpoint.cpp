@@ -45,7 +45,7 @@ TEST_CASE("a stage-3 engine's gathered values and moments equal the unsharded op
     DYNAMIC_SECTION(c.label()) {
       GptRun base(c, zero_model(), kReplicaBatch * (c.config.world / c.config.tp));
       const ParamMap start = random_parameters(base, 13);
-      const OptimizerConfig opt = test_adamw();
+      const OptimizerSpec opt = test_adamw();
       ZeroRun ref(base, start, stage(0), opt), sharded(base, start, stage(3), opt), whole(base, start, stage(1), opt);
       double first = 0.0;
       for (int s = 0; s < 3; ++s) {
@@ -75,7 +75,7 @@ TEST_CASE("full tensors loaded into a fresh engine continue the run exactly", "[
     DYNAMIC_SECTION(c.label()) {
       GptRun base(c, zero_model(), kReplicaBatch * (c.config.world / c.config.tp));
       const ParamMap start = random_parameters(base, 17);
-      const OptimizerConfig opt = test_adamw();
+      const OptimizerSpec opt = test_adamw();
       ZeroRun whole(base, start, stage(2), opt);
       whole.step(step_batch(base, 0));
       whole.step(step_batch(base, 1));

@@ -58,7 +58,7 @@ TEST_CASE("stage 2 starts reduce-scatters during backward and keeps earlier hook
     e.begin_step();
     model.forward_backward(base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
     CHECK(observer.forwards == unit_count(model.config()));
-    const int L = static_cast<int>(model.config().n_layer);
+    const int L = static_cast<int>(model.config().layers);
     REQUIRE(observer.ready.size() == static_cast<std::size_t>(L + 2));
     // grads_ready runs head, blocks L … 1, embedding; the engine starts its buckets before the next
     // hook sees the count.
@@ -80,7 +80,7 @@ TEST_CASE("stage 3 leaves no parameter value between passes", "[zero][hooks]") {
   for (bool keep : {false, true}) {
     ZeroConfig z;
     z.stage = 3;
-    z.keep_parameters_for_step = keep;
+    z.keep_parameters = keep;
     ZeroRun run(base, start, z, test_adamw());
     auto none_held = [&] {
       for (const ModelParam& p : run.model->parameters())
@@ -108,7 +108,7 @@ TEST_CASE("bad ZeRO configurations are refused on every rank before any collecti
   const ParamMap start = random_parameters(base, 29);
   struct Bad {
     ZeroConfig zero;
-    OptimizerConfig opt;
+    OptimizerSpec opt;
     const char* message;
   };
   auto zero = [](auto edit) {
@@ -116,9 +116,10 @@ TEST_CASE("bad ZeRO configurations are refused on every rank before any collecti
     edit(z);
     return z;
   };
-  OptimizerConfig unknown = test_adamw();
-  unknown.kind = "adam";
-  OptimizerConfig no_lr = test_adamw();
+  // Only a cast makes an unknown kind (names are refused by parse_optimizer_kind).
+  OptimizerSpec unknown = test_adamw();
+  unknown.kind = static_cast<OptimizerKind>(7);
+  OptimizerSpec no_lr = test_adamw();
   no_lr.lr = 0.0;
   const std::vector<Bad> cases = {
       {zero([](ZeroConfig& z) { z.stage = 4; }), test_adamw(), "stage=4"},
@@ -128,11 +129,11 @@ TEST_CASE("bad ZeRO configurations are refused on every rank before any collecti
       {zero([](ZeroConfig& z) { z.stage = 2; z.bucket_mb = std::nan(""); }), test_adamw(), "bucket_mb=nan"},
       {zero([](ZeroConfig& z) { z.stage = 1; z.align_bytes = 12; }), test_adamw(), "align_bytes=12"},
       {zero([](ZeroConfig& z) { z.offload = true; }), test_adamw(), "stage=0 with offload"},
-      {zero([](ZeroConfig& z) { z.stage = 2; z.keep_parameters_for_step = true; }), test_adamw(), "needs stage 3; got stage=2"},
+      {zero([](ZeroConfig& z) { z.stage = 2; z.keep_parameters = true; }), test_adamw(), "needs stage 3; got stage=2"},
       {zero([](ZeroConfig& z) { z.stage = 1; z.reduce_per_micro_batch = true; }), test_adamw(),
        "reduce_per_micro_batch reduce-scatters ZeRO-2/3's sharded gradients and needs stage 2 or 3; got stage=1"},
       {zero([](ZeroConfig& z) { z.stage = 1; z.data_parallel_group = "nope"; }), test_adamw(), "nope"},
-      {zero([](ZeroConfig& z) { z.stage = 3; }), unknown, "unknown optimizer 'adam'"},
+      {zero([](ZeroConfig& z) { z.stage = 3; }), unknown, "unknown optimizer kind 7"},
       {zero([](ZeroConfig& z) { z.stage = 3; }), no_lr, "learning rate must be positive; got 0"},
   };
   for (const Bad& bad : cases) {
@@ -152,8 +153,8 @@ TEST_CASE("bad ZeRO configurations are refused on every rank before any collecti
   CHECK_THROWS_WITH(run.engine->gather_full(999, ZeroTensor::value), Catch::Contains("index 999 out of range"));
   CHECK_THROWS_WITH(run.engine->parameter_index("nothing"), Catch::Contains("'nothing'"));
   CHECK(base.ledger.entries().empty());
-  OptimizerConfig sgd = test_adamw();
-  sgd.kind = "sgd";
+  OptimizerSpec sgd = test_adamw();
+  sgd.kind = OptimizerKind::sgd;
   ZeroRun plain(base, start, z, sgd);
   CHECK_THROWS_WITH(plain.engine->gather_full(0, ZeroTensor::exp_avg), Catch::Contains("the optimizer is sgd"));
   CHECK_THROWS_WITH(plain.engine->load_full(0, ZeroTensor::exp_avg_sq, {}), Catch::Contains("the optimizer is sgd"));

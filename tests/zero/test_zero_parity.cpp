@@ -41,7 +41,7 @@ struct Trajectory {
 };
 
 // `micro_batches` > 1: each step runs that many batches through the model before the update.
-Trajectory run(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& opt, int steps,
+Trajectory run(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerSpec& opt, int steps,
                int micro_batches = 1) {
   ZeroRun r(base, start, zero, opt);
   Trajectory t;
@@ -81,7 +81,7 @@ TEST_CASE("every ZeRO stage, with and without offload, equals the unsharded opti
       const ParamMap start = random_parameters(base, 7);
       const bool exact = same_sums(base);
       const int plain_steps = exact ? 10 : 1;
-      const OptimizerConfig plain = test_adamw(), clipped = test_adamw(0.05);
+      const OptimizerSpec plain = test_adamw(), clipped = test_adamw(0.05);
       const Trajectory ref = run(base, start, ZeroConfig{}, plain, plain_steps);
       const Trajectory ref_clipped = run(base, start, ZeroConfig{}, clipped, 10);
       for (int stage = 1; stage <= 3; ++stage)
@@ -119,7 +119,7 @@ TEST_CASE("ZeRO-2/3 reducing after every micro-batch equal the unsharded optimiz
     DYNAMIC_SECTION(c.label()) {
       GptRun base(c, zero_model(), kReplicaBatch * (c.config.world / c.config.tp));
       const ParamMap start = random_parameters(base, 7);
-      const OptimizerConfig plain = test_adamw(), clipped = test_adamw(0.05);
+      const OptimizerSpec plain = test_adamw(), clipped = test_adamw(0.05);
       const Trajectory ref = run(base, start, ZeroConfig{}, plain, 1, m);
       const Trajectory ref_clipped = run(base, start, ZeroConfig{}, clipped, 10, m);
       for (int stage = 2; stage <= 3; ++stage) {

@@ -24,9 +24,9 @@ double pipeline_step(ZeroRun& r, int first_batch, int m) {
   GptModel& model = *r.model;
   ModelChunk& chunk = model.chunk(0);
   const double scale = model.loss_scale(m);
-  const GptConfig& config = model.config();
-  const ShardBlock edge = shard_block(model.split().residual, mesh, model.micro_batch() * config.block_size,
-                                      config.n_embd, "stage boundary");
+  const ModelShape& config = model.config();
+  const ShardBlock edge = shard_block(model.split().residual, mesh, model.micro_batch() * config.seq,
+                                      config.hidden, "stage boundary");
   std::vector<std::vector<std::int32_t>> inputs, targets;
   for (int i = 0; i < m; ++i) {
     const TokenBatch b = step_batch(r.base, first_batch + i);
@@ -65,10 +65,10 @@ TEST_CASE("ZeRO under a two-stage pipeline sums the tied embedding on its shards
       const int dp = c.config.world / (c.config.tp * 2);
       GptRun base(c, zero_model(), kReplicaBatch * dp);
       const ParamMap start = random_parameters(base, 31);
-      const int L = static_cast<int>(base.model->config().n_layer);
+      const int L = static_cast<int>(base.model->config().layers);
       const bool first = base.mesh->comm("pp").rank() == 0;
       const std::vector<UnitRange> chunks = {first ? UnitRange{0, 1} : UnitRange{2, L + 1}};
-      const OptimizerConfig opt = test_adamw(0.05);
+      const OptimizerSpec opt = test_adamw(0.05);
       ZeroRun ref(base, start, ZeroConfig{}, opt, chunks);
       std::vector<ParamMap> ref_values;
       std::vector<double> ref_norms;

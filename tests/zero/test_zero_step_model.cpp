@@ -60,8 +60,8 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
     const int pp = c.config.pp, tp = c.config.tp, dp = world / (tp * pp);
     const int depth = c.mode == TpMode::d2p5 ? c.config.tp_depth : 1;
     DYNAMIC_SECTION(c.label() << " pp=" << pp << " dp=" << dp) {
-      const GptConfig model = zero_model();
-      const int L = static_cast<int>(model.n_layer), head = L + 1;
+      const ModelShape model = zero_model();
+      const int L = static_cast<int>(model.layers), head = L + 1;
       GptRun base(c, model, kReplicaBatch * dp, MPI_COMM_WORLD, DType::f32);
       const ParamMap start = random_parameters(base, 17);
       const int stage = base.mesh->comm("pp").rank();
@@ -70,17 +70,16 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
       for (const UnitSpan& s : partition.stage_units(stage)) chunks.push_back(UnitRange{s.first, s.last});
 
       cost::StepConfig sc;
-      sc.model = cost::GptShape{model.n_layer, model.n_embd, model.n_head, model.block_size, model.vocab_size};
-      sc.mode = c.mode == TpMode::none ? TpMode::d1 : c.mode;  // tp = 1: every mode is the same
-      sc.tp = tp;
-      sc.depth = depth;
-      sc.pp = pp;
-      sc.dp = dp;
-      sc.micro_batch = kReplicaBatch;
-      sc.dtype = DType::f32;
-      sc.dropout = false;
-      const cost::LayerCosts costs =
-          cost::layer_costs(sc.model, sc.mode, sc.tp, sc.depth, sc.micro_batch, sc.dtype, sc.dropout, dgx_a100());
+      sc.spec.model = model;
+      sc.spec.layout.mode = c.mode == TpMode::none ? TpMode::d1 : c.mode;  // tp = 1: every mode is the same
+      sc.spec.layout.tp = tp;
+      sc.spec.layout.depth = depth;
+      sc.spec.layout.pp = pp;
+      sc.spec.layout.dp = dp;
+      sc.spec.precision = precision_for(DType::f32);
+      sc.spec.dropout = 0.0;
+      const cost::LayerCosts costs = cost::layer_costs(sc.spec.model, sc.spec.layout.mode, tp, depth, kReplicaBatch,
+                                                       sc.dtype(), sc.dropout(), dgx_a100());
 
       for (int zero : {2, 3})
         for (bool per_micro_batch : {false, true})
@@ -93,16 +92,17 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
               ZeroConfig z;
               z.stage = zero;
               z.bucket_mb = 1e-7;  // below every parameter: one parameter per bucket
-              z.keep_parameters_for_step = keep;
+              z.keep_parameters = keep;
               z.reduce_per_micro_batch = per_micro_batch;
               ZeroRun run(base, start, z, test_adamw(), chunks);
               const ZeroLayout& layout = run.engine->layout();
               const BucketPlan& plan = run.engine->plan();
               const std::vector<std::int64_t> used = used_elements(plan);
-              sc.zero = zero;
-              sc.zero_reduce_per_micro_batch = per_micro_batch;
-              sc.zero_keep_parameters = keep;
-              sc.global_batch = m * sc.micro_batch * dp;
+              sc.spec.zero.stage = zero;
+              sc.spec.zero.reduce_per_micro_batch = per_micro_batch;
+              sc.spec.zero.keep_parameters = keep;
+              sc.spec.layout.micro_batches = m;
+              sc.spec.global_batch = m * kReplicaBatch * dp;
 
               // Elements per unit and rank: what layer_costs counts from the layouts.
               std::map<int, std::int64_t> per_unit;

@@ -41,14 +41,14 @@ std::vector<ModeCase> zero_pipeline_cases_for_world(int world) {
   }
 }
 
-GptConfig zero_model() { return GptConfig{19, 2, 4, 24, 4}; }
+ModelShape zero_model() { return ModelShape{2, 24, 4, 4, 19}; }
 
 TokenBatch step_batch(const GptRun& base, int step) {
   const int dp = base.mesh->comm("dp").size();
   return random_batch(base.model->config(), kReplicaBatch * dp, 500u + static_cast<unsigned>(step));
 }
 
-ZeroRun::ZeroRun(const GptRun& base_run, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer,
+ZeroRun::ZeroRun(const GptRun& base_run, const ParamMap& start, const ZeroConfig& zero, const OptimizerSpec& optimizer,
                  std::vector<UnitRange> chunks)
     : base(base_run) {
   model = std::make_unique<GptModel>(*base.mode, base.model->config(), base.model->micro_batch(), std::move(chunks));
@@ -139,9 +139,9 @@ bool bit_identical_all(const ParamMap& got, const ParamMap& ref) {
   return all == 1;
 }
 
-OptimizerConfig test_adamw(double grad_clip) {
-  OptimizerConfig c;
-  c.kind = "adamw";
+OptimizerSpec test_adamw(double grad_clip) {
+  OptimizerSpec c;
+  c.kind = OptimizerKind::adamw;
   c.lr = 1e-2;
   c.grad_clip = grad_clip;
   return c;

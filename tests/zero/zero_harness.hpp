@@ -18,7 +18,7 @@ ModeCase zero_case(const char* mode, int world, int tp, int depth = 1);
 std::vector<ModeCase> zero_pipeline_cases_for_world(int world);
 
 // A tiny model every case can split, and the sequences per replica of one micro-batch.
-GptConfig zero_model();
+ModelShape zero_model();
 inline constexpr std::int64_t kReplicaBatch = 4;
 
 // The step's global batch (kReplicaBatch sequences per replica).
@@ -27,7 +27,7 @@ TokenBatch step_batch(const GptRun& base, int step);
 // A model on `base`'s mesh and mode, set to `start` (full logical tensors), driven by an engine.
 struct ZeroRun {
   // `chunks`: the units this rank's model holds (empty: all, one chunk).
-  ZeroRun(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerConfig& optimizer,
+  ZeroRun(const GptRun& base, const ParamMap& start, const ZeroConfig& zero, const OptimizerSpec& optimizer,
           std::vector<UnitRange> chunks = {});
   const GptRun& base;
   std::unique_ptr<GptModel> model;
@@ -56,6 +56,6 @@ double max_relative_error_all(const ParamMap& got, const ParamMap& ref);
 bool bit_identical_all(const ParamMap& got, const ParamMap& ref);
 
 // AdamW with a larger learning rate than the default, so ten steps move every parameter.
-OptimizerConfig test_adamw(double grad_clip = 0.0);
+OptimizerSpec test_adamw(double grad_clip = 0.0);
 
 }  // namespace mdtp::testing

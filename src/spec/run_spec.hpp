@@ -1,0 +1,141 @@
+#pragma once
+// RunSpec: the vocabulary of one training run, as data and nothing else — the model's shape and
+// family, the parallel layout and pipeline schedule, ZeRO, activation recomputation, precision and
+// the optimizer.  It is what a run is asked to be, before any mesh exists, so the engine, the cost
+// model and the planner can all read the same description (and a results file can record it as
+// JSON, run_spec_json.hpp) instead of each keeping its own configuration type.
+//
+// Every member has a default, and the defaults form a valid spec: a small GPT-2 on one rank
+// (TrainConfig's kDefaultModel with a concrete vocabulary), so a spec can be written as "the
+// defaults, and then these changes".
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "spec/optimizer_kind.hpp"
+#include "spec/recompute.hpp"
+#include "spec/schedule_kind.hpp"
+#include "spec/tp_mode.hpp"
+
+namespace mdtp {
+
+// The normalisation layers: GPT-2's LayerNorm or Llama's RMSNorm.
+enum class NormKind { layernorm, rmsnorm };
+NormKind parse_norm_kind(std::string_view name);  // "layernorm" | "rmsnorm"
+const char* norm_kind_name(NormKind kind);
+
+// Where positions enter: GPT-2's learned position embedding or Llama's rotary embedding.
+enum class PositionKind { learned, rope };
+PositionKind parse_position_kind(std::string_view name);  // "learned" | "rope"
+const char* position_kind_name(PositionKind kind);
+
+// Which pipeline stage runs which virtual stage: stage r runs virtual stages r, r + p, r + 2p, …
+// (Megatron's interleaving).  Only round-robin exists today; V-shaped / mirrored mappings (one
+// stage holding the first and the last chunk) are room for a later schedule.
+enum class StageMapping { round_robin };
+StageMapping parse_stage_mapping(std::string_view name);  // "round-robin"
+const char* stage_mapping_name(StageMapping mapping);
+
+// The transformer.  Only GPT-2 (layernorm, learned positions, tied head, ffn 4·hidden, kv = heads)
+// is run by the engine today; the Llama members (rmsnorm, rope, an untied head, another MLP width,
+// grouped-query attention) are here so that specs need no new format when a later engine runs them.
+struct ModelShape {
+  std::int64_t layers = 2;  // transformer blocks
+  std::int64_t hidden = 64;
+  std::int64_t heads = 4;
+  std::int64_t seq = 32;    // tokens per sequence
+  // The trainer may take the vocabulary from its data; a spec always names one.
+  std::int64_t vocab = 64;
+  std::int64_t ffn_hidden = 0;  // MLP width; 0: 4·hidden (GPT-2)
+  std::int64_t kv_heads = 0;    // key/value heads (grouped-query attention); 0: heads
+  NormKind norm = NormKind::layernorm;
+  PositionKind position = PositionKind::learned;
+  bool tied_head = true;  // the LM head is the token embedding's transpose
+
+  std::int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
+  std::int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }
+  bool operator==(const ModelShape&) const = default;
+};
+
+// How the ranks are laid out and how the pipeline runs.  The world is tp·pp·dp (no context
+// parallelism in a run yet); mode and tp together are the TP group (2.5d: tp = depth·q²).
+struct ParallelLayout {
+  TpMode mode = TpMode::d1;
+  int tp = 1;
+  int depth = 1;  // 2.5d's d; 1 for every other mode
+  int pp = 1;
+  int dp = 1;
+  ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  int micro_batches = 1;  // per step and replica
+  int chunks = 1;         // virtual stages per stage (interleaved only)
+  int group_size = 0;     // interleaved micro-batch group size N; 0: pp
+  // Transformer blocks per virtual stage, pp·chunks entries summing to the model's layers (the
+  // first and the last may be smaller to make room for the embedding and the head); empty: an even
+  // split.
+  std::vector<int> pp_layers;
+  StageMapping stage_mapping = StageMapping::round_robin;
+
+  int world() const { return tp * pp * dp; }
+  bool operator==(const ParallelLayout&) const = default;
+};
+
+// ZeRO over the dp group (docs/zero.md): stage 0 is the unsharded optimizer.
+struct ZeroOptions {
+  int stage = 0;            // 1: optimizer state sharded; 2: + gradients; 3: + parameters
+  double bucket_mb = 25.0;  // cap of one flat bucket, MiB
+  bool offload = false;     // stages 1–3: master weights, moments and the update in host memory
+  bool keep_parameters = false;  // stage 3: gather each unit's parameters once per step, not per pass
+  // Stages 2–3: reduce-scatter after every micro-batch (DeepSpeed's way), not once per step.
+  bool reduce_per_micro_batch = false;
+  bool operator==(const ZeroOptions&) const = default;
+};
+
+// The dtype parameters and activations are stored in, and the one gradients are reduced in
+// (Megatron reduces bf16 gradients in fp32; never in fewer bytes than the parameters).
+struct Precision {
+  DType params = DType::f32;
+  DType grad_reduce = DType::f32;
+  bool operator==(const Precision&) const = default;
+};
+// Parameters in `params`, gradients reduced as Megatron does: in fp32 under bf16 (its
+// accumulate_allreduce_grads_in_fp32), else in the parameters' dtype (fp16 reduces in fp16).
+Precision precision_for(DType params);
+
+// The optimizer and its hyper-parameters; the defaults are zero/optimizer.hpp's OptimizerSpec's.
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;  // AdamW's decoupled decay, on parameters of 2+ dimensions
+  double grad_clip = 0.0;     // global-norm clipping; 0: none
+  bool operator==(const OptimizerSpec&) const = default;
+};
+
+struct RunSpec {
+  ModelShape model;
+  std::int64_t global_batch = 8;  // sequences per step, over all replicas and micro-batches
+  ParallelLayout layout;
+  ZeroOptions zero;
+  Recompute recompute = Recompute::none;
+  Precision precision;
+  OptimizerSpec optimizer;
+  double dropout = 0.0;  // mdtp's engine runs without dropout; the cost model counts its masks
+  std::uint64_t seed = 1234;  // initial parameters and data order
+  bool operator==(const RunSpec&) const = default;
+};
+
+// Refuses (an mdtp::Error naming the member, its value and what was expected) a spec no engine
+// could run: sizes that are not positive or do not divide, a schedule option its schedule lacks, a
+// ZeRO option its stage lacks, a layer split that does not fit, … .  Rules that need a mesh (a
+// square TP size for 2d, …) stay with the mesh, which names them.
+void validate(const RunSpec& spec);
+
+// One line for logs: "GPT l=2 h=64 a=4 s=32 V=64 B=8 | 1d tp=1 pp=1 dp=1 1f1b m=1 | zero=0
+// recompute=none f32 | adamw lr=0.001 | seed=1234"; members at their GPT-2 defaults are left out.
+std::string describe(const RunSpec& spec);
+
+}  // namespace mdtp
