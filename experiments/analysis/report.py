@@ -257,7 +257,10 @@ def markdown_summary(runs, calibrations, path_h5):
             f"{s['peak_bytes'] / MIB:.2f} | {s['peak_model_bytes'] / MIB:.2f} | {s['check']} ({s['check_error']:.1e}) |")
     lines.append("")
     lines.append("Times are per step (forward + backward + grad-sync), the maximum over ranks averaged over the "
-                 "timed repetitions; bytes are logical bytes per step and rank (nccl-tests conventions).")
+                 "timed repetitions; bytes are logical bytes per step and rank (nccl-tests conventions).  "
+                 "'comm ms meas' adds up every collective from issue to completion: non-blocking calls overlap "
+                 "compute, so it can exceed the step time.  'peak MiB' is the allocator's peak over the run, "
+                 "communication buffers and workspaces included, beside the model of the same categories.")
     lines += skew_markdown(runs)
     used = used_calibration(runs, calibrations)
     if used is not None:

@@ -125,8 +125,9 @@ int run_layer(const CostOptions& o, const CLI::App& app) {
   const cost::Workload w = layer_workload(o, spec, *o.spec->micro_batch_size());
   std::string source;
   const cost::TimeModel model = time_model(o, w.dtype, source);
-  const cost::CostReport report =
-      cost::build_cost_report(w, model, static_cast<int>(spec.model.layers), o.optimizer_bytes.value_or(0.0), source);
+  // One layer unless --layers (or a --config) says how many identical ones.
+  const int layers = o.spec->given("--layers") || o.spec->config_given() ? static_cast<int>(spec.model.layers) : 1;
+  const cost::CostReport report = cost::build_cost_report(w, model, layers, o.optimizer_bytes.value_or(0.0), source);
   std::cout << (o.json ? cost::report_json(report) : cost::report_text(report));
   return 0;
 }
@@ -239,8 +240,11 @@ Command add_cost(CLI::App& root) {
   app->add_flag("--step-bytes", o->step_bytes,
                 "GPT step: the exact bytes of one step per (phase, group, op), busiest stage and every stage");
   app->add_flag("--json", o->json, "print JSON instead of text");
+  // In the layer form --batch was the layer's batch (rows = batch x seq): a micro-batch now.
+  add_renamed_flags(*app, {{"--batch", "--micro-batch-size"},
+                           {"--ffn", "--ffn-hidden"},
+                           {"--world", "--dp (world = tp x pp x dp)"}});
   add_renamed_flags(*app, renamed_run_flags());
-  add_renamed_flags(*app, {{"--ffn", "--ffn-hidden"}, {"--world", "--dp (world = tp x pp x dp)"}});
   return {app, false, [o, app](const std::string&) {
             if (app->count("--heads") > 0 || o->spec->config_given()) return run_model(*o, *app);
             if (o->zero_table) return run_zero(*o, *app);

@@ -1,13 +1,18 @@
 // mdtp: the command-line entry point.  The command line is parsed (CLI11) before MPI starts, so
 // `--help` works without mpiexec and a bad option is refused by every rank alike, before any
-// collective.  Errors — of the command line and mdtp::Error raised while running — are printed
-// as one line, `mdtp <command>: error: ...`, on every rank that raises them, and exit with
-// status 2; no stack dump.
+// collective.  Errors — of the command line and mdtp::Error raised while running — are one line,
+// `mdtp <command>: error: ...`, printed once for the job (by rank 0, with "(on all N ranks)" when
+// every rank raised the same), and exit with status 2; no stack dump.  A rank whose error differs
+// from rank 0's prints its own line too, naming its rank, so nothing is hidden.
 #include <mpi.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
-
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <thread>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -35,6 +40,36 @@ std::string joined(int argc, char** argv, int from) {
   return s;
 }
 
+// Levenshtein distance, for the near match of a misspelt option.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The command's option nearest to a misspelt one (within a third of its length), or "".
+std::string near_match(const CLI::App& app, const std::string& given) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, given.size() / 3) + 1;
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->get_group().empty()) continue;  // hidden: the renamed spellings
+    for (const std::string& name : option->get_lnames()) {
+      const std::size_t d = edit_distance(given, "--" + name);
+      if (d < best_distance) best_distance = d, best = "--" + name;
+    }
+  }
+  return best;
+}
+
 // CLI11's messages for an argument it did not expect and for a missing value, said plainly.  An
 // unknown option is named first, whatever CLI11 found wrong: a misspelt --world is the cause of
 // "--world is required".
@@ -43,8 +78,12 @@ std::string parse_error_message(const CLI::ParseError& e, const CLI::App& app) {
   if (!extras.empty()) {
     const std::string help = app.get_parent() ? "mdtp " + app.get_name() + " --help" : "mdtp --help";
     const std::string& first = extras.front();
-    if (first.size() > 1 && first[0] == '-')
-      return "unknown option '" + first.substr(0, first.find('=')) + "' (" + help + " lists the options)";
+    if (first.size() > 1 && first[0] == '-') {
+      const std::string option = first.substr(0, first.find('='));
+      const std::string near = near_match(app, option);
+      return "unknown option '" + option + "'" + (near.empty() ? "" : "; did you mean " + near + "?") + " (" + help +
+             " lists the options)";
+    }
     return "unexpected argument '" + first + "' (" + help + ")";
   }
   const std::string message = e.what();
@@ -61,6 +100,36 @@ void print_error_line(const std::string& who, const std::string& message) {
   const std::string line = who + ": error: " + message + "\n";
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
+}
+
+// An error raised while running under MPI, printed once for the job.  Every rank that raised one
+// arrives here; whether all did is found with a non-blocking barrier (a rank still in a collective
+// never completes it): then rank 0 prints the line once and any rank whose message differs prints
+// its own; otherwise the rank prints its line and aborts the job, whose other ranks would wait.
+void report_run_error(const std::string& who, const std::string& message) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+  int everyone = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!everyone && std::chrono::steady_clock::now() < deadline) {
+    MPI_Test(&barrier, &everyone, MPI_STATUS_IGNORE);
+    if (!everyone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (!everyone) {
+    print_error_line(who + " (rank " + std::to_string(rank) + ")", message);
+    MPI_Abort(MPI_COMM_WORLD, kUsageError);
+  }
+  unsigned long long mine = std::hash<std::string>{}(message), first = mine;
+  MPI_Bcast(&first, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD);
+  int same = mine == first ? 1 : 0, all_same = 0;
+  MPI_Allreduce(&same, &all_same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (rank == 0)
+    print_error_line(who, message + (size > 1 && all_same ? " (on all " + std::to_string(size) + " ranks)" : ""));
+  else if (!same)
+    print_error_line(who + " (rank " + std::to_string(rank) + ")", message);
 }
 
 int run(const Command& command, const std::string& command_line) {
@@ -80,8 +149,8 @@ int run(const Command& command, const std::string& command_line) {
   try {
     status = command.run(command_line);
   } catch (const mdtp::Error& e) {
-    // Every rank validated the same configuration, so every rank is here: finalize cleanly.
-    print_error_line("mdtp " + command.app->get_name(), e.what());
+    // Every rank validated the same configuration, so every rank is normally here.
+    report_run_error("mdtp " + command.app->get_name(), e.what());
     status = kUsageError;
   }
   MPI_Finalize();
@@ -112,7 +181,8 @@ int main(int argc, char** argv) {
   if (chosen == nullptr && first[0] != '-') {
     std::string names;
     for (const auto& command : commands) names += (names.empty() ? "" : ", ") + command.app->get_name();
-    print_error_line("mdtp", "unknown command '" + first + "'; expected one of " + names + " (mdtp --help)");
+    if (launched_rank() <= 0)
+      print_error_line("mdtp", "unknown command '" + first + "'; expected one of " + names + " (mdtp --help)");
     return kUsageError;
   }
 
@@ -128,8 +198,9 @@ int main(int argc, char** argv) {
     if (launched_rank() <= 0) std::cout << e.what() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
+    // Every rank parsed the same command line: rank 0 (or the only process) says so, once.
     const std::string who = chosen ? "mdtp " + chosen->app->get_name() : std::string("mdtp");
-    print_error_line(who, parse_error_message(e, chosen ? *chosen->app : root));
+    if (launched_rank() <= 0) print_error_line(who, parse_error_message(e, chosen ? *chosen->app : root));
     return kUsageError;
   }
   if (chosen == nullptr) {  // no command, only options of mdtp itself (there are none but --help, --version)

@@ -35,7 +35,7 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   add(app, "--max-tp", o.max_tp, "search: the largest tensor-parallel size tried");
   add(app, "--max-micro-batch", o.max_micro_batch, "search: the largest micro-batch size tried");
   add_parsed_list(app, "--modes", o.modes, parse_tp_mode, "search: the TP modes tried (--tp-mode fixes one)");
-  add(app, "--rank", o.rank, "with --write-config: write the configuration ranked K (1: the quickest)")
+  add(app, "--rank", o.rank, "with --write-config: write the layout ranked K (1: the quickest)")
       ->check(at_least(1));
   app.add_flag("--validate", o.validate, "print the Narayanan et al. 2021 validation table instead");
 }
@@ -70,9 +70,25 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   if (f.given("--micro-batches")) r.fixed.micro_batches = l.micro_batches;
   if (f.micro_batch_size()) r.fixed.micro_batch_size = *f.micro_batch_size();
   if (f.given("--zero")) r.zero_stages = {spec.zero.stage};
-  if (f.given("--zero-reduce-per-micro-batch")) r.fixed.zero_reduce_per_micro_batch = true;
-  if (f.given("--zero-keep-params")) r.fixed.zero_keep_parameters = true;
+  // A ZeRO option fixes the stages it applies to; beside a stage it does not apply to, it is refused.
+  if (f.given("--zero-reduce-per-micro-batch")) {
+    require(!f.given("--zero") || spec.zero.stage >= 2,
+            "zero.reduce_per_micro_batch needs ZeRO stage 2 or 3; got stage ", spec.zero.stage);
+    if (!f.given("--zero")) r.zero_stages = {2, 3};
+    r.fixed.zero_reduce_per_micro_batch = true;
+  }
+  if (f.given("--zero-keep-params")) {
+    require(!f.given("--zero") || spec.zero.stage == 3, "zero.keep_parameters needs ZeRO stage 3; got stage ",
+            spec.zero.stage);
+    r.zero_stages = {3};
+    r.fixed.zero_keep_parameters = true;
+  }
   if (f.given("--recompute")) r.recomputes = {spec.recompute};
+  if (!l.pp_layers.empty()) {
+    require(f.given("--pp") && (l.schedule != ScheduleKind::interleaved || f.given("--chunks")),
+            "--pp-layers fixes the stage split: give --pp (and --chunks for the interleaved schedule) with it");
+    r.fixed.pp_layers = l.pp_layers;
+  }
   return r;
 }
 
@@ -87,10 +103,12 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::Ap
   require(!result.ranked.empty(), "no configuration to rank: ", result.why_empty, " (", result.considered,
           " evaluated, ", result.too_big, " over the GPU memory, ", result.refused, " refused)");
   if (!o.spec->write_config_path().empty()) {
-    require(o.rank <= static_cast<int>(result.ranked.size()), "--rank ", o.rank, " but only ", result.ranked.size(),
-            " configurations fit");
+    // --rank counts the table's rows: one per layout, at its quickest micro-batch size.
+    const std::vector<cost::LayoutRow> layouts = cost::collapse_layouts(result.ranked);
+    require(o.rank <= static_cast<int>(layouts.size()), "--rank ", o.rank, " but only ", layouts.size(),
+            " layouts fit");
     // The configuration as ranked, with what the search does not vary taken from the asked spec.
-    RunSpec chosen = result.ranked[static_cast<std::size_t>(o.rank - 1)].config.spec;
+    RunSpec chosen = result.ranked[layouts[static_cast<std::size_t>(o.rank - 1)].index].config.spec;
     chosen.precision = spec.precision;
     chosen.dropout = spec.dropout;
     chosen.optimizer = spec.optimizer;

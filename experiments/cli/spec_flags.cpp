@@ -33,6 +33,19 @@ CLI::Option* SpecFlags::flag(const std::string& name, const std::string& help, A
   return option;
 }
 
+// A name mdtp parses itself (a mode, schedule, dtype, ...): parsed while the command line is parsed,
+// so a bad one is refused then, as CLI11 refuses a bad number; the edit keeps the parsed value.
+template <class Parse, class Apply>
+CLI::Option* SpecFlags::named(const std::string& name, const std::string& help, Parse parse, Apply apply) {
+  return app_.add_option_function<std::string>(
+      name,
+      [this, name, parse, apply](const std::string& text) {
+        auto value = parsed(name, parse, text);
+        edits_.push_back([apply, value](RunSpec& s) { apply(s, value); });
+      },
+      help);
+}
+
 SpecFlags::SpecFlags(CLI::App& app, unsigned groups, RunSpec defaults, std::string model_note)
     : app_(app), defaults_(std::move(defaults)) {
   if (groups & kModelFlags) add_model(model_note);
@@ -41,20 +54,20 @@ SpecFlags::SpecFlags(CLI::App& app, unsigned groups, RunSpec defaults, std::stri
   if (groups & kPipelineFlags) add_pipeline();
   if (groups & kZeroFlags) add_zero();
   if (groups & kRecomputeFlags)
-    flag<std::string>("--recompute",
-                      "activation recomputation: none, selective (the attention core's probabilities again from the "
-                      "kept Q, K, V) or full (each block's forward again before its backward)",
-                      [](RunSpec& s, const std::string& v) { s.recompute = parsed("--recompute", parse_recompute, v); })
+    named("--recompute",
+          "activation recomputation: none, selective (the attention core's probabilities again from the kept Q, K, V) "
+          "or full (each block's forward again before its backward)",
+          parse_recompute, [](RunSpec& s, Recompute v) { s.recompute = v; })
         ->default_str(recompute_name(defaults_.recompute))
         ->type_name("POLICY");
   if (groups & kPrecisionFlags) add_precision();
   if (groups & kOptimizerFlags) add_optimizer();
-  if (groups & kConfigFlags) {
+  if (groups & kConfigFlags)
     add(app_, "--config", config_path_, "a run spec (JSON, as --write-config writes it); flags given beside it override")
         ->type_name("FILE.json");
+  if (groups & kWriteConfigFlag)
     add(app_, "--write-config", write_config_path_, "write the fully resolved run spec to this file (JSON)")
         ->type_name("FILE.json");
-  }
 }
 
 void SpecFlags::add_model(const std::string& model_note) {
@@ -92,8 +105,8 @@ void SpecFlags::add_batch() {
 }
 
 void SpecFlags::add_tp() {
-  flag<std::string>("--tp-mode", std::string("tensor-parallel mode (") + tp_mode_list() + ")",
-                    [](RunSpec& s, const std::string& v) { s.layout.mode = parsed("--tp-mode", parse_tp_mode, v); })
+  named("--tp-mode", std::string("tensor-parallel mode (") + tp_mode_list() + ")", parse_tp_mode,
+        [](RunSpec& s, TpMode v) { s.layout.mode = v; })
       ->default_str(tp_mode_name(defaults_.layout.mode))
       ->type_name("MODE");
   flag<int>("--tp", "tensor-parallel size", [](RunSpec& s, int v) { s.layout.tp = v; })
@@ -112,10 +125,8 @@ void SpecFlags::add_pipeline() {
   flag<int>("--pp", "pipeline stages", [](RunSpec& s, int v) { s.layout.pp = v; })
       ->check(at_least(1))
       ->default_str(std::to_string(d.pp));
-  flag<std::string>("--schedule", "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1",
-                    [](RunSpec& s, const std::string& v) {
-                      s.layout.schedule = parsed("--schedule", parse_schedule, v);
-                    })
+  named("--schedule", "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1", parse_schedule,
+        [](RunSpec& s, ScheduleKind v) { s.layout.schedule = v; })
       ->default_str(schedule_name(d.schedule))
       ->type_name("SCHEDULE");
   flag<int>("--micro-batches", "micro-batches m per step and replica",
@@ -158,14 +169,12 @@ void SpecFlags::add_zero() {
 void SpecFlags::add_precision() {
   // --dtype sets the gradient reduction as Megatron does (fp32 under a 16-bit dtype) unless
   // --grad-reduce-dtype, registered after it so that its edit applies last, says otherwise.
-  flag<std::string>("--dtype", "parameter and activation dtype: f32, f64, bf16, f16",
-                    [](RunSpec& s, const std::string& v) { s.precision = precision_for(parsed("--dtype", parse_dtype, v)); })
+  named("--dtype", "parameter and activation dtype: f32, f64, bf16, f16", parse_dtype,
+        [](RunSpec& s, DType v) { s.precision = precision_for(v); })
       ->default_str(dtype_name(defaults_.precision.params))
       ->type_name("DTYPE");
-  flag<std::string>("--grad-reduce-dtype", "dtype gradients are reduced in (default: f32 under bf16, else --dtype)",
-                    [](RunSpec& s, const std::string& v) {
-                      s.precision.grad_reduce = parsed("--grad-reduce-dtype", parse_dtype, v);
-                    })
+  named("--grad-reduce-dtype", "dtype gradients are reduced in (default: f32 under bf16, else --dtype)", parse_dtype,
+        [](RunSpec& s, DType v) { s.precision.grad_reduce = v; })
       ->type_name("DTYPE");
   flag<double>("--dropout", "dropout probability (mdtp's engine runs without; the cost model counts the masks)",
                [](RunSpec& s, double v) { s.dropout = v; })
@@ -174,8 +183,8 @@ void SpecFlags::add_precision() {
 
 void SpecFlags::add_optimizer() {
   const OptimizerSpec& d = defaults_.optimizer;
-  flag<std::string>("--optimizer", "sgd or adamw (AdamW: beta 0.9, 0.95, eps 1e-8, weight decay 0.1)",
-                    [](RunSpec& s, const std::string& v) { s.optimizer.kind = parse_optimizer_kind(v); })
+  named("--optimizer", "sgd or adamw (AdamW: beta 0.9, 0.95, eps 1e-8, weight decay 0.1)", parse_optimizer_kind,
+        [](RunSpec& s, OptimizerKind v) { s.optimizer.kind = v; })
       ->check(one_of({"sgd", "adamw"}))
       ->default_str(optimizer_kind_name(d.kind));
   flag<double>("--lr", "learning rate", [](RunSpec& s, double v) { s.optimizer.lr = v; })->default_str(shown(d.lr));

@@ -33,8 +33,9 @@ enum SpecFlagGroup : unsigned {
   kRecomputeFlags = 1u << 5,  // --recompute
   kPrecisionFlags = 1u << 6,  // --dtype --grad-reduce-dtype --dropout
   kOptimizerFlags = 1u << 7,  // --optimizer --lr --grad-clip --seed
-  kConfigFlags = 1u << 8,     // --config --write-config
-  kAllSpecFlags = (1u << 9) - 1,
+  kConfigFlags = 1u << 8,     // --config
+  kWriteConfigFlag = 1u << 9, // --write-config
+  kAllSpecFlags = (1u << 10) - 1,
 };
 
 class SpecFlags {
@@ -62,6 +63,8 @@ class SpecFlags {
  private:
   template <class T, class Apply>
   CLI::Option* flag(const std::string& name, const std::string& help, Apply apply);
+  template <class Parse, class Apply>
+  CLI::Option* named(const std::string& name, const std::string& help, Parse parse, Apply apply);
   void add_model(const std::string& model_note);
   void add_batch();
   void add_tp();

@@ -212,9 +212,17 @@ void add_bench_attributes(Attributes& a, const LayerMeasurement& m, const BenchS
 }
 
 std::string summary_header() {
+  // What each time measures, said once above the table: the communication column adds up every
+  // call from issue to completion, so where non-blocking calls overlap compute it can exceed the
+  // step; the peak is the allocator's over the run, communication buffers and workspaces included.
+  const std::string legend =
+      "comm ms: every collective of a step from issue to completion, summed (non-blocking calls overlap compute, so "
+      "comm can exceed step); compute ms: the kernels; step ms: wall time; all the slowest rank's, mean of the timed "
+      "steps.  peak MiB: the allocator's peak over the run, communication buffers and workspaces included; its model "
+      "counts the same categories.\n";
   constexpr const char* kHeader =
       "{:<24} {:>6} {:>6} | {:>9} {:>9} | {:>8} {:>8} {:>7} | {:>8} {:>8} | {:>8} {:>8} {:>7} | {:>8} {:>8} |";
-  return fmt::format(fmt::runtime(std::string(kHeader) + " {}"), "mode / mesh", "rows", "hidden", "comm MiB", "bytes",
+  return legend + fmt::format(fmt::runtime(std::string(kHeader) + " {}"), "mode / mesh", "rows", "hidden", "comm MiB", "bytes",
                      "comm ms", "comm ms", "comm", "compute", "compute", "step ms", "step ms", "step", "peak MiB",
                      "peak MiB", "check") +
          "\n" +

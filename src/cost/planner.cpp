@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "core/error.hpp"
+#include "spec/run_spec_json.hpp"
 
 namespace mdtp::cost {
 
@@ -162,7 +165,8 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
     // The layer costs depend on the shape and the micro-batch only: shared by every pp, dp, schedule.
     std::map<std::int64_t, std::optional<LayerCosts>> by_micro_batch;
     for (int pp = 1; pp <= r.gpus / shape.tp; ++pp) {
-      if ((r.gpus / shape.tp) % pp != 0 || r.model.layers % pp != 0 || !allowed(r.fixed.pp, pp)) continue;
+      const bool even = r.fixed.pp_layers.empty();
+      if ((r.gpus / shape.tp) % pp != 0 || (even && r.model.layers % pp != 0) || !allowed(r.fixed.pp, pp)) continue;
       const int dp = r.gpus / (shape.tp * pp);
       if (!allowed(r.fixed.dp, dp)) continue;
       ++layouts;
@@ -186,6 +190,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         c.spec.layout.depth = shape.depth;
         c.spec.layout.pp = pp;
         c.spec.layout.dp = dp;
+        c.spec.layout.pp_layers = r.fixed.pp_layers;
         c.set_micro_batch(b);
         if (!placement) placement = place(c, cluster);
         for (const auto& [schedule, chunks] : schedules(c, r.fixed)) {
@@ -223,6 +228,37 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
   std::stable_sort(result.ranked.begin(), result.ranked.end(),
                    [](const StepEstimate& a, const StepEstimate& b) { return a.step_seconds < b.step_seconds; });
   return result;
+}
+
+std::vector<LayoutRow> collapse_layouts(const std::vector<StepEstimate>& ranked) {
+  // Everything but the micro-batch size.
+  auto key = [](const StepConfig& c) {
+    RunSpec s = c.spec;
+    s.layout.micro_batches = 0;
+    return to_json(s).dump();
+  };
+  std::vector<LayoutRow> rows;
+  std::map<std::string, std::size_t> row_of;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const std::string k = key(ranked[i].config);
+    const auto [it, fresh] = row_of.try_emplace(k, rows.size());
+    if (fresh) {
+      rows.push_back({i, {ranked[i].config.micro_batch()}});
+      continue;
+    }
+    LayoutRow& row = rows[it->second];
+    const double best = ranked[row.index].step_seconds;
+    if (std::abs(ranked[i].step_seconds - best) <= 1e-6 * best) row.micro_batch_sizes.push_back(ranked[i].config.micro_batch());
+  }
+  for (LayoutRow& row : rows) std::sort(row.micro_batch_sizes.begin(), row.micro_batch_sizes.end());
+  return rows;
+}
+
+std::string layout_label(const StepConfig& c) {
+  const ParallelLayout& l = c.spec.layout;
+  if (l.tp == 1) return l.pp == 1 ? "dp only" : "no TP";
+  if (l.mode == TpMode::d2p5) return fmt::format("2.5d d={}", l.depth);
+  return tp_mode_name(l.mode);
 }
 
 }  // namespace mdtp::cost

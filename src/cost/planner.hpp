@@ -43,6 +43,8 @@ struct PlanRequest {
     std::optional<std::int64_t> micro_batch_size;
     std::optional<ScheduleKind> schedule;
     std::optional<bool> zero_reduce_per_micro_batch, zero_keep_parameters;
+    // An uneven split (blocks per virtual stage); with it pp and chunks are fixed too.
+    std::vector<int> pp_layers;
   } fixed;
 };
 
@@ -56,5 +58,17 @@ struct PlanResult {
 };
 
 PlanResult plan(const PlanRequest& request, const Cluster& cluster);
+
+// The ranked configurations one row per layout: configurations that differ only in the micro-batch
+// size are one layout, shown at its quickest; the sizes whose step time ties with it (within one
+// part in a million) are listed beside it.  In rank order.
+struct LayoutRow {
+  std::size_t index = 0;                  // into PlanResult::ranked: the layout's quickest
+  std::vector<std::int64_t> micro_batch_sizes;  // that tie, ascending
+};
+std::vector<LayoutRow> collapse_layouts(const std::vector<StepEstimate>& ranked);
+// "dp only" without tensor or pipeline parallelism, "no TP" with a pipeline only, else the mode
+// ("1d", "2.5d d=2", ...).
+std::string layout_label(const StepConfig& config);
 
 }  // namespace mdtp::cost

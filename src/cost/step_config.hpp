@@ -19,12 +19,14 @@
 // Placement (docs/theory.md §1): order tp-cp-dp-pp, ranks filled node by node, so TP groups stay
 // inside a node when tp ≤ gpus_per_node, and DP and PP groups cross nodes once tp·dp or tp·dp·pp
 // exceed it.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "core/dtype.hpp"
 #include "cost/pipeline_bubble.hpp"
 #include "mesh/tp_mode.hpp"
+#include "plan/stage_partition.hpp"
 #include "spec/run_spec.hpp"
 #include "spec/recompute.hpp"
 
@@ -63,7 +65,15 @@ struct StepConfig {
   void set_micro_batch(std::int64_t b) {
     spec.layout.micro_batches = static_cast<int>(spec.global_batch / (std::int64_t{spec.layout.dp} * b));
   }
-  std::int64_t layers_per_stage() const { return spec.model.layers / spec.layout.pp; }
+  // The stage split (--pp-layers, else even) and the blocks stage r holds over its chunks.
+  StagePartition partition() const;
+  std::int64_t stage_blocks(int stage) const;
+  // The most blocks any stage holds (every stage's, with an even split).
+  std::int64_t layers_per_stage() const {
+    std::int64_t most = 0;
+    for (int r = 0; r < spec.layout.pp; ++r) most = std::max(most, stage_blocks(r));
+    return most;
+  }
   // The dtype gradients are reduced in (precision_for: fp32 under bf16, as Megatron forces
   // accumulate_allreduce_grads_in_fp32; fp16 in fp16).
   DType grad_dtype() const { return spec.precision.grad_reduce; }

@@ -16,7 +16,7 @@
 namespace mdtp::cost {
 
 double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage) {
-  double n = static_cast<double>(c.layers_per_stage()) * costs.block_params;
+  double n = static_cast<double>(c.stage_blocks(stage)) * costs.block_params;
   if (stage == 0) n += costs.embedding_params;
   if (stage == c.spec.layout.pp - 1) n += costs.head_params + (c.spec.layout.pp > 1 ? costs.wte_params : 0.0);
   return n;
@@ -122,7 +122,7 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
   // Elements of this stage per rank once ZeRO shards them: 2.5D weights (partial over tp.dep)
   // over dp × depth, everything else over dp (plan/bucket_plan.hpp's fold).
   const double folded = c.spec.layout.mode == TpMode::d2p5 && c.spec.layout.depth > 1
-                            ? static_cast<double>(c.layers_per_stage()) * costs.block_depth_replica_params
+                            ? static_cast<double>(c.stage_blocks(stage)) * costs.block_depth_replica_params
                             : 0.0;
   const double sharded = (P - folded) / dp + folded / (dp * c.spec.layout.depth);
   m.parameters_gathered = gathered_parameter_window(c, costs, stage) * delta;
@@ -134,7 +134,8 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
 
   // Micro-batches in flight and the layers each holds on this stage.
   m.in_flight = c.spec.layout.pp == 1 ? 1 : in_flight[static_cast<std::size_t>(stage)];
-  const double layers_per_pass = static_cast<double>(c.layers_per_stage()) / c.spec.layout.chunks;
+  // Each micro-batch in flight holds one chunk's blocks (the stage's mean chunk under --pp-layers).
+  const double layers_per_pass = static_cast<double>(c.stage_blocks(stage)) / c.spec.layout.chunks;
   const ActivationBytes& a = costs.block_activations;
   // A streaming attention kernel never holds the core's T×T tensors: not kept, not recomputed.
   const Recompute r = c.effective_recompute();
@@ -165,10 +166,15 @@ MemorySplit stage_memory(const StepConfig& c, const LayerCosts& costs, const Clu
 
 MemorySplit step_memory(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
   const std::vector<int> in_flight = in_flight_per_stage(c);
-  const MemorySplit first = memory_of_stage(c, costs, cluster, 0, in_flight);
-  if (c.spec.layout.pp == 1) return first;
-  const MemorySplit last = memory_of_stage(c, costs, cluster, c.spec.layout.pp - 1, in_flight);
-  return last.total() > first.total() ? last : first;
+  // With an even split the first or the last stage holds the most (the embedding, the head, the
+  // most micro-batches in flight); with --pp-layers any stage may.
+  MemorySplit largest = memory_of_stage(c, costs, cluster, 0, in_flight);
+  for (int r = 1; r < c.spec.layout.pp; ++r) {
+    if (c.spec.layout.pp_layers.empty() && r != c.spec.layout.pp - 1) continue;
+    const MemorySplit m = memory_of_stage(c, costs, cluster, r, in_flight);
+    if (m.total() > largest.total()) largest = m;
+  }
+  return largest;
 }
 
 }  // namespace mdtp::cost

@@ -34,7 +34,7 @@ struct StageWork {
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
 StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
-  const double L = static_cast<double>(c.layers_per_stage());
+  const double L = static_cast<double>(c.stage_blocks(stage));
   StageWork w;
   w.forward = costs.block.forward.scaled(L);
   w.backward_input = costs.block.recompute(c.effective_recompute()).scaled(L);
@@ -74,19 +74,26 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
 
   // Every stage's micro-batch; the slowest sets the steady state, the mean the fill and drain.
+  // With an even split the inner stages are alike (stage 1 stands for them); with --pp-layers every
+  // stage is its own.
+  const int pp = c.spec.layout.pp;
+  const bool even = c.spec.layout.pp_layers.empty();
   std::vector<StageWork> stages;
-  for (int r = 0; r < c.spec.layout.pp; ++r)
-    if (r == 0 || r == c.spec.layout.pp - 1 || r == 1) stages.push_back(stage_work(c, costs, r));  // inner stages are alike
+  std::vector<double> weight;  // how many stages each entry stands for
+  for (int r = 0; r < pp; ++r)
+    if (!even || r == 0 || r == pp - 1 || r == 1) {
+      stages.push_back(stage_work(c, costs, r));
+      weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
+    }
   const StageWork* slowest = &stages.front();
   for (const auto& s : stages)
     if (s.seconds() > slowest->seconds()) slowest = &s;
   StageTimes mean;
   {
-    const StageWork inner = stages.size() > 2 ? stages[1] : stages.front();
-    const double inner_count = std::max(0, c.spec.layout.pp - 2);
     auto avg = [&](auto pick) {
-      double sum = pick(stages.front()) + (c.spec.layout.pp > 1 ? pick(stages.back()) : 0.0) + inner_count * pick(inner);
-      return sum / c.spec.layout.pp;
+      double sum = 0.0;
+      for (std::size_t i = 0; i < stages.size(); ++i) sum += weight[i] * pick(stages[i]);
+      return sum / pp;
     };
     mean.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
     mean.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
@@ -102,6 +109,8 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     if (scatter_gather)
       one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
     p2p = 2.0 * c.spec.layout.chunks * one;
+    // Per micro-batch and chunk: the shard sent and received forward, its gradient backward.
+    e.traffic.pp_bytes = static_cast<double>(m) * c.spec.layout.chunks * 4.0 * bytes;
   }
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
 
@@ -110,8 +119,13 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   // own compute; or, keeping them for the step, gathered once, under the first forward.  Only the
   // step's first gather waits with nothing to hide behind: the stage's first unit (on the first
   // stage the embedding, whose wte can outweigh a block).
-  const double stage_params = std::max(stage_parameters(c, costs, 0), stage_parameters(c, costs, c.spec.layout.pp - 1));
+  double stage_params = 0.0;  // the largest stage's (first or last with an even split; any with --pp-layers)
+  for (int r = 0; r < pp; ++r) stage_params = std::max(stage_params, stage_parameters(c, costs, r));
   double zero3_exposed = 0.0;
+  // ZeRO-3's parameter gathers: before forward and backward of every micro-batch, or once per step
+  // when kept (each call's buffer: the full stage, as the ledger counts an all-gather).
+  if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1)
+    e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
   if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
     auto gather_seconds = [&](double elements) {
       return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, model);
@@ -139,8 +153,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   const double L = static_cast<double>(c.layers_per_stage());
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
-  if (c.spec.layout.pp > 1)  // the tied wte copies: one all-reduce over the first and last stage
+  if (c.spec.layout.pp > 1) {  // the tied wte copies: one all-reduce over the first and last stage
     e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
+    e.traffic.pp_bytes += costs.wte_params * g;
+  }
+  e.traffic.tp_bytes = mb * (slowest->forward.comm_bytes + slowest->backward_input.comm_bytes +
+                             slowest->backward_weight.comm_bytes);
 
   // Data parallelism: ZeRO-3's gathers (above); the gradient reduction once per step under the
   // last micro-batch's backward, or with zero_reduce_per_micro_batch under each micro-batch's
@@ -162,6 +180,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
     if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2)
       e.time.dp_comm += seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(), e.placement.dp, model);
+  }
+  if (c.spec.layout.dp > 1) {
+    // The gradient reduction, once per step or per micro-batch, and ZeRO-1/2's updated parameters.
+    const bool per_micro_batch = c.spec.zero.stage >= 2 && c.spec.zero.reduce_per_micro_batch;
+    e.traffic.dp_bytes += (per_micro_batch ? mb : 1.0) * stage_params * g;
+    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2) e.traffic.dp_bytes += stage_params * delta;
   }
 
   const double K = c.optimizer_bytes_per_param();

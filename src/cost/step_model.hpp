@@ -45,6 +45,14 @@ struct TimeSplit {
   double total() const { return compute + tp_comm + pp_comm + dp_comm + bubble + optimizer; }
 };
 
+// The logical bytes one GPU of the busiest stage moves per step on each axis, as the model counts
+// them (the buffer of every call, as the ledger counts it; `mdtp cost --step-bytes` has the exact
+// per-call plan): tensor-parallel collectives of m micro-batches, pipeline sends, receives and the
+// tied-embedding all-reduce, and the data-parallel reduction, ZeRO gathers and updates.
+struct TrafficSplit {
+  double tp_bytes = 0.0, pp_bytes = 0.0, dp_bytes = 0.0;
+};
+
 struct Placement {
   LinkClass tp = LinkClass::intra_node, dp = LinkClass::intra_node, pp = LinkClass::intra_node;
 };
@@ -55,6 +63,7 @@ struct StepEstimate {
   StepConfig config;
   std::int64_t microbatches = 0;
   double step_seconds = 0.0;
+  TrafficSplit traffic;
   double tokens_per_second = 0.0;
   double model_flops = 0.0, hardware_flops = 0.0;  // per step (model_flops.hpp)
   double tflops_per_gpu = 0.0;                     // hardware FLOP/s per GPU / 1e12 (Narayanan's count)

@@ -73,6 +73,8 @@ json estimate_object(const StepEstimate& e) {
             {"activations_bytes", m.activations},
             {"reserved_bytes", m.reserved},
             {"in_flight", m.in_flight}}},
+          {"traffic",
+           {{"tp_bytes", e.traffic.tp_bytes}, {"pp_bytes", e.traffic.pp_bytes}, {"dp_bytes", e.traffic.dp_bytes}}},
           {"placement",
            {{"tp", link_class_name(e.placement.tp)},
             {"dp", link_class_name(e.placement.dp)},
@@ -80,28 +82,36 @@ json estimate_object(const StepEstimate& e) {
 }
 
 std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
+std::string gib(double bytes) { return fmt::format("{:.2f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
 
-std::string row_text(int rank, const StepEstimate& e) {
+// "4" or "1-16" (the micro-batch sizes that tie).
+std::string size_range(const std::vector<std::int64_t>& sizes) {
+  if (sizes.size() == 1) return std::to_string(sizes.front());
+  return fmt::format("{}-{}", sizes.front(), sizes.back());
+}
+
+std::string row_text(int rank, const StepEstimate& e, const std::vector<std::int64_t>& micro_batch_sizes) {
   const TimeSplit& t = e.time;
   const StepConfig& c = e.config;
-  const std::string mode = c.spec.layout.mode == TpMode::d2p5 ? fmt::format("2.5d/{}", c.spec.layout.depth) : tp_mode_name(c.spec.layout.mode);
-  const std::string schedule = c.spec.layout.schedule == ScheduleKind::interleaved
-                                   ? fmt::format("interl.v{}", c.spec.layout.chunks)
-                                   : std::string(schedule_name(c.spec.layout.schedule));
+  const ParallelLayout& l = c.spec.layout;
+  const std::string schedule = l.pp == 1 ? std::string("-")
+                               : l.schedule == ScheduleKind::interleaved ? fmt::format("interl.v{}", l.chunks)
+                                                                         : std::string(schedule_name(l.schedule));
   return fmt::format(
-      "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9.3f} {:>10.4g} {:>7.1f} {:>5.1f} {:>5.1f} {:>6} "
-      "{:>8.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f} {:>7.3f}\n",
-      rank, mode, c.spec.layout.tp, c.spec.layout.pp, c.spec.layout.dp, schedule, c.micro_batch(), zero_label(c), recompute_name(c.spec.recompute), e.step_seconds,
-      e.tokens_per_second, e.tflops_per_gpu, 100 * e.mfu, 100 * e.hfu, gb(e.memory.total()), t.compute, t.tp_comm,
-      t.pp_comm, t.dp_comm, t.bubble, t.optimizer);
+      "{:>4} {:<9} {:>3} {:>3} {:>5} {:<10} {:>5} {:>4} {:<9} {:>8.4f} {:>10.4g} {:>6.1f} {:>5.1f} {:>7.1f} {:>7} "
+      "{:>8.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7.4f} {:>7} {:>7} {:>7}\n",
+      rank, layout_label(c), l.tp, l.pp, l.dp, schedule, size_range(micro_batch_sizes), zero_label(c),
+      recompute_name(c.spec.recompute), e.step_seconds, e.tokens_per_second, e.tflops_per_gpu, 100 * e.mfu,
+      100 * e.bubble_fraction, gib(e.memory.total()), t.compute, t.tp_comm, t.pp_comm, t.dp_comm, t.bubble,
+      t.optimizer, gb(e.traffic.tp_bytes), gb(e.traffic.pp_bytes), gb(e.traffic.dp_bytes));
 }
 
 std::string header_text() {
   return fmt::format(
-      "{:>4} {:<7} {:>3} {:>3} {:>5} {:<11} {:>3} {:>4} {:<9} {:>9} {:>10} {:>7} {:>5} {:>5} {:>6} {:>8} {:>7} {:>7} "
-      "{:>7} {:>7} {:>7}\n",
-      "rank", "mode", "tp", "pp", "dp", "schedule", "mb", "zero", "recompute", "step s", "tokens/s", "TFLOP/s", "MFU%",
-      "HFU%", "mem GB", "compute", "tp", "pp", "dp", "bubble", "optim");
+      "{:>4} {:<9} {:>3} {:>3} {:>5} {:<10} {:>5} {:>4} {:<9} {:>8} {:>10} {:>6} {:>5} {:>7} {:>7} "
+      "{:>8} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n",
+      "rank", "TP", "tp", "pp", "dp", "schedule", "mb", "zero", "recompute", "step s", "tokens/s", "TFLOPs", "MFU%",
+      "bubble%", "mem GiB", "compute", "tp s", "pp s", "dp s", "bubble", "optim", "tp GB", "pp GB", "dp GB");
 }
 
 std::string cluster_line(const Cluster& c) {
@@ -149,6 +159,17 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
   const std::size_t n = top > 0 ? std::min<std::size_t>(static_cast<std::size_t>(top), result.ranked.size())
                                 : result.ranked.size();
   for (std::size_t i = 0; i < n; ++i) configs.push_back(estimate_object(result.ranked[i]));
+  // One row per layout (collapse_layouts): the index of its quickest configuration in the full
+  // ranking, its label, and the micro-batch sizes that tie.
+  json layouts = json::array();
+  for (const LayoutRow& row : collapse_layouts(result.ranked)) {
+    if (top > 0 && layouts.size() >= static_cast<std::size_t>(top)) break;
+    layouts.push_back({{"rank_index", row.index},
+                       {"label", layout_label(result.ranked[row.index].config)},
+                       {"description", describe(result.ranked[row.index].config)},
+                       {"micro_batch_sizes", row.micro_batch_sizes},
+                       {"step_s", result.ranked[row.index].step_seconds}});
+  }
   const json doc = {{"cluster", cluster.name},
                     {"model",
                      {{"layers", r.model.layers},
@@ -163,25 +184,32 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
                     {"refused", result.refused},
                     {"too_big", result.too_big},
                     {"feasible", result.ranked.size()},
-                    {"configs", configs}};
+                    {"configs", configs},
+                    {"layouts", layouts},
+                    {"units", "seconds per step; bytes (memory per GPU, traffic per GPU per step)"}};
   return doc.dump(2) + "\n";
 }
 
 std::string plan_text(const PlanRequest& r, const PlanResult& result, const Cluster& cluster, int top) {
   std::ostringstream os;
   os << cluster_line(cluster);
-  os << fmt::format("model: {} layers, hidden {}, {} heads, seq {}, vocab {}; global batch {} on {} GPUs, {}\n",
+  os << fmt::format("model: {} layers, hidden {}, {} heads, seq {}, vocab {}; global batch {} on {} GPUs, {}{}\n",
                     r.model.layers, r.model.hidden, r.model.heads, r.model.seq, r.model.vocab, r.global_batch, r.gpus,
-                    dtype_name(r.dtype));
-  os << fmt::format("{} configurations fit ({} evaluated, {} over the GPU memory, {} shapes refused by the layouts)\n",
-                    result.ranked.size(), result.considered, result.too_big, result.refused);
+                    dtype_name(r.dtype), r.dropout ? ", dropout" : "");
+  const std::vector<LayoutRow> layouts = collapse_layouts(result.ranked);
+  os << fmt::format("{} configurations fit in {} layouts ({} evaluated, {} over the GPU memory, {} shapes refused by "
+                    "the layouts)\n",
+                    result.ranked.size(), layouts.size(), result.considered, result.too_big, result.refused);
   if (result.ranked.empty()) return os.str();
-  os << "times in seconds per step; TFLOP/s per GPU counts recomputation (hardware FLOPs); zero 2m/3m: "
-        "gradients reduce-scattered after every micro-batch\n"
+  os << "Units: s = seconds per step (the exposed time of each part: compute, tensor-parallel, pipeline sends, "
+        "data-parallel, bubble, optimizer); mem GiB = 2^30 bytes per GPU; tp/pp/dp GB = 10^9 logical bytes one GPU "
+        "moves per step on that axis (mdtp cost --step-bytes: the exact plan).  One row per layout, at its quickest "
+        "micro-batch size; mb lists the sizes that tie.  TFLOPs per GPU count recomputation; zero 2m/3m: gradients "
+        "reduce-scattered after every micro-batch, 3k: parameters kept for the step.\n"
      << header_text();
-  const std::size_t n = top > 0 ? std::min<std::size_t>(static_cast<std::size_t>(top), result.ranked.size())
-                                : result.ranked.size();
-  for (std::size_t i = 0; i < n; ++i) os << row_text(static_cast<int>(i + 1), result.ranked[i]);
+  const std::size_t n = top > 0 ? std::min<std::size_t>(static_cast<std::size_t>(top), layouts.size()) : layouts.size();
+  for (std::size_t i = 0; i < n; ++i)
+    os << row_text(static_cast<int>(i + 1), result.ranked[layouts[i].index], layouts[i].micro_batch_sizes);
   return os.str();
 }
 

@@ -292,33 +292,6 @@ double GptModel::reduce_loss(double local_sum, int micro_batches) const {
   return ctx_.backend.to_f64(total)[0] * loss_scale(micro_batches);
 }
 
-double GptModel::loss(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
-  require(chunks_.size() == 1 && holds(0) && holds(unit_count(config_) - 1),
-          "GPT model: loss() and forward_backward() run the whole model; this one holds a pipeline split");
-  PhaseScope phase(ctx_.mesh.ledger(), phase::forward);
-  ChunkSaved saved;
-  double local = 0.0;
-  chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
-  context_finished(saved);  // no backward follows: the context dies here
-  return reduce_loss(local, 1);
-}
-
-double GptModel::forward_backward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets) {
-  require(chunks_.size() == 1 && holds(0) && holds(unit_count(config_) - 1),
-          "GPT model: loss() and forward_backward() run the whole model; this one holds a pipeline split");
-  ChunkSaved saved;
-  double mean = 0.0;
-  {
-    PhaseScope phase(ctx_.mesh.ledger(), phase::forward);
-    double local = 0.0;
-    chunks_.front().forward(Tensor(), MicroBatch{inputs, targets, 0}, saved, &local);
-    mean = reduce_loss(local, 1);
-  }
-  PhaseScope phase(ctx_.mesh.ledger(), phase::backward);
-  chunks_.front().backward(Tensor(), loss_scale(1), saved, true);
-  return mean;
-}
-
 void GptModel::reduce_gradients() {
   PhaseScope phase(ctx_.mesh.ledger(), phase::grad_sync);
   mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");

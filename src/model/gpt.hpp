@@ -147,11 +147,6 @@ class GptModel {
   // and the data-parallel group: call it on every rank of the stage holding the head).
   double reduce_loss(double local_sum, int micro_batches) const;
 
-  // The whole model (one chunk of every unit) on one micro-batch: forward, backward, and the mean
-  // loss over every replica's tokens.  Accumulates (unreduced) gradients.
-  double forward_backward(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
-  // The same mean loss without backward.
-  double loss(std::span<const std::int32_t> inputs, std::span<const std::int32_t> targets);
   // Partial TP sums, the tied embedding's sum over the `embedding` group, and the data-parallel sum
   // of every gradient (phase grad-sync).
   void reduce_gradients();

@@ -7,7 +7,6 @@
 // the step loop: it reads the ledger, never changes what the step does.
 #include <map>
 #include <optional>
-#include <ostream>
 #include <string>
 
 #include "comm/ledger.hpp"
@@ -23,9 +22,12 @@ class CommAudit {
  public:
   explicit CommAudit(const TrainPlan& plan);
   // Collective over the world (the ledger's statistics are reduced outside the ledger).  Adds the
-  // step's rows, keeps this rank's totals in `result.ledger`; after the first step prints the
-  // summary line and the ZeRO paper's figures to `progress` (rank 0's stream, or null).
-  void after_step(std::int64_t step, bool first, TrainRig& rig, TrainResult& result, std::ostream* progress);
+  // step's rows, keeps this rank's totals in `result.ledger`; after the first step composes the
+  // summary line and (rank 0) the ZeRO paper's figures, which first_step_lines() returns.
+  void after_step(std::int64_t step, bool first, TrainRig& rig, TrainResult& result);
+  // The lines the loop prints after the first step ("" before it, and after it on ranks but 0 the
+  // paper's line is left out).
+  const std::string& first_step_lines() const { return first_step_lines_; }
 
   Table& table() { return rows_; }
   const cost::ZeroPaperTraffic& paper_traffic() const { return paper_traffic_; }
@@ -38,6 +40,7 @@ class CommAudit {
   std::optional<std::map<LedgerKey, LedgerTotals>> model_;  // the largest stage's, per key
   Table rows_;
   cost::ZeroPaperTraffic paper_traffic_;  // rank 0's, after the first step
+  std::string first_step_lines_;
 };
 
 }  // namespace mdtp

@@ -118,12 +118,12 @@ bool run_step(StepLoop& loop, bool first) {
   r.tokens_per_second = static_cast<double>(loop.plan.spec.global_batch * loop.plan.spec.model.seq) / r.seconds;
   loop.result.steps.push_back(r);
   loop.steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second);
+  loop.comm.after_step(r.step, first, rig, loop.result);
   loop.pipeline.add_step(r.step, run);
   if (loop.progress)
     *loop.progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step,
                                   r.loss, r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
-                   << std::flush;
-  loop.comm.after_step(r.step, first, rig, loop.result, loop.progress);
+                   << (first ? loop.comm.first_step_lines() : std::string()) << std::flush;
   return !loop.faults.stop_after_update(norm, state.step, rig, loop.result);
 }
 

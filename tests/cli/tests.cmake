@@ -39,10 +39,10 @@ mdtp_cli_help(cost --tp-mode --tp --tp-depth --dp --pp --layer --micro-batch-siz
               --global-batch --gpus --schedule --recompute --cluster --zero --zero-reduce-per-micro-batch
               --zero-keep-params --dropout --no-dp-overlap --p2p-overlap --streaming-attention --step-bytes --config
               --write-config)
-mdtp_cli_help(plan --layers --hidden --heads --seq --vocab --global-batch --gpus --cluster --dtype --dropout --json --top
-              --max-tp --max-micro-batch --modes --validate --tp-mode --tp --tp-depth --dp --pp --schedule --chunks
-              --micro-batches --micro-batch-size --zero --zero-reduce-per-micro-batch --zero-keep-params --recompute
-              --no-dp-overlap --p2p-overlap --streaming-attention --config --write-config --rank)
+mdtp_cli_help(plan --layers --hidden --heads --seq --vocab --global-batch --gpus --cluster --dtype --dropout --json
+              --top --max-tp --max-micro-batch --modes --validate --tp-mode --tp --tp-depth --dp --pp --schedule
+              --chunks --micro-batches --micro-batch-size --zero --zero-reduce-per-micro-batch --zero-keep-params
+              --recompute --no-dp-overlap --p2p-overlap --streaming-attention --config --write-config --rank)
 mdtp_cli_help(schedule --schedule --pp --micro-batches --chunks --group-size --json --config)
 mdtp_cli_help(calibrate --tp --tp-mode --tp-depth --ranks-per-node --groups --ops --min-bytes --max-bytes --factor
               --warmup --iters --dtype --gemm-size --out --cluster-out --cluster-name --peak-flops --allow-oversubscribed)
@@ -64,13 +64,21 @@ function(mdtp_cli_bad name command text)
 endfunction()
 
 mdtp_cli_bad(unknown_command mdtp "unknown command 'meshy'" meshy --world 4)
-mdtp_cli_bad(unknown_option mesh "unknown option '--wrld'" mesh --wrld 4)
+mdtp_cli_bad(unknown_option mesh "unknown option '--wrld'; did you mean --world?" mesh --wrld 4)
+mdtp_cli_bad(unknown_option_near train "unknown option '--micro-batchs'; did you mean --micro-batches?" train
+             --micro-batchs 4)
 mdtp_cli_bad(bad_integer mesh "--tp: needs a whole number; got 'two'" mesh --world 4 --tp two)
 mdtp_cli_bad(fraction cost "--hidden: needs a whole number; got '1.5'" cost --tp-mode 1d --tp 2 --micro-batch-size 2
              --seq 4 --hidden 1.5)
 mdtp_cli_bad(out_of_range mesh "--world: needs a whole number up to 2147483647; got '4294967296'" mesh --world 4294967296)
 mdtp_cli_bad(bad_mode mesh "--tp-mode: unknown tensor-parallel mode '4d'" mesh --world 4 --tp-mode 4d)
 mdtp_cli_bad(bad_mode_in_list bench "--modes: unknown tensor-parallel mode '2.5D'" bench --modes 1d,2.5D)
+# Names the run flags parse (mode, dtype, schedule, recompute), refused like any bad value.
+mdtp_cli_bad(bad_run_mode train "--tp-mode: unknown tensor-parallel mode '4d'" train --tp-mode 4d)
+mdtp_cli_bad(bad_run_dtype cost "--dtype: unknown dtype 'q8'" cost --tp-mode 1d --tp 2 --micro-batch-size 2 --seq 4
+             --hidden 8 --dtype q8)
+mdtp_cli_bad(bad_run_schedule plan "--schedule: unknown pipeline schedule '2f2b'" plan --layers 2 --hidden 64 --heads 4
+             --seq 32 --vocab 100 --global-batch 8 --gpus 8 --pp 2 --schedule 2f2b)
 mdtp_cli_bad(bad_number cost "--alpha-intra: needs a finite number; got '1us'" cost --tp-mode 1d --tp 2
              --micro-batch-size 2 --seq 4 --hidden 8 --alpha-intra 1us)
 mdtp_cli_bad(bad_bytes calibrate "--max-bytes: needs a positive byte count like 4096, 64K or 16M; got '64Q'"
@@ -81,10 +89,18 @@ mdtp_cli_bad(missing_value mesh "--tp: needs a value" mesh --world 4 --tp)
 mdtp_cli_bad(missing_required mesh "--world is required" mesh --tp 2)
 mdtp_cli_bad(positional smoke "unexpected argument 'now'" smoke now)
 mdtp_cli_bad(bad_mesh mesh "2D tensor parallelism needs a square TP size; got tp=6" mesh --world 12 --tp 6 --tp-mode 2d)
-mdtp_cli_bad(keep_params_below_zero3 plan "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=2"
+# One configuration (cost's GPT-step form) that cannot run, and plan's search with the same axes
+# fixed: nothing to rank, one line saying why.
+mdtp_cli_bad(keep_params_below_zero3 cost "zero.keep_parameters needs ZeRO stage 3; got stage 2"
+             cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --tp-mode 1d --tp 2
+             --zero 2 --zero-keep-params)
+mdtp_cli_bad(plan_keep_params_below_zero3 plan "needs ZeRO stage 3"
              plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --tp-mode 1d --tp 2
              --zero 2 --zero-keep-params)
-mdtp_cli_bad(zb_h1_few_micro_batches plan "the zb-h1 schedule needs at least pp=2 micro-batches; got m=1"
+mdtp_cli_bad(zb_h1_few_micro_batches cost "the zb-h1 schedule needs at least pp=2 micro-batches; got m=1"
+             cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 1 --gpus 4 --tp-mode 1d --tp 2
+             --pp 2 --schedule zb-h1)
+mdtp_cli_bad(plan_zb_h1_few_micro_batches plan "no configuration to rank: no schedule asked fits the layouts left"
              plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 1 --gpus 4 --tp-mode 1d --tp 2
              --pp 2 --schedule zb-h1)
 
@@ -129,3 +145,10 @@ add_test(NAME cli_spec_roundtrip
          COMMAND ${MDTP_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_spec_roundtrip.py --mdtp $<TARGET_FILE:mdtp>
                  --mpiexec ${MPIEXEC_EXECUTABLE})
 set_tests_properties(cli_spec_roundtrip PROPERTIES LABELS "cli;train;cost" TIMEOUT 900 PROCESSORS 2)
+# Docs that cannot go stale (tests/cli/test_docs_examples.py): every `mdtp` command in README.md and
+# docs/*.md runs (exit 0, or the refusal the document shows); placeholders and GPU lines are
+# listed as skipped; it prints how many examples it ran.
+add_test(NAME cli_docs_examples
+         COMMAND ${MDTP_CLI_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_docs_examples.py --mdtp $<TARGET_FILE:mdtp>
+                 --mpiexec ${MPIEXEC_EXECUTABLE} --root ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_docs_examples PROPERTIES LABELS "cli;docs" TIMEOUT 1500 PROCESSORS 2)

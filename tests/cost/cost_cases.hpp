@@ -6,7 +6,7 @@
 
 #include "bench/layer_under_test.hpp"
 #include "cost/cost_model.hpp"
-#include "tp_harness.hpp"
+#include "support/tp_harness.hpp"
 
 namespace mdtp::testing {
 

@@ -69,6 +69,8 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
   PlanRequest r = small_request();
   // Without recomputation, pure data parallelism holds the whole model and every activation.
   StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  c.spec.dropout = 0.1;
   c.spec.model = r.model;
   c.spec.global_batch = r.global_batch;
   c.spec.layout.dp = 16;

@@ -21,6 +21,8 @@ namespace {
 
 StepConfig base_config() {
   StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  c.spec.dropout = 0.1;
   c.spec.model = ModelShape{16, 2048, 16, 2048, 51200};
   c.spec.global_batch = 64;
   c.spec.layout.mode = TpMode::d1_sp;

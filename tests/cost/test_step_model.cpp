@@ -20,6 +20,8 @@ namespace {
 // blocks), 1D tp 2 over dp 4, f32, two sequences per micro-batch; `micro_batches` per step.
 StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
   StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  c.spec.dropout = 0.1;
   c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
   c.spec.layout.mode = TpMode::d1;
   c.spec.layout.tp = 2;
@@ -117,6 +119,8 @@ TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas
 
 TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the schedule", "[cost][step]") {
   StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  c.spec.dropout = 0.1;
   c.spec.model = ModelShape{32, 4096, 32, 2048, 51200};
   c.spec.global_batch = 256;
   c.spec.layout.mode = TpMode::d1_sp;
@@ -172,6 +176,8 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
 
 TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp", "[cost][step][zero]") {
   StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  c.spec.dropout = 0.1;
   c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
   c.spec.global_batch = 64;
   c.spec.layout.mode = TpMode::d2p5;

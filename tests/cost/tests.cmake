@@ -4,7 +4,6 @@
 mdtp_add_mpi_test(cost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_vs_ledger.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/test_memory_model.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/test_cost_formulas.cpp
-                               ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
                   RANKS 1 2 4 8 9 18 27 LABELS cost LIBS mdtp_lib TIMEOUT 900)
 target_include_directories(test_cost PRIVATE ${CMAKE_SOURCE_DIR}/tests/tp)
 

@@ -48,6 +48,7 @@
 #include "zero/optimizer.hpp"
 #include "modes/registry.hpp"
 #include "tp/mode.hpp"
+#include "support/whole_model.hpp"
 
 using namespace mdtp;
 
@@ -216,7 +217,7 @@ int run(const Options& o, int rank, int world) {
 
   auto step = [&] {
     model.zero_gradients();
-    const double loss = model.forward_backward(inputs, targets);
+    const double loss = testing::forward_backward(model, inputs, targets);
     model.reduce_gradients();
     optimizer.step();
     return loss;

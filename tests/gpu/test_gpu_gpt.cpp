@@ -24,10 +24,11 @@
 #include "cuda/device_comm.hpp"
 #include "gpu_test_support.hpp"
 #include "mesh/mesh.hpp"
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "cuda/cuda_gpt_kernels.hpp"
 #include "modes/registry.hpp"
 #include "tp/mode.hpp"
+#include "support/whole_model.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -55,7 +56,7 @@ std::vector<ModeCase> gpu_model_cases(int world) {
   }
 }
 
-// GptRun (tests/model/gpt_harness.hpp) on a CudaBackend and a mesh of device communicators.
+// GptRun (tests/support/gpt_harness.hpp) on a CudaBackend and a mesh of device communicators.
 // Members are destroyed in reverse order: model, mode, mesh (its communicators) before the
 // backend, the ledger last.
 struct CudaGptRun {
@@ -86,7 +87,7 @@ struct CudaGptRun {
     return std::vector<std::int32_t>(first, first + n);
   }
   double step(const TokenBatch& batch) {
-    const double loss = model->forward_backward(replica_rows(batch.inputs), replica_rows(batch.targets));
+    const double loss = forward_backward(*model, replica_rows(batch.inputs), replica_rows(batch.targets));
     model->reduce_gradients();
     return loss;
   }

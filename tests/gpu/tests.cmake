@@ -32,10 +32,9 @@ if(MDTP_CUDA)
   # Tensor-parallel layers on the CUDA backend against the serial f64 reference: every mode with
   # tp=1 over NCCL at one rank; 1D/1D-SP (2 ranks), + 2D, 2.5D d=1 (4), 2.5D d=2, 3D (8) with
   # ranks sharing one GPU over the staged MPI communicator (automatic, or MDTP_COMM).
-  # tp_harness.cpp gives ModeCase and the reference helpers; its host ModeFixture goes unused.
+  # tests/support gives ModeCase and the reference helpers; its host ModeFixture goes unused.
   mdtp_add_mpi_test(gpu_tp_layers
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_tp_layers.cpp
-            ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
     RANKS 1 2 4 8 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
   set_tests_properties(gpu_tp_layers_np1 gpu_tp_layers_np2 gpu_tp_layers_np4 gpu_tp_layers_np8
                        PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
@@ -49,13 +48,13 @@ if(MDTP_CUDA)
   # rank, 1d/2d/1d+dp/dp at 4 ranks sharing one GPU over the staged MPI communicator.
   mdtp_add_mpi_test(gpu_gpt
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/gpu_skip_listener.cpp ${CMAKE_CURRENT_LIST_DIR}/test_gpu_gpt.cpp
-            ${CMAKE_SOURCE_DIR}/tests/model/gpt_harness.cpp ${CMAKE_SOURCE_DIR}/tests/tp/tp_harness.cpp
     RANKS 1 4 LIBS mdtp_cuda mdtp_lib mdtp_gpu_presence LABELS gpu)
   set_tests_properties(gpu_gpt_np1 gpu_gpt_np4 PROPERTIES SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE})
 
   # A benchmark, not a test: GPT training steps (tokens/s, model TFLOP/s, MFU), one rank per GPU.
   add_executable(bench_gpt_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gpt_cuda.cpp)
-  target_link_libraries(bench_gpt_cuda PRIVATE mdtp_cuda mdtp_lib mdtp_gpu_presence MPI::MPI_CXX mdtp_warnings)
+  target_link_libraries(bench_gpt_cuda PRIVATE mdtp_cuda mdtp_lib mdtp_test_support mdtp_gpu_presence MPI::MPI_CXX
+                        mdtp_warnings)
 endif()
 
 # Everything the CUDA variant needs for its tests, so CI can build just that (the host tests are

@@ -8,9 +8,9 @@
 #include <iostream>
 #include <set>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "plan/gathered_parameters.hpp"
-#include "train/train_shape.hpp"
+#include "support/train_fixtures.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;

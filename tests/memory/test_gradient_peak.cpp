@@ -8,11 +8,11 @@
 
 #include <iostream>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "plan/gradient_peak.hpp"
 #include "plan/gradient_rounds.hpp"
 #include "plan/bucket_memory.hpp"
-#include "train/train_shape.hpp"
+#include "support/train_fixtures.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;

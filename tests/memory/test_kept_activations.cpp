@@ -14,7 +14,7 @@
 #include <iostream>
 #include <map>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "model/activation_timeline.hpp"
 #include "plan/activation_peak.hpp"
 #include "plan/kept_activations.hpp"

@@ -8,18 +8,13 @@
 #include <iostream>
 
 #include "io/h5_file.hpp"
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "train/trainer.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
 
 namespace {
-
-std::string shared_path(const std::string& name) {
-  static const SharedTempDir dir("mdtp-selective-test-");
-  return dir.path() + "/" + name;
-}
 
 struct SelectiveCase {
   std::string label;

@@ -13,5 +13,4 @@ mdtp_add_mpi_test(memory_activations SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_kept
                   ${CMAKE_CURRENT_LIST_DIR}/test_selective_recompute.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_gathered_parameters.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_gradient_peak.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 1 2 4 8 LABELS memory train TIMEOUT 300)

@@ -4,8 +4,9 @@
 #include <catch2/catch.hpp>
 #include <iostream>
 
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "modes/registry.hpp"
+#include "support/whole_model.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -32,7 +33,7 @@ TEST_CASE("the serial GPT's loss matches an independent plain-loop GPT-2", "[mod
   const TokenBatch batch = random_batch(size.config, size.batch, 5);
   for (int variant = 0; variant < 2; ++variant) {
     if (variant == 1) serial.set(random_parameters(serial, 6));
-    const double loss = serial.model->loss(batch.inputs, batch.targets);
+    const double loss = whole_model_loss(*serial.model, batch.inputs, batch.targets);
     const double ref = gpt_reference_loss(size.config, serial.gather(false), batch.inputs, batch.targets);
     INFO("variant " << variant << ": loss " << loss << ", reference " << ref);
     CHECK(std::abs(loss - ref) <= 1e-12 * std::abs(ref));
@@ -45,7 +46,7 @@ TEST_CASE("GPT gradients match central finite differences of the loss", "[model]
   GptRun run(serial_case(), config, 2, MPI_COMM_SELF);
   run.set(random_parameters(run, 11, 0.3));
   const TokenBatch batch = random_batch(config, 2, 12);
-  run.model->forward_backward(batch.inputs, batch.targets);
+  forward_backward(*run.model, batch.inputs, batch.targets);
   const double h = 1e-5;
   double worst = 0.0;
   for (const ModelParam& p : run.model->parameters()) {
@@ -55,10 +56,10 @@ TEST_CASE("GPT gradients match central finite differences of the loss", "[model]
       const double keep = value[i];
       value[i] = keep + h;
       run.backend->assign_f64(p.param->value, value);
-      const double up = run.model->loss(batch.inputs, batch.targets);
+      const double up = whole_model_loss(*run.model, batch.inputs, batch.targets);
       value[i] = keep - h;
       run.backend->assign_f64(p.param->value, value);
-      const double down = run.model->loss(batch.inputs, batch.targets);
+      const double down = whole_model_loss(*run.model, batch.inputs, batch.targets);
       value[i] = keep;
       fd[i] = (up - down) / (2 * h);
     }

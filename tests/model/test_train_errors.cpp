@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/h5_file.hpp"
 #include "run/root_task.hpp"
 #include "io/token_data.hpp"

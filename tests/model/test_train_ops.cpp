@@ -10,9 +10,10 @@
 #include <numbers>
 #include <random>
 
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "model/gpt_kernels.hpp"
 #include "zero/optimizer.hpp"
+#include "support/whole_model.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -170,7 +171,7 @@ TEST_CASE("the optimizer follows PyTorch AdamW with clipping and decays only 2+-
   for (int step = 1; step <= 3; ++step) {
     const TokenBatch batch = random_batch(size.config, 2, 40 + step);
     run.model->zero_gradients();
-    run.model->forward_backward(batch.inputs, batch.targets);
+    forward_backward(*run.model, batch.inputs, batch.targets);
     double sq = 0.0;
     for (const ModelParam& p : run.model->parameters())
       for (double x : run.backend->to_f64(p.param->grad)) sq += x * x;

@@ -7,7 +7,7 @@
 #include <iomanip>
 #include <iostream>
 
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/results_file.hpp"
 #include "io/h5_file.hpp"
 #include "run/root_task.hpp"
@@ -20,13 +20,6 @@ using namespace mdtp::testing;
 namespace {
 
 // A directory shared by all ranks, created once.
-std::string shared_dir() {
-  static const SharedTempDir dir("mdtp-train-test-");
-  return dir.path();
-}
-
-std::string shared_path(const std::string& name) { return shared_dir() + "/" + name; }
-
 // Random tokens in [0, vocab), 2.5 batches of rows (the data position wraps around).
 std::string token_file(const ModelShape& config, std::int64_t batch) {
   const std::string path = shared_path("tokens.h5");

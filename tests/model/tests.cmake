@@ -5,7 +5,6 @@
 mdtp_add_mpi_test(model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_model.cpp ${CMAKE_CURRENT_LIST_DIR}/test_training.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_train_errors.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_model_chunks.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 1 2 4 8 18 27 LABELS model TIMEOUT 900)
 
 # `mdtp train --device cuda` in a host-only build is refused with a clear message on every rank.

@@ -13,7 +13,7 @@
 
 #include "comm/ledger.hpp"
 #include "cost/gpt_step_comm.hpp"
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/results_file.hpp"
 #include "io/token_data.hpp"
 #include "mesh/mesh.hpp"

@@ -33,7 +33,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/h5_file.hpp"
 #include "io/token_data.hpp"
 #include "run/root_task.hpp"
@@ -162,11 +162,6 @@ std::vector<PipeCase> ci_selection(int world) {
               make(TpMode::d2, 4, 1, 4, S::interleaved, 4, 2)};
     default: return {};
   }
-}
-
-std::string shared_dir() {
-  static const SharedTempDir dir("mdtp-pipeline-test-");
-  return dir.path();
 }
 
 // Random tokens, written once: 3 steps' worth of the largest batch any case uses.  With

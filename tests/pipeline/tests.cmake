@@ -7,8 +7,8 @@
 #    (cost::plan_step_comm), per rank and in the trainer's results table;
 #  - pipeline_cli_*: `mdtp schedule` (table, JSON checked against the schedule rules, refusals)
 #    and `mdtp train` refusing bad pipelines on every rank before any collective.
-set(_pipeline_sources ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp)
-mdtp_add_mpi_test(pipeline_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipeline_train.cpp ${_pipeline_sources}
+
+mdtp_add_mpi_test(pipeline_train SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipeline_train.cpp
                   RANKS 4 6 8 16 LABELS pipeline TIMEOUT 300 ARGS "[ci]")
 target_include_directories(test_pipeline_train PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../model ${CMAKE_CURRENT_LIST_DIR}/..)
 foreach(np 4 6 8 12 16)
@@ -18,7 +18,7 @@ foreach(np 4 6 8 12 16)
   set_tests_properties(pipeline_train_full_np${np} PROPERTIES LABELS "mpi;pipeline;slow" TIMEOUT 7200 PROCESSORS 1)
 endforeach()
 
-mdtp_add_mpi_test(pipeline_traffic SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipeline_traffic.cpp ${_pipeline_sources}
+mdtp_add_mpi_test(pipeline_traffic SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pipeline_traffic.cpp
                   RANKS 4 8 16 LABELS pipeline TIMEOUT 300)
 target_include_directories(test_pipeline_traffic PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../model ${CMAKE_CURRENT_LIST_DIR}/..)
 

@@ -549,7 +549,7 @@ TEST_CASE("the reader refuses unknown keys, wrong types, bad names and other ver
                 "run spec: unknown key 'parallel.tpp'; expected one of mode, tp, depth, pp, dp, schedule, "
                 "micro_batches, chunks, group_size, pp_layers, stage_mapping");
   check_refused(with(good, "/model/n_embd", 64),
-                "run spec: unknown key 'model.hidden'; expected one of layers, hidden, heads, seq, vocab, ffn_hidden, "
+                "run spec: unknown key 'model.n_embd'; expected one of layers, hidden, heads, seq, vocab, ffn_hidden, "
                 "kv_heads, norm, position, tied_head");
   check_refused(with(good, "/parallel/tp", "2"), "run spec: 'parallel.tp' must be an integer; got string \"2\"");
   check_refused(with(good, "/parallel/tp", 2.0), "run spec: 'parallel.tp' must be an integer; got number 2.0");

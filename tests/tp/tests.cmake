@@ -3,5 +3,4 @@
 # Rank counts: 1 (serial), 2/4/8 (1D, 1D-SP, 2D, 2.5D, 3D q=2), 9 (2D q=3), 18 (2.5D q=3 d=2),
 # 27 (3D q=3: label 'large').
 mdtp_add_mpi_test(tp_layers SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tp_layers.cpp ${CMAKE_CURRENT_LIST_DIR}/test_microbatches.cpp
-                            ${CMAKE_CURRENT_LIST_DIR}/tp_harness.cpp
                   RANKS 1 2 4 8 9 18 27 LABELS tp TIMEOUT 900)

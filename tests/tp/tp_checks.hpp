@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tp/mlp.hpp"
-#include "tp_harness.hpp"
+#include "support/tp_harness.hpp"
 
 namespace mdtp::testing {
 

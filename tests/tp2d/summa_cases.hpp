@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tp/tp_harness.hpp"
+#include "support/tp_harness.hpp"
 
 namespace mdtp::testing {
 

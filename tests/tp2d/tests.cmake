@@ -4,5 +4,4 @@
 # provides meshes, scatter/gather and the serial reference.
 mdtp_add_mpi_test(tp2d
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_summa_linear.cpp ${CMAKE_CURRENT_LIST_DIR}/test_tesseract_depth.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
   RANKS 4 8 9 18 LABELS tp LIBS mdtp_modes)

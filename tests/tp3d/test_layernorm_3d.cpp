@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "tp/tp_harness.hpp"
+#include "support/tp_harness.hpp"
 #include "tp3d/mode_3d.hpp"
 
 using namespace mdtp;

@@ -3,5 +3,4 @@
 # reference, LayerNorm at both parities, the refusals.  8 ranks: q = 2; 27 ranks: q = 3 (small).
 mdtp_add_mpi_test(tp3d
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_linear_3d.cpp ${CMAKE_CURRENT_LIST_DIR}/test_layernorm_3d.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
   RANKS 8 27 LABELS tp LIBS mdtp_modes)

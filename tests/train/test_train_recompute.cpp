@@ -7,19 +7,14 @@
 
 #include <iostream>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/h5_file.hpp"
-#include "train/train_shape.hpp"
+#include "support/train_fixtures.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
 
 namespace {
-
-std::string shared_path(const std::string& name) {
-  static const SharedTempDir dir("mdtp-train-recompute-test-");
-  return dir.path() + "/" + name;
-}
 
 std::vector<TrainShape> recompute_cases(int world) {
   switch (world) {

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "io/h5_file.hpp"
 #include "file_error.hpp"
 #include "train/trainer.hpp"
@@ -20,11 +20,6 @@ using namespace mdtp;
 using namespace mdtp::testing;
 
 namespace {
-
-std::string shared_path(const std::string& name) {
-  static const SharedTempDir dir("mdtp-train-zero-test-");
-  return dir.path() + "/" + name;
-}
 
 struct ZeroCase {
   std::string label;

@@ -22,18 +22,13 @@
 #include "faults/corrupt_file.hpp"
 #include "file_error.hpp"
 #include "io/h5_file.hpp"
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "train/trainer.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
 
 namespace {
-
-std::string shared_path(const std::string& name) {
-  static const SharedTempDir dir("mdtp-train-zero3-shards-");
-  return dir.path() + "/" + name;
-}
 
 struct ShardCase {
   std::string label;

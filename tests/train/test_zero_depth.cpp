@@ -23,7 +23,7 @@
 #include "io/h5_file.hpp"
 #include "file_error.hpp"
 #include "mesh/topology.hpp"
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "plan/bucket_memory.hpp"
 #include "train/step_comm_config.hpp"
 #include "train/train_setup.hpp"
@@ -33,11 +33,6 @@ using namespace mdtp;
 using namespace mdtp::testing;
 
 namespace {
-
-std::string shared_path(const std::string& name) {
-  static const SharedTempDir dir("mdtp-zero-depth-test-");
-  return dir.path() + "/" + name;
-}
 
 struct DepthCase {
   std::string label;

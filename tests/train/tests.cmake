@@ -4,11 +4,9 @@
 # (--recompute full) against none.  Rank counts: 2, 4 and 8.
 mdtp_add_mpi_test(train_zero SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_train_zero.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_train_recompute.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 2 4 8 LABELS zero train TIMEOUT 600)
 # ZeRO over dp × depth in 2.5D (docs/zero.md §5): q = 1 meshes in CI, q = 2 d = 2 dp 2 (16 ranks) slow.
 mdtp_add_mpi_test(zero_depth SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_zero_depth.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 4 6 8 LABELS zero train TIMEOUT 300)
 add_test(NAME zero_depth_slow_np16
          COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 16 ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_zero_depth>
@@ -18,7 +16,6 @@ set_tests_properties(zero_depth_slow_np16 PROPERTIES LABELS "mpi;zero;train;slow
 # in-pass parameter peaks against the plan and the whole TP shard, bit-identity with stage 0 at
 # step 0 and after a checkpoint load, f64 and f32.  Rank counts: 2, 4 and 8.
 mdtp_add_mpi_test(train_zero3_shards SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_train_zero3_shards.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp
                   RANKS 2 4 8 LABELS zero train memory checkpoint TIMEOUT 300)
 # The trainer is a step loop (src/train/trainer.cpp): train() at most 60 lines, no function in
 # src/train over 150, the trainer's file under 300 lines; the rest lives in the observers' files.

@@ -12,6 +12,7 @@
 
 #include "mesh/mesh.hpp"
 #include "zero_harness.hpp"
+#include "support/whole_model.hpp"
 
 using namespace mdtp;
 using namespace mdtp::testing;
@@ -56,7 +57,7 @@ TEST_CASE("stage 2 starts reduce-scatters during backward and keeps earlier hook
       if (std::find(b.units.begin(), b.units.end(), 0) != b.units.end()) ++embedding_buckets;
     const TokenBatch batch = step_batch(base, 0);
     e.begin_step();
-    model.forward_backward(base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
+    forward_backward(model, base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
     CHECK(observer.forwards == unit_count(model.config()));
     const int L = static_cast<int>(model.config().layers);
     REQUIRE(observer.ready.size() == static_cast<std::size_t>(L + 2));
@@ -92,7 +93,7 @@ TEST_CASE("stage 3 leaves no parameter value between passes", "[zero][hooks]") {
     CHECK(none_held());
     // The model still evaluates (the hooks gather around forward outside a step too).
     const TokenBatch batch = step_batch(base, 1);
-    const double loss = run.model->loss(base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
+    const double loss = whole_model_loss(*run.model, base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
     CHECK(std::isfinite(loss));
     if (keep) {
       CHECK_FALSE(none_held());  // kept until the step's end, or until released

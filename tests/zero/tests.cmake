@@ -5,8 +5,7 @@
 #    stage 2's reduce-scatters with backward; hooks; refused configurations; the planner's ZeRO
 #    memory against the plan;
 #  - zero_parity: every stage, with and without offload, against the unsharded optimizer.
-set(MDTP_ZERO_HARNESS ${CMAKE_CURRENT_LIST_DIR}/zero_harness.cpp ${CMAKE_CURRENT_LIST_DIR}/../model/gpt_harness.cpp
-                      ${CMAKE_CURRENT_LIST_DIR}/../tp/tp_harness.cpp)
+set(MDTP_ZERO_HARNESS ${CMAKE_CURRENT_LIST_DIR}/zero_harness.cpp)
 mdtp_add_mpi_test(zero SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bucket_plan.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_accounting.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_checkpoint.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_engine.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_pipeline.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_step_model.cpp

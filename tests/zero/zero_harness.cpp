@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "mesh/mesh.hpp"
+#include "support/whole_model.hpp"
 
 namespace mdtp::testing {
 
@@ -59,7 +60,7 @@ ZeroRun::ZeroRun(const GptRun& base_run, const ParamMap& start, const ZeroConfig
 
 double ZeroRun::step(const TokenBatch& batch) {
   engine->begin_step();
-  model->forward_backward(base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
+  forward_backward(*model, base.replica_rows(batch.inputs), base.replica_rows(batch.targets));
   engine->finish_gradients();
   return engine->step();
 }

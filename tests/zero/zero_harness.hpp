@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 #include "zero/zero_engine.hpp"
 
 namespace mdtp::testing {

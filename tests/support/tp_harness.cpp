@@ -1,4 +1,4 @@
-#include "tp_harness.hpp"
+#include "support/tp_harness.hpp"
 
 #include <sstream>
 

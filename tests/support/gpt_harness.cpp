@@ -1,4 +1,4 @@
-#include "gpt_harness.hpp"
+#include "support/gpt_harness.hpp"
 
 #include <filesystem>
 #include <random>
@@ -7,6 +7,7 @@
 
 #include "modes/registry.hpp"
 #include "run/root_task.hpp"
+#include "support/whole_model.hpp"
 
 namespace mdtp::testing {
 namespace {
@@ -26,19 +27,6 @@ int world_rank() {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
-}
-
-SharedTempDir::SharedTempDir(const std::string& prefix) : owner_(world_rank() == 0) {
-  long long pid = ::getpid();
-  MPI_Bcast(&pid, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-  auto path = std::filesystem::temp_directory_path() / (prefix + std::to_string(pid));
-  run::run_on_root(MPI_COMM_WORLD, [&] { std::filesystem::create_directories(path); });
-  path_ = path.string();
-}
-
-SharedTempDir::~SharedTempDir() {
-  std::error_code ignored;
-  if (owner_) std::filesystem::remove_all(path_, ignored);
 }
 
 std::vector<ModeCase> model_cases_for_world(int world) {
@@ -105,7 +93,7 @@ std::vector<std::int32_t> GptRun::replica_rows(const std::vector<std::int32_t>& 
 }
 
 double GptRun::step(const TokenBatch& batch) {
-  const double loss = model->forward_backward(replica_rows(batch.inputs), replica_rows(batch.targets));
+  const double loss = forward_backward(*model, replica_rows(batch.inputs), replica_rows(batch.targets));
   model->reduce_gradients();
   return loss;
 }

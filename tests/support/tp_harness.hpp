@@ -11,7 +11,7 @@
 #include "comm/ledger.hpp"
 #include "core/backend.hpp"
 #include "mesh/mesh.hpp"
-#include "reference.hpp"
+#include "tp/reference.hpp"
 #include "tp/mode.hpp"
 
 namespace mdtp::testing {

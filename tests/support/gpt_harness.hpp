@@ -8,29 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "gpt_reference.hpp"
+#include "support/gpt_reference.hpp"
+#include "support/shared_files.hpp"
 #include "model/gpt.hpp"
-#include "tp/tp_harness.hpp"
+#include "support/tp_harness.hpp"
 
 namespace mdtp::testing {
 
 int world_rank();
 
-// A directory all ranks share, named `prefix` + rank 0's pid: created by the constructor
-// (collective over MPI_COMM_WORLD) and removed by rank 0 when destroyed — after MPI_Finalize for a
-// function-local static, when every rank is done with it.
-class SharedTempDir {
- public:
-  explicit SharedTempDir(const std::string& prefix);
-  ~SharedTempDir();
-  SharedTempDir(const SharedTempDir&) = delete;
-  SharedTempDir& operator=(const SharedTempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  bool owner_;
-};
 
 // Every (mode, mesh) the model tests run at this world size, with several data-parallel sizes.
 std::vector<ModeCase> model_cases_for_world(int world);
