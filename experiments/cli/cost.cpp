@@ -95,9 +95,14 @@ cost::Workload layer_workload(const CostOptions& o, const RunSpec& spec, std::in
 }
 
 // The link parameters: defaults, a calibration file, or given α and β; `source` says which.
-cost::TimeModel time_model(const CostOptions& o, DType dtype, std::string& source) {
+cost::TimeModel time_model(const CostOptions& o, const CLI::App& app, DType dtype, std::string& source) {
   cost::TimeModel model;
   source = "defaults";
+  // --cluster: its links and GEMM rates (bf16 and f16 included), as the GPT-step form uses them.
+  if (app.count("--cluster") > 0) {
+    model = cost::cluster_time_model(cost::load_cluster(cost::find_cluster(o.step.cluster)));
+    source = "cluster " + o.step.cluster;
+  }
   const bool given_links = o.alpha_intra || o.beta_intra || o.alpha_inter || o.beta_inter;
   if (!o.calibration.empty()) {
     require(!given_links, "give either --calibration or the --alpha-*/--beta-* link parameters, not both");
@@ -124,7 +129,10 @@ int run_layer(const CostOptions& o, const CLI::App& app) {
   const RunSpec spec = o.spec->resolve();
   const cost::Workload w = layer_workload(o, spec, *o.spec->micro_batch_size());
   std::string source;
-  const cost::TimeModel model = time_model(o, w.dtype, source);
+  const cost::TimeModel model = time_model(o, app, w.dtype, source);
+  require(model.calibration.gemm_flops.count(w.dtype) > 0 || model.gemm_flops.count(w.dtype) > 0, "the ",
+          source, " time model has no GEMM rate for dtype ", dtype_name(w.dtype),
+          "; give --cluster NAME (its data sheet's rates), --gemm-flops or a --calibration that measured it");
   // One layer unless --layers (or a --config) says how many identical ones.
   const int layers = o.spec->given("--layers") || o.spec->config_given() ? static_cast<int>(spec.model.layers) : 1;
   const cost::CostReport report = cost::build_cost_report(w, model, layers, o.optimizer_bytes.value_or(0.0), source);

@@ -62,8 +62,11 @@ def blocks(text):
         elif indented is not None:
             out.append((indented[0], indented[1], skip))
             indented, skip = None, None
+        # An inline span counts when it is a whole command: not a heading, and at least two
+        # options with a value each (`mdtp train --save` names an option, it runs nothing).
         for span in re.findall(r"`((?:\./)?(?:build/)?mdtp [a-z]+ --[^`]*)`", line):
-            out.append((n, [span], skip))
+            if not stripped.startswith("#") and len(span.split()) >= 6:
+                out.append((n, [span], skip))
         previous_blank = not stripped
     if indented is not None:
         out.append((indented[0], indented[1], skip))

@@ -128,6 +128,12 @@ mdtp_cli_json(cost cost cost --tp-mode 2d --tp 4 --dp 2 --micro-batch-size 8 --s
               --json)
 mdtp_cli_json(cost_3d cost cost --tp-mode 3d --tp 8 --dp 2 --micro-batch-size 2 --seq 16 --hidden 64 --layers 3
               --dp-grad-sync --json)
+# The layer form on a cluster's data sheet: its links and its bf16 GEMM rate (without --cluster the
+# default time model has no bf16 rate, and the refusal says where to get one).
+mdtp_cli_json(cost_layer_cluster cost cost --tp-mode 1d --tp 8 --micro-batch-size 4 --seq 2048 --hidden 4096 --dtype bf16
+              --cluster dgx-h100 --json)
+mdtp_cli_bad(cost_layer_bf16_no_rate cost "no GEMM rate for dtype bf16; give --cluster" cost --tp-mode 1d --tp 2
+             --micro-batch-size 2 --seq 4 --hidden 8 --dtype bf16)
 mdtp_cli_json(cost_zero cost-zero cost --zero-table --params 7.5e9 --dp 64 --json)
 mdtp_cli_json(cost_pipeline cost-pipeline cost --pipeline --pp 4 --micro-batches 8 --chunks 2 --json)
 # The whole GPT step of one configuration (Narayanan et al.'s 1T row on DGX A100, bf16 with dropout).
