@@ -231,6 +231,10 @@ def report(runs, out_dir, plan_json=None):
                          f"{agreement if agreement else 'not recorded'} | {memory_agreement(r)} | "
                          f"{f'{b[0]:.2f} / {b[1]:.2f}' if b else '—'} |")
         lines.append("")
+        lines += ["step ms: the last step's wall time on the slowest rank (forward, backward, the gradient "
+                  "reduction and the update; a gradient dump excluded); set-up ms: building the model and the "
+                  "optimizer, slowest rank.  MiB/step: the logical bytes of the busiest rank's collectives in the "
+                  "last step.  Memory vs model covers the categories the model predicts, on every rank.", ""]
         # Skew apart from transfer: the wait for the last peer is measured only under --sync-timing;
         # without it each call's seconds run from issue to completion, waiting included.
         lines += ["Communication of the last step: transfer and the wait for the last peer (skew), apart.", "",
