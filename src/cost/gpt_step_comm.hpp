@@ -54,14 +54,9 @@ struct StepCommConfig {
   std::int64_t align_bytes = 64;    // ZeRO: start of every parameter and shard inside a bucket
 
   // world tp·pp·dp, the mode and 2.5D's depth.
-  MeshConfig mesh() const {
-    const ParallelLayout& l = spec.layout;
-    return MeshConfig{.world = l.tp * l.pp * l.dp, .tp = l.tp, .pp = l.pp, .tp_mode = l.mode, .tp_depth = l.depth};
-  }
+  MeshConfig mesh() const { return mesh_config(spec.layout, spec.layout.world()); }
   // b: sequences per micro-batch per replica, global batch / (dp · m).
-  std::int64_t micro_batch() const {
-    return spec.global_batch / (std::int64_t{spec.layout.dp} * spec.layout.micro_batches);
-  }
+  std::int64_t micro_batch() const { return spec.micro_batch_size(); }
 };
 
 // One kind of call and how many times the step issues it on this rank.

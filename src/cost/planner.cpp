@@ -205,13 +205,13 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;
               c.spec.recompute = recompute;
+              StepEstimate e;
               try {
-                validate(c);
+                e = estimate_step(c, *costs, *placement, cluster);  // validates the configuration first
               } catch (const Error&) {
                 ++result.refused;  // a combination an engine would refuse (a fixed axis the others do not fit)
                 continue;
               }
-              StepEstimate e = estimate_step(c, *costs, *placement, cluster);
               ++result.considered;
               if (!e.fits) {
                 ++result.too_big;

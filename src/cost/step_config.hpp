@@ -58,9 +58,7 @@ struct StepConfig {
   // m, the micro-batches per step and replica.
   std::int64_t microbatches() const { return spec.layout.micro_batches; }
   // b = B / (dp · m), the sequences of one micro-batch.
-  std::int64_t micro_batch() const {
-    return spec.global_batch / (std::int64_t{spec.layout.dp} * spec.layout.micro_batches);
-  }
+  std::int64_t micro_batch() const { return spec.micro_batch_size(); }
   // Sets m from a micro-batch size b (the planner searches b): m = B / (dp · b).
   void set_micro_batch(std::int64_t b) {
     spec.layout.micro_batches = static_cast<int>(spec.global_batch / (std::int64_t{spec.layout.dp} * b));

@@ -65,6 +65,16 @@ const std::vector<std::string>& Topology::mesh_tokens() {
   return tokens;
 }
 
+MeshConfig mesh_config(const ParallelLayout& layout, int world) {
+  MeshConfig m;
+  m.world = world;
+  m.tp = layout.tp;
+  m.pp = layout.pp;
+  m.tp_mode = layout.mode;
+  m.tp_depth = layout.depth;
+  return m;
+}
+
 Topology::Topology(const MeshConfig& config)
     : config_(validated(config)),
       dp_(config_.world / (config_.tp * config_.pp * config_.cp)),

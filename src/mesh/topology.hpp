@@ -26,6 +26,7 @@
 #include "mesh/tp_grid.hpp"
 #include "mesh/tp_mode.hpp"
 #include "spec/names.hpp"
+#include "spec/run_spec.hpp"
 
 namespace mdtp {
 
@@ -43,6 +44,10 @@ inline constexpr const char* kDpDepthGroup = group::dp_depth;  // spec/names.hpp
 
 enum class LinkClass { intra_node, inter_node };
 const char* link_class_name(LinkClass link);  // "intra-node" | "inter-node"
+
+// The mesh a run spec's layout asks for on `world` ranks (tp, pp, the mode and 2.5D's depth; dp is
+// what the world leaves, Topology checks the rest).
+MeshConfig mesh_config(const ParallelLayout& layout, int world);
 
 class Topology {
  public:

@@ -126,6 +126,10 @@ struct RunSpec {
   double dropout = 0.0;  // mdtp's engine runs without dropout; the cost model counts its masks
   std::uint64_t seed = 1234;  // initial parameters and data order
   bool operator==(const RunSpec&) const = default;
+  // b, the sequences of one micro-batch on one replica: global_batch / (dp · micro_batches).
+  std::int64_t micro_batch_size() const {
+    return global_batch / (std::int64_t{layout.dp} * layout.micro_batches);
+  }
 };
 
 // Refuses (an mdtp::Error naming the member, its value and what was expected) a spec no engine

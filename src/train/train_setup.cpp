@@ -44,14 +44,7 @@ void require_engine_supports(const RunSpec& spec) {
           dtype_name(dtype), "; got --grad-reduce-dtype ", dtype_name(spec.precision.grad_reduce));
   require(spec.dropout == 0.0, "mdtp train runs without dropout; got --dropout ", spec.dropout,
           " (mdtp cost and mdtp plan model dropout's masks)");
-  const ModelShape& m = spec.model;
-  require(m.norm == NormKind::layernorm && m.position == PositionKind::learned && m.tied_head,
-          "mdtp train runs GPT-2 blocks (layernorm, learned positions, tied head); got norm ", norm_kind_name(m.norm),
-          ", position ", position_kind_name(m.position), ", tied_head ", m.tied_head ? "true" : "false");
-  require(m.ffn_hidden == 0 || m.ffn_hidden == 4 * m.hidden, "mdtp train's MLP is 4 x hidden = ", 4 * m.hidden,
-          " wide; got --ffn-hidden ", m.ffn_hidden);
-  require(m.kv_heads == 0 || m.kv_heads == m.heads, "mdtp train runs multi-head attention (kv_heads = heads = ",
-          m.heads, "); got --kv-heads ", m.kv_heads);
+  // The model family (GPT-2 blocks only) is the model's own check: validate(ModelShape) below.
 }
 
 // Outputs are checked now, as the inputs are: a path that could not be written at the end would
@@ -71,17 +64,12 @@ RunSpec unresolved_train_spec() {
   return spec;
 }
 
-
 TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   TrainPlan plan{.spec = tc.spec, .mesh = {}, .data = {}, .partition = StagePartition(1, 1, 1),
                  .schedule = {}, .micro_batch = 1, .zero = {}};
   RunSpec& spec = plan.spec;
   ParallelLayout& layout = spec.layout;
-  plan.mesh.world = world_size;
-  plan.mesh.tp = layout.tp;
-  plan.mesh.pp = layout.pp;
-  plan.mesh.tp_mode = layout.mode;
-  plan.mesh.tp_depth = layout.depth;
+  plan.mesh = mesh_config(layout, world_size);
   const Topology topology(plan.mesh);  // validates tp · pp against the world and the mode's grid
   require(layout.dp == 0 || layout.dp == topology.dp(), "dp ", layout.dp, " x tp ", layout.tp, " x pp ", layout.pp,
           " = ", layout.dp * layout.tp * layout.pp, " must equal the world's ", world_size, " ranks");
@@ -93,7 +81,7 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
           spec.global_batch, " must be a positive multiple of dp × micro-batches = ", layout.dp, " × ",
           layout.micro_batches, " = ", per_step, " (dp = world ", world_size, " / (tp ", layout.tp, " × pp ", layout.pp,
           "))");
-  plan.micro_batch = spec.global_batch / per_step;
+  plan.micro_batch = spec.micro_batch_size();
   require_engine_supports(spec);
   plan.zero = ZeroConfig{spec.zero};
   validate(plan.zero, spec.optimizer);
