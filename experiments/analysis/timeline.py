@@ -64,7 +64,19 @@ def bubble_text(run, step):
     return f"bubble (idle/step, worst stage): measured {measured:.2f}, simulator with measured pass times {model:.2f}"
 
 
-def unit_replay(rows):
+def virtual_stage(stage, chunk, p, mapping):
+    """The virtual stage a stage's chunk runs, as src/plan/virtual_stage.hpp numbers them:
+    round-robin c·p + r; V-shaped r (chunk 0) and 2p − 1 − r (chunk 1); mirrored route·p +
+    position, the route being the chunk flipped on the upper half of the stages."""
+    if mapping == "v-shape":
+        return stage if chunk == 0 else 2 * p - 1 - stage
+    if mapping == "mirrored":
+        route = chunk ^ (1 if stage >= p // 2 else 0)
+        return route * p + (stage if route == 0 else p - 1 - stage)
+    return chunk * p + stage
+
+
+def unit_replay(rows, mapping="round-robin"):
     """The same per-stage action order replayed with unit pass times (T_F = T_B = T_W = 1, BW = 2)
     and instantaneous transfers: an action starts when its stage is free and its input exists (F
     after the previous virtual stage's F of the micro-batch, B after the next virtual stage's B —
@@ -73,7 +85,16 @@ def unit_replay(rows):
     stages = sorted(int(s) for s in np.unique(rows["stage"]))
     p = len(stages)
     chunks = int(np.max(rows["chunk"])) + 1
-    last = p * chunks - 1
+    if mapping in ("v-shape", "mirrored"):
+        chunks = 2
+    # Positions along a route: p under a mirror (two routes, virtual stage = route·p + position).
+    positions = p if mapping == "mirrored" else p * chunks
+
+    def first(vs):
+        return vs % positions == 0
+
+    def last(vs):
+        return vs % positions == positions - 1
     lists = {s: [r for r in rows if int(r["stage"]) == s] for s in stages}
     for s in stages:
         lists[s].sort(key=lambda r: float(r["start_s"]))
@@ -87,11 +108,11 @@ def unit_replay(rows):
         for s in stages:
             while nxt[s] < len(lists[s]):
                 r = lists[s][nxt[s]]
-                op, mb, vs = str(r["op"]), int(r["microbatch"]), int(r["chunk"]) * p + s
+                op, mb, vs = str(r["op"]), int(r["microbatch"]), virtual_stage(s, int(r["chunk"]), p, mapping)
                 if op == "F":
-                    need = ("F", mb, vs - 1) if vs > 0 else None
+                    need = ("F", mb, vs - 1) if not first(vs) else None
                 elif op in ("B", "BW"):
-                    need = ("B", mb, vs + 1) if vs < last else ("F", mb, vs)
+                    need = ("B", mb, vs + 1) if not last(vs) else ("F", mb, vs)
                 else:
                     need = ("B", mb, vs)
                 if need is not None and need not in done:
@@ -156,7 +177,7 @@ def draw(run, step, rows, path, title=None, replay=False):
     draw_rows(axes[0][0], rows, chunks, scale, used)
     axes[0][0].set_xlabel(f"{unit} from each stage's start of step {step} (blank: idle)", fontsize=8)
     if replay:
-        ideal = unit_replay(rows)
+        ideal = unit_replay(rows, str(run.attrs.get("stage_mapping", "round-robin")))
         draw_rows(axes[1][0], ideal, chunks, 1.0, used)
         axes[1][0].set_xlabel("the same action order replayed with unit pass times (T_F = T_B = T_W = 1)", fontsize=8)
     handles = [Patch(color=COLOURS[k], label=NAMES[k]) for k in ("F", "B", "W", "BW") if k in used]

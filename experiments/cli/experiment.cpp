@@ -4,7 +4,7 @@
 //                                    with a note, on a one-core machine or with --calibrate-ranks 0)
 //   2. mpiexec -n 8 mdtp bench       the TP modes on one transformer-sized MLP, using that fit
 //   3. mpiexec -n 8 mdtp train       the GPT trained a few steps in a handful of configurations
-//                                    (TP modes, a pipeline under 1f1b and zb-h1, ZeRO-3): bytes,
+//                                    (TP modes, a pipeline under 1f1b, zb-h1 and dualpipe, ZeRO-3): bytes,
 //                                    memory, the pipeline timeline
 //   4. mdtp plan --json              the planner's ranking for a GPT-2-small-sized model of the same
 //                                    architecture on a DGX H100 node
@@ -57,8 +57,8 @@ struct TrainCase {
   std::vector<std::string> args;
 };
 
-// The configurations trained on 8 ranks: three TP modes, a tp × pp × dp pipeline under two
-// schedules, and ZeRO-3 over every rank.  Fewer ranks keep those whose mesh fits.
+// The configurations trained on 8 ranks: three TP modes, a tp × pp × dp pipeline under three
+// schedules (1F1B, ZB-H1 and DualPipe, fed from both ends), and ZeRO-3 over every rank.  Fewer ranks keep those whose mesh fits.
 std::vector<TrainCase> train_cases(long long ranks) {
   std::vector<TrainCase> all = {
       {"1d tp8", {"--tp-mode", "1d", "--tp", "8"}},
@@ -67,6 +67,8 @@ std::vector<TrainCase> train_cases(long long ranks) {
       {"1d tp2 pp2 dp2 1f1b", {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "1f1b", "--micro-batches", "4"}},
       {"1d tp2 pp2 dp2 zb-h1",
        {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "zb-h1", "--micro-batches", "4"}},
+      {"1d tp2 pp2 dp2 dualpipe",
+       {"--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "dualpipe", "--micro-batches", "4"}},
       {"zero-3 dp8", {"--tp-mode", "none", "--zero", "3", "--zero-bucket-mb", "0.05"}},
   };
   if (ranks == 8) return all;
@@ -339,7 +341,7 @@ Command add_experiment(CLI::App& root) {
                               "the main job: calibrate, compare the TP modes on 8 ranks, report (runs mpiexec itself)");
   app->footer(
       "The main job: a short alpha-beta calibration, the TP modes compared by `mdtp bench` on --ranks ranks, the GPT\n"
-      "trained in six configurations (TP modes, pipeline 1f1b and zb-h1, ZeRO-3), the planner's ranking on a DGX H100\n"
+      "trained in seven configurations (TP modes, pipeline 1f1b, zb-h1 and dualpipe, ZeRO-3), the planner's ranking on a DGX H100\n"
       "node, and experiments/analysis/report.py; all appended to one results file.  It launches mpiexec itself: do not\n"
       "run it under mpiexec.");
   add(*app, "--ranks", o->ranks, "ranks of the mode comparison")->check(between(1, 4096));

@@ -125,15 +125,21 @@ void SpecFlags::add_pipeline() {
   flag<int>("--pp", "pipeline stages", [](RunSpec& s, int v) { s.layout.pp = v; })
       ->check(at_least(1))
       ->default_str(std::to_string(d.pp));
-  named("--schedule", "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1", parse_schedule,
-        [](RunSpec& s, ScheduleKind v) { s.layout.schedule = v; })
+  // The schedule brings its stage mapping and (but for interleaved) its chunks per stage; --chunks,
+  // registered after it, applies after it.
+  named("--schedule", std::string("pipeline schedule: ") + schedule_list(), parse_schedule,
+        [](RunSpec& s, ScheduleKind v) {
+          s.layout.schedule = v;
+          s.layout.stage_mapping = stage_mapping_of(v);
+          if (fixed_chunks(v) > 0) s.layout.chunks = fixed_chunks(v);
+        })
       ->default_str(schedule_name(d.schedule))
       ->type_name("SCHEDULE");
   flag<int>("--micro-batches", "micro-batches m per step and replica",
             [](RunSpec& s, int v) { s.layout.micro_batches = v; })
       ->check(at_least(1))
       ->default_str(std::to_string(d.micro_batches));
-  flag<int>("--chunks", "model chunks per stage v (interleaved)", [](RunSpec& s, int v) { s.layout.chunks = v; })
+  flag<int>("--chunks", "model chunks per stage v (interleaved; zb-v and dualpipev run 2)", [](RunSpec& s, int v) { s.layout.chunks = v; })
       ->check(at_least(1))
       ->default_str(std::to_string(d.chunks));
   flag<int>("--group-size", "interleaved: micro-batch group size N (0: pp)",

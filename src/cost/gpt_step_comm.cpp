@@ -198,6 +198,10 @@ void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string n
   BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit, "", 0};
   for (const std::string& g : partial)
     if (!g.empty() && s.many(g)) in.partial_groups.push_back(g);
+  // DualPipe: the stage's copy of every parameter is summed with its mirror stage's
+  // (GptModel::sum_copies_over).
+  if (s.config().spec.layout.stage_mapping == StageMapping::mirrored && s.many(group::mirror))
+    in.partial_groups.push_back(group::mirror);
   out.push_back(std::move(in));
 }
 
@@ -353,7 +357,7 @@ std::int64_t StepCommPlan::logical_bytes() const {
 
 StagePartition stage_partition(const StepCommConfig& c) {
   const ParallelLayout& l = c.spec.layout;
-  return StagePartition(static_cast<int>(c.spec.model.layers), l.pp, l.chunks, l.pp_layers);
+  return StagePartition(static_cast<int>(c.spec.model.layers), l.pp, l.chunks, l.pp_layers, l.stage_mapping);
 }
 
 Schedule step_schedule(const StepCommConfig& c) {
@@ -378,7 +382,7 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   const StagePartition partition = stage_partition(config);
   const Schedule schedule = step_schedule(config);
   require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
-  const int L = partition.n_layer(), head = L + 1, V = partition.virtual_stages(), pp = partition.stages();
+  const int L = partition.n_layer(), head = L + 1;
   const std::int64_t m = config.spec.layout.micro_batches;
   const DType dt = s.dtype();
   StepCommPlan out;
@@ -389,27 +393,29 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   // Pipeline: per (micro-batch, chunk), a virtual stage after the first receives the activation
   // and sends the input gradient back; one before the last sends the activation on and receives
   // the output gradient.  Each receive of a slice is all-gathered over the replication group.
-  std::int64_t blocks = 0, receives = 0, sends = 0;
-  bool embedding = false, has_head = false;
+  // A chunk runs every micro-batch, or under DualPipe's two routes half of them.
+  std::int64_t block_passes = 0, receives = 0, sends = 0, embedding_passes = 0, head_passes = 0;
   for (int c = 0; c < partition.chunks(); ++c) {
     const UnitSpan r = partition.stage_units(stage).at(static_cast<std::size_t>(c));
     const int vs = partition.virtual_stage(stage, c);
-    embedding = embedding || r.first == 0;
-    has_head = has_head || r.last == head;
-    blocks += std::max(0, std::min(r.last, L) - std::max(r.first, 1) + 1);
-    if (vs > 0) receives += m, sends += m;
-    if (vs < V - 1) receives += m, sends += m;
+    const std::int64_t mc = schedule.micro_batches_through(stage, c);
+    if (r.first == 0) embedding_passes += mc;
+    if (r.last == head) head_passes += mc;
+    block_passes += mc * std::max(0, std::min(r.last, L) - std::max(r.first, 1) + 1);
+    // Neighbours on this stage (the bottom of a V) hand over in place, with no transfer.
+    if (!schedule.first(vs) && partition.stage_of(vs - 1) != stage) receives += mc, sends += mc;
+    if (!schedule.last(vs) && partition.stage_of(vs + 1) != stage) receives += mc, sends += mc;
   }
-  list.add_layer("block", s.attention(), m * blocks);
-  list.add_layer("block", s.mlp(), m * blocks);
-  list.add_layer("block", s.layernorm(), 2 * m * blocks);
+  list.add_layer("block", s.attention(), block_passes);
+  list.add_layer("block", s.mlp(), block_passes);
+  list.add_layer("block", s.layernorm(), 2 * block_passes);
   if (config.spec.recompute == Recompute::full) {
-    list.add_layer_recomputed("block", s.attention(), m * blocks);
-    list.add_layer_recomputed("block", s.mlp(), m * blocks);
-    list.add_layer_recomputed("block", s.layernorm(), 2 * m * blocks);
+    list.add_layer_recomputed("block", s.attention(), block_passes);
+    list.add_layer_recomputed("block", s.mlp(), block_passes);
+    list.add_layer_recomputed("block", s.layernorm(), 2 * block_passes);
   }
-  if (embedding) embedding_calls(s, list, m);
-  if (has_head) head_calls(s, list, m);
+  if (embedding_passes > 0) embedding_calls(s, list, embedding_passes);
+  if (head_passes > 0) head_calls(s, list, head_passes);
   list.add("boundary", phase::pipeline, group::pp, CollectiveOp::send, s.wire_elements(), dt, sends);
   list.add("boundary", phase::pipeline, group::pp, CollectiveOp::recv, s.wire_elements(), dt, receives);
   if (s.slices() > 1)
@@ -437,12 +443,16 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
     }
   }
 
-  // The loss: summed on the last stage over the logits' row split and the replicas, then broadcast.
-  if (stage == pp - 1) {
+  // The loss: summed on the stage of the last virtual stage over the logits' row split and the
+  // replicas, then broadcast; under DualPipe the two stages that end a route (0 and p − 1) each
+  // sum theirs, and an all-reduce over pp adds them.
+  const std::vector<int> loss_stages = schedule.loss_stages();
+  if (std::find(loss_stages.begin(), loss_stages.end(), stage) != loss_stages.end()) {
     list.add_if_many(phase::loss, phase::loss, s.split().cols, CollectiveOp::all_reduce, 1, DType::f64, 1);
     list.add_if_many(phase::loss, phase::loss, group::dp, CollectiveOp::all_reduce, 1, DType::f64, 1);
   }
-  list.add_if_many(phase::loss, phase::loss, group::pp, CollectiveOp::broadcast, 1, DType::f64, 1);
+  list.add_if_many(phase::loss, phase::loss, group::pp,
+                   loss_stages.size() == 1 ? CollectiveOp::broadcast : CollectiveOp::all_reduce, 1, DType::f64, 1);
 
   // The optimizer: the norm's sum (over dp first when the gradients are sharded), then at stages
   // 1–2 every bucket's updated values all-gathered over dp.

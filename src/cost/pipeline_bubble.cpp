@@ -4,16 +4,29 @@
 
 #include "core/error.hpp"
 #include "plan/schedule.hpp"
+#include "plan/schedule_sim.hpp"
 
 namespace mdtp::cost {
 
 namespace {
+
+// The schedules whose bubble has no closed form here: ZB-H2, ZB-V and DualPipeV are timed by
+// simulating their action lists (plan/schedule_sim.hpp).
+bool simulated(ScheduleKind kind) {
+  return kind == ScheduleKind::zb_h2 || kind == ScheduleKind::zb_v || kind == ScheduleKind::dualpipev ||
+         kind == ScheduleKind::dualpipe;
+}
 
 // Validated on every call, so a bad configuration never yields a number.
 int chunks_of(const PipelineConfig& c) {
   require(c.stages >= 1, "a pipeline needs at least one stage; got p=", c.stages);
   require(c.microbatches >= 1, "a pipeline needs at least one micro-batch; got m=", c.microbatches);
   require(c.chunks >= 1, "a pipeline needs at least one model chunk per stage; got v=", c.chunks);
+  if (simulated(c.schedule)) {
+    // The schedule's own rules (p ≥ 2, m ≥ p or 2p, its fixed chunks), from the one function that builds it.
+    const Schedule s = make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
+    return s.chunks;
+  }
   if (c.schedule != ScheduleKind::interleaved) {
     require(c.chunks == 1, "model chunks (v=", c.chunks, ") apply only to the interleaved schedule, not ",
             schedule_name(c.schedule));
@@ -27,10 +40,23 @@ int chunks_of(const PipelineConfig& c) {
 
 }  // namespace
 
+double simulated_bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
+  const Schedule s = make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
+  // Each chunk runs 1/v of the stage's work per micro-batch (under DualPipe each chunk is a whole
+  // position and runs half the micro-batches: the stage's time per micro-batch is one chunk's); an
+  // overlapped F&B pair costs F + B + W (no overlap).
+  const double v = s.mapping == StageMapping::mirrored ? 1.0 : s.chunks;
+  const Simulation sim = simulate(s, PassTimes{t.forward / v, t.backward_input / v, t.backward_weight / v});
+  double worst = 0.0;
+  for (double idle : sim.idle) worst = std::max(worst, idle);
+  return worst;
+}
+
 double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
   const int v = chunks_of(c);
   require(t.forward >= 0 && t.backward_input >= 0 && t.backward_weight >= 0,
           "stage times must be non-negative; got F=", t.forward, " B=", t.backward_input, " W=", t.backward_weight);
+  if (simulated(c.schedule)) return simulated_bubble_seconds(c, t);
   const double idle_stages = c.stages - 1.0;
   if (c.schedule == ScheduleKind::zb_h1)
     return idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight);
@@ -42,6 +68,7 @@ static double zb_h1_share(const PipelineConfig& c) { return c.schedule == Schedu
 
 double bubble_over_ideal(const PipelineConfig& c) {
   const int v = chunks_of(c);
+  if (simulated(c.schedule)) return simulated_bubble_seconds(c, StageTimes{1.0, 1.0, 1.0}) / (3.0 * c.microbatches);
   return zb_h1_share(c) * (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
 }
 
@@ -53,11 +80,19 @@ double bubble_fraction_of_total(const PipelineConfig& c) {
 std::vector<int> peak_in_flight(const PipelineConfig& c) {
   const int v = chunks_of(c), p = c.stages, m = c.microbatches;
   std::vector<int> out;
+  if (simulated(c.schedule)) {  // (micro-batch, chunk) contexts from F to W, read off the order
+    for (const PeakContexts& peak : peak_contexts(make_schedule(c.schedule, p, m, c.chunks))) out.push_back(peak.total);
+    return out;
+  }
   for (int r = 0; r < p; ++r) {
     switch (c.schedule) {
       case ScheduleKind::gpipe: out.push_back(m); break;
       case ScheduleKind::one_f_one_b:
       case ScheduleKind::zb_h1: out.push_back(std::min(p - r, m)); break;
+      case ScheduleKind::zb_h2:
+      case ScheduleKind::zb_v:
+      case ScheduleKind::dualpipev:
+      case ScheduleKind::dualpipe: break;  // simulated above
       case ScheduleKind::interleaved: {
         // Megatron-Core's warm-up, min(2(p−r−1) + (v−1)·N, m·v) forwards, and the steady state's
         // first forward before the first backward.

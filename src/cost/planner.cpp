@@ -46,7 +46,15 @@ std::vector<TpShape> tp_shapes(const PlanRequest& r) {
 std::vector<std::pair<ScheduleKind, int>> all_schedules(const StepConfig& c) {
   if (c.spec.layout.pp == 1) return {{ScheduleKind::one_f_one_b, 1}};
   std::vector<std::pair<ScheduleKind, int>> out = {{ScheduleKind::gpipe, 1}, {ScheduleKind::one_f_one_b, 1}};
-  if (c.microbatches() >= c.spec.layout.pp) out.push_back({ScheduleKind::zb_h1, 1});  // its W passes fill a full pipe
+  const std::int64_t p = c.spec.layout.pp;
+  if (c.microbatches() >= p) {  // their W passes fill a full pipe
+    out.push_back({ScheduleKind::zb_h1, 1});
+    out.push_back({ScheduleKind::zb_h2, 1});
+    out.push_back({ScheduleKind::zb_v, 2});
+  }
+  if (c.microbatches() >= 2 * p) out.push_back({ScheduleKind::dualpipev, 2});  // DualPipeV's m >= 2p
+  if (p % 2 == 0 && c.microbatches() % 2 == 0 && c.microbatches() >= 2 * p)
+    out.push_back({ScheduleKind::dualpipe, 2});  // DualPipe's even p and m, m >= 2p
   const std::int64_t per_stage = c.layers_per_stage();
   if (c.microbatches() % c.spec.layout.pp == 0)
     for (int v = 2; v <= per_stage; ++v)
@@ -197,6 +205,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           ++with_schedule;
           c.spec.layout.schedule = schedule;
           c.spec.layout.chunks = chunks;
+          c.spec.layout.stage_mapping = stage_mapping_of(schedule);
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
             if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
             c.spec.zero.stage = zero;

@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "plan/schedule.hpp"
+#include "plan/virtual_stage.hpp"
 
 namespace mdtp::cost {
 
@@ -25,8 +27,8 @@ void validate(const StepConfig& c) {
   if (l.pp_layers.empty()) {
     require(m.layers % l.pp == 0, "layers=", m.layers, " must be divisible by pp=", l.pp,
             " (equal stages; --pp-layers gives an uneven split)");
-    require(m.layers % (static_cast<std::int64_t>(l.pp) * l.chunks) == 0, "layers=", m.layers,
-            " must be divisible by pp x chunks = ", l.pp, " x ", l.chunks,
+    require(m.layers % l.split_positions() == 0, "layers=", m.layers, " must be divisible by ",
+            l.stage_mapping == StageMapping::mirrored ? "pp = " : "pp x chunks = ", l.split_positions(),
             " (equal model chunks; --pp-layers gives an uneven split)");
   } else {
     (void)c.partition();  // StagePartition refuses, naming the values, a split that does not fit
@@ -37,10 +39,14 @@ void validate(const StepConfig& c) {
     require(c.microbatches() % l.pp == 0, "the interleaved schedule needs micro-batches m=", c.microbatches(),
             " to be a multiple of pp=", l.pp);
   } else {
-    require(l.schedule != ScheduleKind::zb_h1 || c.microbatches() >= l.pp, "the zb-h1 schedule needs at least pp=",
-            l.pp, " micro-batches; got m=", c.microbatches());
-    require(l.chunks == 1, "chunks=", l.chunks, " applies only to the interleaved schedule, not ",
-            schedule_name(l.schedule));
+    require(l.chunks == fixed_chunks(l.schedule), "chunks=", l.chunks, "; the ", schedule_name(l.schedule),
+            " schedule runs ", fixed_chunks(l.schedule), " per stage (only interleaved takes another count)");
+    require(l.stage_mapping == stage_mapping_of(l.schedule), "the ", schedule_name(l.schedule),
+            " schedule runs the stage mapping ", stage_mapping_name(stage_mapping_of(l.schedule)), ", not ",
+            stage_mapping_name(l.stage_mapping));
+    // The schedule's own rules (ZB-H1/H2: m >= p; ZB-V: pp >= 2; DualPipeV: m >= 2 pp), from the
+    // one function that builds it.
+    if (l.pp > 1 || is_v_shaped(l.schedule)) (void)make_schedule(l.schedule, l.pp, l.micro_batches, l.chunks);
   }
   const int zero = c.spec.zero.stage;
   require(zero >= 0 && zero <= 3, "ZeRO stage must be 0, 1, 2 or 3; got ", zero);
@@ -55,15 +61,41 @@ void validate(const StepConfig& c) {
 
 StagePartition StepConfig::partition() const {
   const ParallelLayout& l = spec.layout;
-  return StagePartition(static_cast<int>(spec.model.layers), l.pp, l.chunks, l.pp_layers);
+  return StagePartition(static_cast<int>(spec.model.layers), l.pp, l.chunks, l.pp_layers, l.stage_mapping);
 }
 
 std::int64_t StepConfig::stage_blocks(int stage) const {
   const ParallelLayout& l = spec.layout;
-  if (l.pp_layers.empty()) return spec.model.layers / l.pp;
+  // An even split: layers / positions per position, chunks positions per stage (layers / pp, but
+  // twice that under DualPipe, whose stages hold two positions each).
+  if (l.pp_layers.empty()) return spec.model.layers / l.split_positions() * l.chunks;
   std::int64_t n = 0;
-  for (int chunk = 0; chunk < l.chunks; ++chunk) n += l.pp_layers.at(static_cast<std::size_t>(chunk * l.pp + stage));
+  const StageMap map(l.stage_mapping, l.pp, l.chunks);
+  for (int chunk = 0; chunk < l.chunks; ++chunk)
+    n += l.pp_layers.at(static_cast<std::size_t>(map.position(map.virtual_stage(stage, chunk))));
   return n;
+}
+
+bool StepConfig::holds_embedding(int stage) const {
+  const ParallelLayout& l = spec.layout;
+  const StageMap map(l.stage_mapping, l.pp, l.chunks);
+  for (int chunk = 0; chunk < l.chunks; ++chunk)
+    if (map.first(map.virtual_stage(stage, chunk))) return true;
+  return false;
+}
+
+bool StepConfig::holds_head(int stage) const {
+  const ParallelLayout& l = spec.layout;
+  const StageMap map(l.stage_mapping, l.pp, l.chunks);
+  for (int chunk = 0; chunk < l.chunks; ++chunk)
+    if (map.last(map.virtual_stage(stage, chunk))) return true;
+  return false;
+}
+
+bool StepConfig::head_holds_wte_copy() const {
+  for (int r = 0; r < spec.layout.pp; ++r)
+    if (holds_head(r) && !holds_embedding(r)) return true;
+  return false;
 }
 
 std::string describe(const StepConfig& c) {

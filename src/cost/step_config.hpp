@@ -66,6 +66,18 @@ struct StepConfig {
   // The stage split (--pp-layers, else even) and the blocks stage r holds over its chunks.
   StagePartition partition() const;
   std::int64_t stage_blocks(int stage) const;
+  // Whether stage r runs the embedding (the first position) or the head (the last): stage 0 and
+  // p − 1 round-robin, stage 0 both under a V, stages 0 and p − 1 both under DualPipe's mirror.
+  bool holds_embedding(int stage) const;
+  bool holds_head(int stage) const;
+  // Whether a head's wte is a copy of its own, kept equal by the `embedding` all-reduce (the head
+  // on another stage than the embedding: round-robin with pp > 1).
+  bool head_holds_wte_copy() const;
+  // The share of the step's micro-batches each of a stage's chunks runs: 1, or 1/2 under DualPipe
+  // (each route carries half).  A stage's work per micro-batch is its blocks times this.
+  double chunk_share() const { return spec.layout.stage_mapping == StageMapping::mirrored ? 0.5 : 1.0; }
+  // Copies of the parameters over the stages (2 under DualPipe).
+  int parameter_copies() const { return spec.layout.stage_mapping == StageMapping::mirrored ? 2 : 1; }
   // The most blocks any stage holds (every stage's, with an even split).
   std::int64_t layers_per_stage() const {
     std::int64_t most = 0;

@@ -17,8 +17,8 @@ namespace mdtp::cost {
 
 double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage) {
   double n = static_cast<double>(c.stage_blocks(stage)) * costs.block_params;
-  if (stage == 0) n += costs.embedding_params;
-  if (stage == c.spec.layout.pp - 1) n += costs.head_params + (c.spec.layout.pp > 1 ? costs.wte_params : 0.0);
+  if (c.holds_embedding(stage)) n += costs.embedding_params;
+  if (c.holds_head(stage)) n += costs.head_params + (c.holds_embedding(stage) ? 0.0 : costs.wte_params);
   return n;
 }
 
@@ -52,10 +52,10 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
       if (u == head) {
         holds_head = true;
         ln_f = bucket({head}, costs.head_params);
-        if (c.spec.layout.pp > 1) wte = bucket({head}, costs.wte_params);
+        if (!c.holds_embedding(stage)) wte = bucket({head}, costs.wte_params);
       } else if (u == 0) {
         const std::size_t wpe = bucket({0}, costs.embedding_params - costs.wte_params);
-        wte = bucket(c.spec.layout.pp == 1 ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
+        wte = bucket(c.holds_head(stage) ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
         s.forward_reads[0] = {wpe, wte};
         s.backward_reads[0] = {};
       } else {
@@ -144,7 +144,7 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
   m.activations = m.in_flight * layers_per_pass * kept;
   if (r == Recompute::full) m.activations += core + a.rest;  // the layer being recomputed
   if (r == Recompute::selective) m.activations += a.core;   // the core being recomputed
-  if (stage == c.spec.layout.pp - 1) {
+  if (c.holds_head(stage)) {
     // The head runs on the last chunk's passes: at most the micro-batches in flight there.
     const int head_in_flight = c.spec.layout.pp == 1 ? 1 : std::max(1, m.in_flight / c.spec.layout.chunks);
     m.activations += head_in_flight * costs.head_activation_bytes;
@@ -170,7 +170,8 @@ MemorySplit step_memory(const StepConfig& c, const LayerCosts& costs, const Clus
   // most micro-batches in flight); with --pp-layers any stage may.
   MemorySplit largest = memory_of_stage(c, costs, cluster, 0, in_flight);
   for (int r = 1; r < c.spec.layout.pp; ++r) {
-    if (c.spec.layout.pp_layers.empty() && r != c.spec.layout.pp - 1) continue;
+    if (c.spec.layout.pp_layers.empty() && !c.holds_head(r) && c.spec.layout.stage_mapping == StageMapping::round_robin)
+      continue;
     const MemorySplit m = memory_of_stage(c, costs, cluster, r, in_flight);
     if (m.total() > largest.total()) largest = m;
   }

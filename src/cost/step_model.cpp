@@ -34,17 +34,19 @@ struct StageWork {
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
 StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
-  const double L = static_cast<double>(c.stage_blocks(stage));
+  // Under DualPipe each chunk runs half the micro-batches: per micro-batch, half of both.
+  const double share = c.chunk_share();
+  const double L = static_cast<double>(c.stage_blocks(stage)) * share;
   StageWork w;
   w.forward = costs.block.forward.scaled(L);
   w.backward_input = costs.block.recompute(c.effective_recompute()).scaled(L);
   w.backward_input += costs.block.backward_input.scaled(L);
   w.backward_weight = costs.block.backward_weight.scaled(L);
-  for (const UnitCosts* unit : {stage == 0 ? &costs.embedding : nullptr, stage == c.spec.layout.pp - 1 ? &costs.head : nullptr}) {
+  for (const UnitCosts* unit : {c.holds_embedding(stage) ? &costs.embedding : nullptr, c.holds_head(stage) ? &costs.head : nullptr}) {
     if (unit == nullptr) continue;
-    w.forward += unit->forward;
-    w.backward_input += unit->backward_input;
-    w.backward_weight += unit->backward_weight;
+    w.forward += unit->forward.scaled(share);
+    w.backward_input += unit->backward_input.scaled(share);
+    w.backward_weight += unit->backward_weight.scaled(share);
   }
   return w;
 }
@@ -108,9 +110,11 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
     if (scatter_gather)
       one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
-    p2p = 2.0 * c.spec.layout.chunks * one;
+    // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
+    const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
+    p2p = 2.0 * chunk_passes * one;
     // Per micro-batch and chunk: the shard sent and received forward, its gradient backward.
-    e.traffic.pp_bytes = static_cast<double>(m) * c.spec.layout.chunks * 4.0 * bytes;
+    e.traffic.pp_bytes = static_cast<double>(m) * chunk_passes * 4.0 * bytes;
   }
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
 
@@ -153,9 +157,14 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   const double L = static_cast<double>(c.layers_per_stage());
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
-  if (c.spec.layout.pp > 1) {  // the tied wte copies: one all-reduce over the first and last stage
+  if (c.head_holds_wte_copy()) {  // the tied wte copies: one all-reduce over the first and last stage
     e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
     e.traffic.pp_bytes += costs.wte_params * g;
+  }
+  if (c.parameter_copies() == 2) {  // DualPipe: every gradient summed with its mirror stage's copy (shards under ZeRO)
+    const double mirrored = stage_params * g / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), e.placement.pp, model);
+    e.traffic.pp_bytes += mirrored;
   }
   e.traffic.tp_bytes = mb * (slowest->forward.comm_bytes + slowest->backward_input.comm_bytes +
                              slowest->backward_weight.comm_bytes);

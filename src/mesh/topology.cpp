@@ -72,6 +72,7 @@ MeshConfig mesh_config(const ParallelLayout& layout, int world) {
   m.pp = layout.pp;
   m.tp_mode = layout.mode;
   m.tp_depth = layout.depth;
+  m.stage_mapping = layout.stage_mapping;
   return m;
 }
 
@@ -96,10 +97,22 @@ Topology::Topology(const MeshConfig& config)
 
   auto& embedding = groups_[group::embedding];
   for (const auto& stages : groups_.at(group::pp)) {
-    if (stages.size() > 1)
+    if (stages.size() > 1 && config_.stage_mapping == StageMapping::round_robin) {
       embedding.push_back({stages.front(), stages.back()});
-    else
+    } else {
+      // One stage holds both ends (a V), or each end stage holds both (a mirror): one wte each.
       embedding.push_back({stages.front()});
+      if (stages.size() > 1 && config_.stage_mapping == StageMapping::mirrored) embedding.push_back({stages.back()});
+    }
+  }
+  // DualPipe: stage r with its mirror p − 1 − r (a pp of even size; the schedule refuses others).
+  if (config_.stage_mapping == StageMapping::mirrored) {
+    auto& mirror = groups_[group::mirror];
+    for (const auto& stages : groups_.at(group::pp)) {
+      const std::size_t p = stages.size();
+      require(p % 2 == 0, "a mirrored stage mapping needs an even pp; got pp=", p);
+      for (std::size_t r = 0; r < p / 2; ++r) mirror.push_back({stages[r], stages[p - 1 - r]});
+    }
   }
 
   for (const auto& name : grid_.group_names()) {
@@ -146,6 +159,7 @@ std::vector<std::string> Topology::group_names() const {
   std::vector<std::string> out = {group::world};
   out.insert(out.end(), mesh_tokens().begin(), mesh_tokens().end());
   out.push_back(group::embedding);
+  if (config_.stage_mapping == StageMapping::mirrored) out.push_back(group::mirror);
   for (const auto& name : grid_.group_names())
     if (name != group::tp) out.push_back(name);
   if (config_.tp_mode == TpMode::d2p5) out.push_back(kDpDepthGroup);
@@ -233,6 +247,7 @@ std::string Topology::to_json() const {
   auto& all = doc["groups"] = nlohmann::ordered_json::object();
   std::vector<std::string> names = mesh_tokens();
   names.push_back(group::embedding);
+  if (config_.stage_mapping == StageMapping::mirrored) names.push_back(group::mirror);
   for (const auto& name : names) all[name] = groups(name);
   auto& sub = doc["tp_groups"] = nlohmann::ordered_json::object();
   for (const auto& name : tp_group_names()) sub[name] = tp_groups(name);

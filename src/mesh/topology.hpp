@@ -37,6 +37,10 @@ struct MeshConfig {
   TpMode tp_mode = TpMode::d1;
   int tp_depth = 1;            // 2.5d only
   int ranks_per_node = 0;      // 0 = all ranks on one node
+  // Where the pipeline's first and last virtual stage run, and so the `embedding` group of the
+  // tied wte's two copies: the first and the last stage (round-robin), or stage 0 alone, which
+  // holds both ends of a V and so one wte.
+  StageMapping stage_mapping = StageMapping::round_robin;
 };
 
 // The combined data-parallel × depth group of a 2.5D mesh (present only in 2.5D).

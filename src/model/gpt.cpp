@@ -297,6 +297,13 @@ void GptModel::reduce_gradients() {
   mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");
 }
 
+void GptModel::sum_copies_over(const std::string& group) {
+  for (const ModelParam& p : params_) {
+    p.param->partial_grad_over.push_back(group);
+    p.param->replicated_over.push_back(group);
+  }
+}
+
 void GptModel::track_kept_activations(bool on) {
   track_kept_ = on;
   live_contexts_.clear();

@@ -150,6 +150,12 @@ class GptModel {
   // Partial TP sums, the tied embedding's sum over the `embedding` group, and the data-parallel sum
   // of every gradient (phase grad-sync).
   void reduce_gradients();
+  // This model is one of the copies the ranks of `group` hold (DualPipe's mirror stages, which run
+  // the same units for different micro-batches): every parameter's gradient becomes partial over
+  // the group (summed with the other copies' in the gradient sync, however ZeRO shards it) and its
+  // value replicated over it (the global norm counts it once).  Call before any engine reads the
+  // parameters.
+  void sum_copies_over(const std::string& group);
   void zero_gradients();
 
   // Recomputation for the passes that follow (the default: none).

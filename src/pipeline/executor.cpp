@@ -19,7 +19,7 @@ constexpr int kTagSpace = 32768;
 
 PipelineExecutor::PipelineExecutor(GptModel& model, const Mesh& mesh, Schedule schedule, int stage)
     : model_(model), mesh_(mesh), schedule_(std::move(schedule)), stage_(stage),
-      virtual_stages_(schedule_.stages * schedule_.chunks), link_(model, mesh) {
+      virtual_stages_(schedule_.virtual_stages()), link_(model, mesh) {
   require(mesh.comm(group::pp).size() == schedule_.stages, "pipeline: the schedule has ", schedule_.stages,
           " stages but the mesh's pp group has ", mesh.comm(group::pp).size(), " ranks");
   require(stage >= 0 && stage < schedule_.stages, "pipeline: stage ", stage, " is outside [0, ", schedule_.stages, ")");
@@ -30,9 +30,23 @@ PipelineExecutor::PipelineExecutor(GptModel& model, const Mesh& mesh, Schedule s
 
 bool PipelineExecutor::needs_input(const Action& a) const {
   const int vs = virtual_stage(a);
-  if (a.op == PassKind::F) return vs > 0;
-  if (a.op == PassKind::B || a.op == PassKind::BW) return vs < virtual_stages_ - 1;
+  if (a.op == PassKind::F) return !schedule_.first(vs);
+  if (a.op == PassKind::B || a.op == PassKind::BW) return !schedule_.last(vs);
   return false;
+}
+
+int PipelineExecutor::input_source(const Action& a) const {
+  return a.op == PassKind::F ? virtual_stage(a) - 1 : virtual_stage(a) + 1;
+}
+
+void PipelineExecutor::pass_on(const Tensor& x, char direction, int microbatch, int from_vs, int to_vs) {
+  const int peer = schedule_.stage_of(to_vs);
+  if (peer == stage_) {  // the bottom of a V: the next chunk runs here, no transfer
+    local_handoffs_.emplace(std::make_tuple(direction, microbatch, from_vs), x);
+    return;
+  }
+  PhaseScope phase(mesh_.ledger(), phase::pipeline);
+  sends_.push_back(link_.send(x, peer, tag(direction, microbatch, from_vs)));
 }
 
 int PipelineExecutor::tag(char direction, int microbatch, int virtual_stage) const {
@@ -45,12 +59,10 @@ void PipelineExecutor::post_receives_ahead(std::size_t from) {
   PhaseScope phase(mesh_.ledger(), phase::pipeline);
   while (receives_.size() < kReceiveLookahead && next_receive_ < list.size()) {
     const Action& a = list[next_receive_];
-    if (needs_input(a)) {
-      const int vs = virtual_stage(a);
-      const int source_vs = a.op == PassKind::F ? vs - 1 : vs + 1;
-      receives_.emplace(next_receive_, link_.post_receive(source_vs % schedule_.stages,
+    const int source_vs = input_source(a);
+    if (needs_input(a) && schedule_.stage_of(source_vs) != stage_)
+      receives_.emplace(next_receive_, link_.post_receive(schedule_.stage_of(source_vs),
                                                           tag(a.op == PassKind::F ? 'F' : 'B', a.microbatch, source_vs)));
-    }
     ++next_receive_;
   }
 }
@@ -80,17 +92,21 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
 
   Tensor input;
   if (needs_input(a)) {
-    PhaseScope phase(mesh_.ledger(), phase::pipeline);
-    input = link_.complete(receives_.at(index));
-    receives_.erase(index);
+    const auto local = local_handoffs_.find(std::make_tuple(a.op == PassKind::F ? 'F' : 'B', a.microbatch, input_source(a)));
+    if (local != local_handoffs_.end()) {
+      input = std::move(local->second);
+      local_handoffs_.erase(local);
+    } else {
+      PhaseScope phase(mesh_.ledger(), phase::pipeline);
+      input = link_.complete(receives_.at(index));
+      receives_.erase(index);
+    }
   }
   rec.start = now();
   out.p2p_wait += rec.start - rec.wait_start;
   // Sends the input gradient back upstream (virtual stage vs − 1), as soon as it exists.
   auto send_back = [&](const Tensor& dx) {
-    if (vs == 0) return;
-    PhaseScope phase(mesh_.ledger(), phase::pipeline);
-    sends_.push_back(link_.send(dx, (vs - 1) % schedule_.stages, tag('B', a.microbatch, vs)));
+    if (!schedule_.first(vs)) pass_on(dx, 'B', a.microbatch, vs, vs - 1);
   };
   switch (a.op) {
     case PassKind::F: {
@@ -103,12 +119,10 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
         PhaseScope phase(mesh_.ledger(), phase::forward);
         y = chunk.forward(input, mbs.at(static_cast<std::size_t>(a.microbatch)), slot.saved, &local);
       }
-      if (vs == virtual_stages_ - 1) {
+      if (schedule_.last(vs))
         out.loss_sum += local;
-      } else {
-        PhaseScope phase(mesh_.ledger(), phase::pipeline);
-        sends_.push_back(link_.send(y, (vs + 1) % schedule_.stages, tag('F', a.microbatch, vs)));
-      }
+      else
+        pass_on(y, 'F', a.microbatch, vs, vs + 1);
       break;
     }
     case PassKind::BW:
@@ -152,6 +166,7 @@ StageStepResult PipelineExecutor::run_step(const std::vector<MicroBatch>& micro_
           micro_batches.size());
   step_start_ = Clock::now();
   slots_.clear();
+  local_handoffs_.clear();
   receives_.clear();
   sends_.clear();
   next_receive_ = 0;
@@ -165,7 +180,7 @@ StageStepResult PipelineExecutor::run_step(const std::vector<MicroBatch>& micro_
   }
   for (auto& s : sends_) s.handle.wait();
   sends_.clear();
-  require(slots_.empty() && receives_.empty(), "pipeline: the ", schedule_name(schedule_.kind),
+  require(slots_.empty() && receives_.empty() && local_handoffs_.empty(), "pipeline: the ", schedule_name(schedule_.kind),
           " schedule left micro-batches unfinished on stage ", stage_);
   out.seconds = now();
   return out;

@@ -12,6 +12,8 @@
 //   BW(i, c)  B then W
 //
 // Transfers are non-blocking (BoundaryLink), tagged by (direction, micro-batch, virtual stage),
+// between the stages that run neighbouring virtual stages (plan/virtual_stage.hpp: round-robin or
+// V-shaped; the bottom of a V hands over inside the stage, with no transfer),
 // so MPI matches them whatever the posting order; receives are posted ahead (a small look-ahead
 // window, so their buffers do not all live at once) and sends complete in the background.  MPICH
 // advances non-blocking transfers only inside MPI calls, so the executor polls every pending
@@ -25,6 +27,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include "model/gpt.hpp"
@@ -76,6 +79,10 @@ class PipelineExecutor {
   void count_contexts(StageStepResult& out) const;
   int virtual_stage(const Action& a) const { return schedule_.virtual_stage(stage_, a.chunk); }
   bool needs_input(const Action& a) const;
+  // The virtual stage whose output (F) or input gradient (B) the action takes.
+  int input_source(const Action& a) const;
+  // Sends x from virtual stage from_vs on to to_vs, or keeps it here when this stage runs to_vs.
+  void pass_on(const Tensor& x, char direction, int microbatch, int from_vs, int to_vs);
   int tag(char direction, int microbatch, int virtual_stage) const;
   double now() const { return std::chrono::duration<double>(Clock::now() - step_start_).count(); }
 
@@ -91,6 +98,9 @@ class PipelineExecutor {
   std::map<std::size_t, BoundaryLink::Transfer> receives_;        // by action index
   std::size_t next_receive_ = 0;                                  // first action not yet looked at
   std::deque<BoundaryLink::Transfer> sends_;
+  // Hand-offs between this stage's own chunks (the bottom of a V), by (direction, micro-batch,
+  // producing virtual stage): no transfer, no ledger entry.
+  std::map<std::tuple<char, int, int>, Tensor> local_handoffs_;
 };
 
 }  // namespace mdtp

@@ -46,12 +46,12 @@ std::map<Key, Located> index_actions(const Schedule& s) {
       if (a.op == PassKind::W || a.op == PassKind::BW) add('W');
     }
   }
-  const int V = s.stages * s.chunks;
   for (int mb = 0; mb < s.micro_batches; ++mb)
-    for (int vs = 0; vs < V; ++vs)
+    for (int vs = 0; vs < s.virtual_stages(); ++vs)
       for (char kind : {'F', 'B', 'W'})
-        require(where.count(Key{mb, vs, kind}) == 1, "schedule ", schedule_name(s.kind), ": no ", kind,
-                " pass of micro-batch ", mb, " on virtual stage ", vs);
+        require(where.count(Key{mb, vs, kind}) == (s.visits(mb, vs) ? 1u : 0u), "schedule ", schedule_name(s.kind),
+                s.visits(mb, vs) ? ": no " : ": an unexpected ", kind, " pass of micro-batch ", mb, " on virtual stage ",
+                vs);
   return where;
 }
 
@@ -64,19 +64,23 @@ struct Message {
 // Sends and receives per (source, destination, direction) channel in each stage's action order;
 // the two sequences of a channel must be equal.
 void check_channels(const Schedule& s) {
-  const int V = s.stages * s.chunks;
   using Channel = std::tuple<int, int, char>;
   std::map<Channel, std::vector<Message>> sent, received;
   for (int r = 0; r < s.stages; ++r)
     for (const Action& a : s.actions[static_cast<std::size_t>(r)]) {
       const int vs = s.virtual_stage(r, a.chunk);
+      // A hand-off between two chunks of one stage (the bottom of a V) stays on the stage: no
+      // channel, and the executor matches it by (micro-batch, virtual stage), not by order.
+      auto link = [&](std::map<Channel, std::vector<Message>>& side, int src, int dst, char dir, Message msg) {
+        if (src != dst) side[{src, dst, dir}].push_back(msg);
+      };
       if (a.op == PassKind::F) {
-        if (vs > 0) received[{(vs - 1) % s.stages, r, 'F'}].push_back({a.microbatch, vs - 1});
-        if (vs < V - 1) sent[{r, (vs + 1) % s.stages, 'F'}].push_back({a.microbatch, vs});
+        if (!s.first(vs)) link(received, s.stage_of(vs - 1), r, 'F', {a.microbatch, vs - 1});
+        if (!s.last(vs)) link(sent, r, s.stage_of(vs + 1), 'F', {a.microbatch, vs});
       }
       if (a.op == PassKind::B || a.op == PassKind::BW) {
-        if (vs < V - 1) received[{(vs + 1) % s.stages, r, 'B'}].push_back({a.microbatch, vs + 1});
-        if (vs > 0) sent[{r, (vs - 1) % s.stages, 'B'}].push_back({a.microbatch, vs});
+        if (!s.last(vs)) link(received, s.stage_of(vs + 1), r, 'B', {a.microbatch, vs + 1});
+        if (!s.first(vs)) link(sent, r, s.stage_of(vs - 1), 'B', {a.microbatch, vs});
       }
     }
   for (const auto& [channel, sends] : sent) {
@@ -117,7 +121,6 @@ Simulation simulate(const Schedule& s, const PassTimes& t, double transfer) {
           "pass times and the transfer time must be >= 0");
   const std::map<Key, Located> where = index_actions(s);
   check_channels(s);
-  const int V = s.stages * s.chunks;
   constexpr double kNotYet = -1.0;
   Simulation sim;
   sim.times.resize(static_cast<std::size_t>(s.stages));
@@ -141,9 +144,9 @@ Simulation simulate(const Schedule& s, const PassTimes& t, double transfer) {
         const Action& a = list[i];
         const int vs = s.virtual_stage(r, a.chunk);
         double input = 0.0;
-        if (a.op == PassKind::F && vs > 0) input = ready_at({a.microbatch, vs - 1, 'F'}, r);
+        if (a.op == PassKind::F && !s.first(vs)) input = ready_at({a.microbatch, vs - 1, 'F'}, r);
         if (a.op == PassKind::B || a.op == PassKind::BW)
-          input = vs < V - 1 ? ready_at({a.microbatch, vs + 1, 'B'}, r) : ready_at({a.microbatch, vs, 'F'}, r);
+          input = !s.last(vs) ? ready_at({a.microbatch, vs + 1, 'B'}, r) : ready_at({a.microbatch, vs, 'F'}, r);
         if (a.op == PassKind::W) input = ready_at({a.microbatch, vs, 'B'}, r);
         if (input == kNotYet) break;
         ActionTiming& at = sim.times[static_cast<std::size_t>(r)][i];

@@ -2,7 +2,8 @@
 // A whole-pipeline simulation of a Schedule: every stage runs its action list in order, an action
 // starting once the stage is free and its input has arrived — a forward waits for the previous
 // virtual stage's forward of the same micro-batch, a backward-input pass for the next virtual
-// stage's (the last virtual stage for its own forward), a weight pass for its own B.  Transfers
+// stage's (the last virtual stage of the micro-batch's route for its own forward), a weight pass
+// for its own B.  Transfers
 // are matched first-in first-out per (source stage, destination stage, direction) channel, as
 // NCCL matches point-to-point calls (it ignores tags): the k-th receive on a channel must be the
 // k-th send's activation or gradient, or the schedule would silently mix up micro-batches.

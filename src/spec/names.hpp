@@ -41,6 +41,9 @@ inline constexpr const char dp_cp[] = "dp-cp";
 inline constexpr const char tp_dp_cp[] = "tp-dp-cp";
 // The first and last stage of each pp group: the tied embedding's gradient all-reduce.
 inline constexpr const char embedding[] = "embedding";
+// Stages r and p − 1 − r of each pp group under DualPipe's mirrored mapping, which both hold
+// positions r and p − 1 − r of the model: the two copies' gradient all-reduce.
+inline constexpr const char mirror[] = "mirror";
 // The TP modes' sub-groups inside one TP group (mesh/tp_grid.hpp): 2D and 2.5D ...
 inline constexpr const char tp_row[] = "tp.row";
 inline constexpr const char tp_col[] = "tp.col";

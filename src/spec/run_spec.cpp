@@ -36,15 +36,23 @@ const char* position_kind_name(PositionKind kind) {
 }
 
 StageMapping parse_stage_mapping(std::string_view name) {
-  if (name == stage_mapping_name(StageMapping::round_robin)) return StageMapping::round_robin;
-  throw_error("unknown stage mapping '", name, "'; expected round-robin");
+  for (StageMapping k : {StageMapping::round_robin, StageMapping::v_shape, StageMapping::mirrored})
+    if (name == stage_mapping_name(k)) return k;
+  throw_error("unknown stage mapping '", name, "'; expected round-robin, v-shape or mirrored");
 }
 
 const char* stage_mapping_name(StageMapping mapping) {
   switch (mapping) {
     case StageMapping::round_robin: return "round-robin";
+    case StageMapping::v_shape: return "v-shape";
+    case StageMapping::mirrored: return "mirrored";
   }
   return "?";
+}
+
+StageMapping stage_mapping_of(ScheduleKind kind) {
+  if (is_mirrored(kind)) return StageMapping::mirrored;
+  return is_v_shaped(kind) ? StageMapping::v_shape : StageMapping::round_robin;
 }
 
 namespace {
@@ -76,19 +84,26 @@ void validate_layout(const ParallelLayout& p, const ModelShape& m) {
     require(p.chunks >= 2, "run spec: the interleaved schedule needs parallel.chunks >= 2 (one chunk is 1f1b); got ",
             p.chunks);
   } else {
-    require(p.chunks == 1, "run spec: parallel.chunks=", p.chunks, " applies only to the interleaved schedule, not ",
-            schedule_name(p.schedule));
+    require(p.chunks == fixed_chunks(p.schedule), "run spec: parallel.chunks=", p.chunks, "; the ",
+            schedule_name(p.schedule), " schedule runs ", fixed_chunks(p.schedule), " chunk",
+            fixed_chunks(p.schedule) == 1 ? "" : "s", " per stage (only interleaved takes another count)");
     require(p.group_size == 0, "run spec: parallel.group_size=", p.group_size,
             " applies only to the interleaved schedule, not ", schedule_name(p.schedule));
   }
+  require(p.stage_mapping == stage_mapping_of(p.schedule), "run spec: parallel.stage_mapping=",
+          stage_mapping_name(p.stage_mapping), " does not match the ", schedule_name(p.schedule), " schedule, which runs ",
+          stage_mapping_name(stage_mapping_of(p.schedule)));
+  // The model's positions: pp x chunks, or pp under DualPipe's mirror (stage r holds r and p-1-r).
+  const std::int64_t positions = p.split_positions();
+  const bool mirrored = p.stage_mapping == StageMapping::mirrored;
+  const std::string parts = mirrored ? "pp = " + std::to_string(p.pp) + " (dualpipe: one count per position)"
+                                     : "pp x chunks = " + std::to_string(p.pp) + " x " + std::to_string(p.chunks);
   if (p.pp_layers.empty()) {
-    const std::int64_t virtual_stages = static_cast<std::int64_t>(p.pp) * p.chunks;
-    require(m.layers % virtual_stages == 0, "run spec: model.layers=", m.layers,
-            " does not split evenly over pp x chunks = ", p.pp, " x ", p.chunks, "; give parallel.pp_layers");
+    require(m.layers % positions == 0, "run spec: model.layers=", m.layers, " does not split evenly over ", parts,
+            "; give parallel.pp_layers");
   } else {
-    const std::size_t virtual_stages = static_cast<std::size_t>(p.pp) * static_cast<std::size_t>(p.chunks);
-    require(p.pp_layers.size() == virtual_stages, "run spec: parallel.pp_layers has ", p.pp_layers.size(),
-            " entries; expected pp x chunks = ", p.pp, " x ", p.chunks, " = ", virtual_stages);
+    require(static_cast<std::int64_t>(p.pp_layers.size()) == positions, "run spec: parallel.pp_layers has ",
+            p.pp_layers.size(), " entries; expected ", parts, mirrored ? "" : " = " + std::to_string(positions));
     std::int64_t total = 0;
     for (std::size_t k = 0; k < p.pp_layers.size(); ++k) {
       require(p.pp_layers[k] >= 0, "run spec: parallel.pp_layers[", k, "]=", p.pp_layers[k], " must be >= 0");

@@ -31,12 +31,15 @@ enum class PositionKind { learned, rope };
 PositionKind parse_position_kind(std::string_view name);  // "learned" | "rope"
 const char* position_kind_name(PositionKind kind);
 
-// Which pipeline stage runs which virtual stage: stage r runs virtual stages r, r + p, r + 2p, …
-// (Megatron's interleaving).  Only round-robin exists today; V-shaped / mirrored mappings (one
-// stage holding the first and the last chunk) are room for a later schedule.
-enum class StageMapping { round_robin };
-StageMapping parse_stage_mapping(std::string_view name);  // "round-robin"
+// Which pipeline stage runs which virtual stage: round-robin, stage r runs virtual stages r, r + p,
+// r + 2p, … (Megatron's interleaving); V-shaped, stage r runs virtual stages r and 2p − 1 − r
+// (ZB-V, DualPipeV), so stage 0 holds both the embedding and the head; mirrored, stage r runs
+// position r of a route down the stages and position p − 1 − r of a route up them (DualPipe: two
+// copies of the model).  The schedule fixes it (plan/virtual_stage.hpp has the arithmetic).
+enum class StageMapping { round_robin, v_shape, mirrored };
+StageMapping parse_stage_mapping(std::string_view name);  // "round-robin" | "v-shape" | "mirrored"
 const char* stage_mapping_name(StageMapping mapping);
+StageMapping stage_mapping_of(ScheduleKind kind);
 
 // The transformer.  Only GPT-2 (layernorm, learned positions, tied head, ffn 4·hidden, kv = heads)
 // is run by the engine today; the Llama members (rmsnorm, rope, an untied head, another MLP width,
@@ -69,15 +72,18 @@ struct ParallelLayout {
   int dp = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
   int micro_batches = 1;  // per step and replica
-  int chunks = 1;         // virtual stages per stage (interleaved only)
+  int chunks = 1;         // virtual stages per stage (interleaved: v ≥ 2; zb-v, dualpipev: 2)
   int group_size = 0;     // interleaved micro-batch group size N; 0: pp
-  // Transformer blocks per virtual stage, pp·chunks entries summing to the model's layers (the
-  // first and the last may be smaller to make room for the embedding and the head); empty: an even
-  // split.
+  // Transformer blocks per model position, in model order (position 0 first, whichever stage runs
+  // it) summing to the model's layers (the first and the last may be smaller to make room for the
+  // embedding and the head); empty: an even split.  pp·chunks entries (pp under DualPipe's
+  // mirrored mapping, where each stage holds two of the pp positions): split_positions().
   std::vector<int> pp_layers;
-  StageMapping stage_mapping = StageMapping::round_robin;
+  StageMapping stage_mapping = StageMapping::round_robin;  // stage_mapping_of(schedule)
 
   int world() const { return tp * pp * dp; }
+  // The parts the model is cut into: pp·chunks, or pp under a mirrored mapping.
+  int split_positions() const { return stage_mapping == StageMapping::mirrored ? pp : pp * chunks; }
   bool operator==(const ParallelLayout&) const = default;
 };
 

@@ -252,6 +252,13 @@ RunSpec run_spec_from_json(const nlohmann::json& json, const RunSpec& defaults) 
   parallel.read("group_size", s.layout.group_size);
   parallel.read("pp_layers", s.layout.pp_layers);
   parallel.read_name("stage_mapping", s.layout.stage_mapping, parse_stage_mapping);
+  // A schedule fixes its stage mapping and (but for interleaved) its chunks per stage: a spec that
+  // names the schedule without them means the schedule's.
+  if (parallel.find("schedule")) {
+    if (!parallel.find("stage_mapping")) s.layout.stage_mapping = stage_mapping_of(s.layout.schedule);
+    if (!parallel.find("chunks") && fixed_chunks(s.layout.schedule) > 0)
+      s.layout.chunks = fixed_chunks(s.layout.schedule);
+  }
 
   const Section zero =
       top.section("zero", {"stage", "bucket_mb", "offload", "keep_parameters", "reduce_per_micro_batch"});

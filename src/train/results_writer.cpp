@@ -28,6 +28,7 @@ Attributes training_attributes(const TrainPlan& plan) {
           {"micro_batch", plan.micro_batch},
           {"chunks", std::int64_t{plan.schedule.chunks}},
           {"group_size", std::int64_t{plan.schedule.group_size}},
+          {"stage_mapping", std::string(stage_mapping_name(plan.schedule.mapping))},
           {"pp_layers", layers},
           {"stage_units", plan.partition.describe()},
           {"vocab_size", m.vocab},

@@ -36,6 +36,8 @@ TrainRig::TrainRig(const TrainConfig& tc, const TrainPlan& plan, MPI_Comm world)
   const auto start = std::chrono::steady_clock::now();
   model_ = std::make_unique<GptModel>(*mode_, plan.spec.model, plan.micro_batch, stage_chunks(plan.partition, stage_), group::dp,
                                       kernels_.get());
+  // DualPipe: this stage's two positions are also held by its mirror stage p − 1 − r.
+  if (plan.schedule.parameter_copies() > 1) model_->sum_copies_over(group::mirror);
   model_->set_recompute(plan.spec.recompute);
   model_->track_kept_activations(true);  // the kept peak, sampled at pass ends (docs/memory.md)
   const auto model_built = std::chrono::steady_clock::now();

@@ -49,16 +49,24 @@ StepTokens step_tokens(const TokenData& data, std::int64_t position, int replica
   return t;
 }
 
-// The step's mean loss: reduced once on the last stage (over the logits' row split and the
-// replicas), then sent to every stage so that every rank reports it (phase "loss").
-double step_loss(GptModel& model, const Mesh& mesh, const StageStepResult& result, int micro_batches) {
+// The step's mean loss: reduced once on the stage that runs the last virtual stage (p − 1, or 0
+// under a V-shaped schedule; over the logits' row split and the replicas), then sent to every
+// stage so that every rank reports it (phase "loss").  Under DualPipe both ends of the pipeline
+// finish a route: each reduces its own share, and a sum over pp adds them.
+double step_loss(GptModel& model, const Mesh& mesh, const StageStepResult& result, const Schedule& schedule) {
   PhaseScope scope(mesh.ledger(), phase::loss);
   Communicator& pp = mesh.comm(group::pp);
-  const int last = pp.size() - 1;
+  const std::vector<int> loss_stages = schedule.loss_stages();
+  const bool computes = std::find(loss_stages.begin(), loss_stages.end(), pp.rank()) != loss_stages.end();
   const Backend& backend = model.mode().context().backend;
   Tensor loss = backend.zeros({1}, DType::f64, MemCategory::other);
-  if (pp.rank() == last) backend.assign_f64(loss, {model.reduce_loss(result.loss_sum, micro_batches)});
-  if (pp.size() > 1) pp.broadcast(loss, last);
+  if (computes) backend.assign_f64(loss, {model.reduce_loss(result.loss_sum, schedule.micro_batches)});
+  if (pp.size() > 1) {
+    if (loss_stages.size() == 1)
+      pp.broadcast(loss, loss_stages.front());
+    else
+      pp.all_reduce(loss);
+  }
   return backend.to_f64(loss)[0];
 }
 
@@ -94,7 +102,7 @@ bool run_step(StepLoop& loop, bool first) {
   rig.engine().begin_step();
   const StageStepResult run = rig.executor().run_step(batch.micro_batches, rig.model().loss_scale(m));
   rig.engine().finish_gradients();
-  const double loss = step_loss(rig.model(), rig.mesh(), run, m);
+  const double loss = step_loss(rig.model(), rig.mesh(), run, loop.plan.schedule);
   switch (loop.faults.check_loss(loss, state.step + 1, rig, loop.result, loop.progress)) {
     case FaultGuard::LossVerdict::stop: return false;
     case FaultGuard::LossVerdict::skip:  // counted (step numbers stay unique), not applied

@@ -112,11 +112,10 @@ TEST_CASE("the schedule replay sums the contexts in flight after every pass", "[
   const int n_layer = 4;
   std::vector<UnitKeptBytes> units;
   for (int u = 0; u < n_layer + 2; ++u) units.push_back({1000 + 17 * u, 300 + 5 * u});
-  for (const ScheduleKind kind :
-       {ScheduleKind::gpipe, ScheduleKind::one_f_one_b, ScheduleKind::zb_h1, ScheduleKind::interleaved}) {
-    const int p = 2, m = 4, v = kind == ScheduleKind::interleaved ? 2 : 1;
+  for (const ScheduleKind kind : all_schedules()) {
+    const int p = 2, m = 4, v = kind == ScheduleKind::interleaved ? 2 : fixed_chunks(kind);
     const Schedule s = make_schedule(kind, p, m, v);
-    const StagePartition partition(n_layer, p, v);
+    const StagePartition partition(n_layer, p, v, {}, s.mapping);
     for (int stage = 0; stage < p; ++stage) {
       const KeptActivations k = kept_activations(s, partition, stage, units);
       // Recompute the live sums from the actions: per (micro-batch, chunk) the state it is in.

@@ -97,15 +97,19 @@ std::vector<ModeTp> modes_dividing(int ranks) {
 }
 
 // Every schedule, with m = 1 (bit-identical, no clipping) where the schedule allows it, and m > 1
-// with clipping (interleaved and ZB-H1 need m >= p).
+// with clipping (interleaved and the zero-bubble family need m >= p, DualPipe(V) m >= 2p).
 std::vector<PipeCase> schedules_for(const ModeTp& t, int pp) {
   auto c = [&](ScheduleKind s, int m, int chunks = 1) {
     PipeCase x;
     x.mode = t.mode, x.tp = t.tp, x.depth = t.depth, x.pp = pp, x.schedule = s, x.m = m, x.chunks = chunks;
     return x;
   };
-  return {c(ScheduleKind::gpipe, 1),        c(ScheduleKind::gpipe, pp + 1),    c(ScheduleKind::one_f_one_b, 1),
-          c(ScheduleKind::one_f_one_b, 2 * pp), c(ScheduleKind::interleaved, pp, 2), c(ScheduleKind::zb_h1, pp + 1)};
+  std::vector<PipeCase> out = {
+      c(ScheduleKind::gpipe, 1),          c(ScheduleKind::gpipe, pp + 1),       c(ScheduleKind::one_f_one_b, 1),
+      c(ScheduleKind::one_f_one_b, 2 * pp), c(ScheduleKind::interleaved, pp, 2), c(ScheduleKind::zb_h1, pp + 1),
+      c(ScheduleKind::zb_h2, 2 * pp - 1), c(ScheduleKind::zb_v, pp, 2),         c(ScheduleKind::dualpipev, 2 * pp, 2)};
+  if (pp % 2 == 0) out.push_back(c(ScheduleKind::dualpipe, 2 * pp, 2));  // stage r pairs with p − 1 − r
+  return out;
 }
 
 std::vector<PipeCase> full_matrix(int world) {
@@ -145,21 +149,37 @@ std::vector<PipeCase> ci_selection(int world) {
               make(TpMode::d1_sp, 2, 1, 2, S::gpipe, 2),                        // 1d-sp
               make(TpMode::none, 1, 1, 4, S::one_f_one_b, 1, 1, {1, 3, 3, 1}),  // uneven, bit-identical
               make(TpMode::none, 1, 1, 2, S::interleaved, 2, 2, {1, 3, 2, 2}),  // uneven interleaved
-              repeated(make(TpMode::d1, 2, 1, 2, S::gpipe, 1))};                // wte ≤ 1e-13
+              repeated(make(TpMode::d1, 2, 1, 2, S::gpipe, 1)),                 // wte ≤ 1e-13
+              make(TpMode::none, 1, 1, 2, S::zb_v, 2, 2),                       // ZB-V, dp 2
+              make(TpMode::d1, 2, 1, 2, S::dualpipev, 4, 2),                    // DualPipeV, 1d
+              make(TpMode::none, 1, 1, 4, S::zb_h2, 7),                         // ZB-H2, pp 4
+              make(TpMode::none, 1, 1, 2, S::zb_v, 2, 2, {0, 3, 2, 1}),         // V, uneven, embedding alone
+              make(TpMode::none, 1, 1, 4, S::dualpipe, 8, 2),                   // DualPipe, two copies
+              make(TpMode::d1, 2, 1, 2, S::dualpipe, 4, 2, {1, 3})};            // DualPipe 1d, uneven
     case 6:
       return {make(TpMode::none, 1, 1, 3, S::interleaved, 3, 2),          // pp 3 wrap-around, dp 2
               make(TpMode::d1_sp, 2, 1, 3, S::zb_h1, 3),                  // pp 3 ZB-H1
-              make(TpMode::d1, 2, 1, 3, S::gpipe, 1, 1, {0, 4, 2})};      // an embedding-only first stage
+              make(TpMode::d1, 2, 1, 3, S::gpipe, 1, 1, {0, 4, 2}),       // an embedding-only first stage
+              make(TpMode::d1_sp, 2, 1, 3, S::zb_v, 3, 2),                // ZB-V pp 3, 1d-sp
+              make(TpMode::none, 1, 1, 3, S::dualpipev, 6, 2)};           // DualPipeV pp 3, dp 2
     case 8:
       return {make(TpMode::d1, 2, 1, 2, S::one_f_one_b, 2),  // tp × pp × dp = 2 × 2 × 2
               make(TpMode::d1, 2, 1, 2, S::gpipe, 1),        // 2 × 2 × 2, bit-identical
               make(TpMode::d2, 4, 1, 2, S::interleaved, 2, 2),
               make(TpMode::d2p5, 4, 1, 2, S::zb_h1, 2),
-              make(TpMode::d1, 2, 1, 4, S::zb_h1, 4)};
+              make(TpMode::d1, 2, 1, 4, S::zb_h1, 4),
+              make(TpMode::d2, 4, 1, 2, S::zb_v, 2, 2),
+              make(TpMode::d2p5, 4, 1, 2, S::dualpipev, 4, 2),
+              make(TpMode::d1, 2, 1, 2, S::zb_h2, 3),
+              make(TpMode::d2, 4, 1, 2, S::dualpipe, 4, 2),
+              make(TpMode::none, 1, 1, 2, S::dualpipe, 6, 2)};  // dp 4
     case 16:
       return {make(TpMode::d3, 8, 1, 2, S::one_f_one_b, 2),  // 3D q = 2 × pp 2
               make(TpMode::d2p5, 8, 2, 2, S::gpipe, 1),      // 2.5D q = 2, d = 2 × pp 2
-              make(TpMode::d2, 4, 1, 4, S::interleaved, 4, 2)};
+              make(TpMode::d2, 4, 1, 4, S::interleaved, 4, 2),
+              make(TpMode::d3, 8, 1, 2, S::zb_v, 2, 2),
+              make(TpMode::d2p5, 8, 2, 2, S::dualpipev, 4, 2),
+              make(TpMode::d3, 8, 1, 2, S::dualpipe, 4, 2)};
     default: return {};
   }
 }
@@ -204,6 +224,7 @@ TrainConfig config_of(const PipeCase& c, int dp, int pp, const std::string& file
   t.spec.layout.micro_batches = c.m;
   if (pp > 1) {
     t.spec.layout.schedule = c.schedule;
+    t.spec.layout.stage_mapping = stage_mapping_of(c.schedule);
     t.spec.layout.chunks = c.chunks;
     t.spec.layout.pp_layers = c.layers;
     t.spec.layout.group_size = c.group_size;

@@ -10,7 +10,10 @@
       units with T_F = T_B = T_W = 1 (1F1B and GPipe 3(p−1) per stage, ZB-H1 p−1, interleaved
       3(p−1) when N = p divides m), the formula fractions, and the peak contexts (1F1B min(p−r, m)
       full; ZB-H1 at most p−r full and r weight-only, the peak over stages no more than 1F1B's);
-      bad values refused with one line, exit 2.
+      DualPipeV's eight phases written out here from the DualPipe repository's dualpipev.py, its
+      F&B pairs, V placement and idle units (within the README's (p−1)(F&B+B−3W)), ZB-H2's
+      parallelogram (idle p−1 per stage, 2p−1 contexts) and ZB-V's makespan 6m+p−1 with 2p
+      contexts; bad values refused with one line, exit 2.
   test_schedule_cli.py --mdtp BIN --mpiexec M --data CORPUS refusals
       `mdtp train` under mpiexec with a pipeline it cannot run: one line for the job (rank 0),
       exit 2, no hang (refused before any collective).
@@ -34,8 +37,68 @@ def run(command):
 
 # ---- the rules, written from docs/pipeline.md ------------------------------------------------
 
+def dualpipev_actions(p, m, r):
+    """DualPipeV's stage r (dualpipev.py, DualPipeV.step): (op, micro-batch, chunk, paired)."""
+    a, f, b, deferred = [], [0, 0], [0, 0], []
+
+    def fwd(c, paired=False):
+        a.append(("F", f[c], c, paired))
+        f[c] += 1
+
+    def bwd(c, split):
+        if split:
+            a.append(("B", b[c], c, False))
+            deferred.append(("W", b[c], c, False))
+        else:
+            a.append(("BW", b[c], c, False))
+        b[c] += 1
+
+    def weight():
+        a.append(deferred.pop(0))
+
+    for _ in range(2 * (p - r - 1)):
+        fwd(0)
+    for _ in range(r + 1):
+        fwd(0), fwd(1)
+    for _ in range(p - r - 1):
+        bwd(1, True), weight(), fwd(1)
+    for i in range(m - 2 * p + r + 1):
+        if i == 0 and r == p - 1:
+            fwd(0), bwd(1, False)
+        else:
+            fwd(0, True), bwd(1, False)
+        fwd(1, True), bwd(0, False)
+    for _ in range(p - r - 1):
+        bwd(1, False), fwd(1, True), bwd(0, False)
+    split = False
+    for i in range(r + 1):
+        if i == (r + 1) // 2 and r % 2 == 1:
+            split = True
+        bwd(1, split)
+        if i == (r + 1) // 2 and r % 2 == 0:
+            split = True
+        bwd(0, split)
+    for _ in range(p - r - 1):
+        weight(), bwd(0, True)
+    for _ in range(r + 1):
+        weight()
+    assert not deferred
+    return a
+
+
+def dualpipe_actions(p, m, r):
+    """DualPipe's stage r (dualpipe.py, DualPipe.step): DualPipeV's phases on the half-rank
+    min(r, p−1−r) of p/2 with m/2 micro-batches per route; chunk 0 is the lower position, whose
+    route is 0 (down, micro-batches 0 … m/2−1) on the lower half of the stages and 1 (up, the rest)
+    on the upper half."""
+    upper = 1 if r >= p // 2 else 0
+    return [(op, i + ((c ^ upper) * (m // 2)), c, pair) for op, i, c, pair in dualpipev_actions(p // 2, m // 2, min(r, p - 1 - r))]
+
+
 def warmup(kind, p, m, v, n, r):
     """Forwards before the first backward-input pass."""
+    if kind in ("zb-h2", "zb-v", "dualpipev", "dualpipe"):
+        return None  # read off the order; checked by the order itself
     if kind == "gpipe":
         return m
     if kind in ("1f1b", "zb-h1"):
@@ -62,6 +125,12 @@ def expected_actions(kind, p, m, v, n, r):
         for i in range(m - w):
             a += [("F", w + i, 0), ("BW", i, 0)]
         return a + [("BW", i, 0) for i in range(m - w, m)]
+    if kind == "dualpipev":
+        return [x[:3] for x in dualpipev_actions(p, m, r)]
+    if kind == "dualpipe":
+        return [x[:3] for x in dualpipe_actions(p, m, r)]
+    if kind in ("zb-h2", "zb-v"):
+        return None  # built by a list scheduler / the authors' greedy: checked by their properties
     if kind == "interleaved":
         fw = interleaved_forwards(m, v, n)
         bw = [(i, v - 1 - c) for i, c in fw]
@@ -81,6 +150,12 @@ def expected_actions(kind, p, m, v, n, r):
 
 
 def formula(kind, p, m, v):
+    if kind == "zb-v":
+        return (p - 1) / (6 * m + p - 1)
+    if kind == "dualpipev":
+        return 2 * (p - 1) / (6 * m + 2 * (p - 1))
+    if kind == "dualpipe":
+        return 2 * (p // 2 - 1) / (3 * m + 2 * (p // 2 - 1))
     if kind in ("gpipe", "1f1b"):
         return (p - 1) / (m + p - 1)
     if kind == "interleaved":
@@ -105,12 +180,18 @@ CASES = [  # kind, p, m, v, N (0: p)
     ("interleaved", 2, 2, 2, 0), ("interleaved", 4, 8, 2, 0), ("interleaved", 3, 6, 3, 0),
     ("interleaved", 2, 5, 2, 3), ("interleaved", 4, 12, 2, 8),
     ("zb-h1", 2, 2, 1, 0), ("zb-h1", 4, 8, 1, 0), ("zb-h1", 4, 4, 1, 0), ("zb-h1", 3, 7, 1, 0),
+    ("zb-h2", 2, 3, 1, 0), ("zb-h2", 4, 7, 1, 0), ("zb-h2", 4, 12, 1, 0), ("zb-h2", 5, 9, 1, 0),
+    ("zb-v", 2, 2, 2, 0), ("zb-v", 4, 8, 2, 0), ("zb-v", 3, 5, 2, 0), ("zb-v", 5, 9, 2, 0),
+    ("dualpipev", 2, 4, 2, 0), ("dualpipev", 4, 8, 2, 0), ("dualpipev", 4, 11, 2, 0), ("dualpipev", 3, 7, 2, 0),
+    ("dualpipe", 2, 4, 2, 0), ("dualpipe", 4, 8, 2, 0), ("dualpipe", 4, 12, 2, 0), ("dualpipe", 6, 14, 2, 0),
 ]
+V_SHAPED = ("zb-v", "dualpipev")
+TWO_CHUNKS = ("zb-v", "dualpipev", "dualpipe")
 
 
 def check_schedule_json(mdtp, kind, p, m, v, n):
     args = [mdtp, "schedule", "--schedule", kind, "--pp", str(p), "--micro-batches", str(m)]
-    if v > 1:
+    if v > 1 and kind not in TWO_CHUNKS:  # a V or a mirror brings its two chunks
         args += ["--chunks", str(v)]
     if n:
         args += ["--group-size", str(n)]
@@ -130,14 +211,42 @@ def check_schedule_json(mdtp, kind, p, m, v, n):
     nf = group if kind == "interleaved" else n
     one_f_one_b_peak = max(min(p - r, m) for r in range(p))
     stage_peaks = []
+    v_shaped = kind in V_SHAPED
+    mirrored = kind == "dualpipe"
+    mapping = "v-shape" if v_shaped else "mirrored" if mirrored else "round-robin"
+    loss = [0] if v_shaped else [0, p - 1] if mirrored else [p - 1]
+    for key, want in (("stage_mapping", mapping), ("loss_stages", loss), ("parameter_copies", 2 if mirrored else 1)):
+        if doc.get(key) != want:
+            failures.append(f"{where}: {key} = {doc.get(key)!r}, expected {want!r}")
     for r, stage in enumerate(doc["stages"]):
         got = [(a["op"], a["microbatch"], a["chunk"]) for a in stage["actions"]]
-        if list(stage["actions"][0].keys()) != ["op", "microbatch", "chunk"]:
-            failures.append(f"{where}: action keys {list(stage['actions'][0].keys())}")
+        for a in stage["actions"]:
+            keys = [k for k in a.keys() if k != "pair"]
+            if keys != ["op", "microbatch", "chunk", "virtual_stage", "direction"]:
+                failures.append(f"{where}: action keys {list(a.keys())}")
+                break
+            if v_shaped:
+                vs, direction = (r, "down") if a["chunk"] == 0 else (2 * p - 1 - r, "up")
+            elif mirrored:  # route 0 runs position k on stage k, route 1 on stage p−1−k
+                route = a["chunk"] ^ (1 if r >= p // 2 else 0)
+                vs, direction = (r, "down") if route == 0 else (p + p - 1 - r, "up")
+            else:
+                vs, direction = a["chunk"] * p + r, "down"
+            if a["virtual_stage"] != vs or a["direction"] != direction:
+                failures.append(f"{where}: stage {r} action {a}: expected virtual stage {vs}, {direction}")
+                break
         want = expected_actions(kind, p, m, v, nf, r)
-        if got != want:
+        if want is not None and got != want:
             failures.append(f"{where}: stage {r} actions {got} differ from the rule's {want}")
-        if stage["warmup_forwards"] != warmup(kind, p, m, v, nf, r):
+        if want is None:
+            want = got  # ZB-H2, ZB-V: their properties below
+        if kind in ("dualpipev", "dualpipe"):  # the F&B pairs: the forward and the full backward after it
+            paired = [a.get("pair") == "F&B" for a in stage["actions"]]
+            ref = dualpipev_actions(p, m, r) if kind == "dualpipev" else dualpipe_actions(p, m, r)
+            expect = [ref[k][3] or (k > 0 and ref[k - 1][3]) for k in range(len(ref))]
+            if paired != expect:
+                failures.append(f"{where}: stage {r} F&B pairs {paired} differ from the reference's")
+        if warmup(kind, p, m, v, nf, r) is not None and stage["warmup_forwards"] != warmup(kind, p, m, v, nf, r):
             failures.append(f"{where}: stage {r} warm-up {stage['warmup_forwards']}, "
                             f"rule {warmup(kind, p, m, v, nf, r)}")
         # Every (micro-batch, chunk) forwarded once and its backward halves run once.
@@ -145,9 +254,15 @@ def check_schedule_json(mdtp, kind, p, m, v, n):
         for op, i, c in got:
             for half in {"F": ["F"], "B": ["B"], "W": ["W"], "BW": ["B", "W"]}[op]:
                 passes[(half, i, c)] = passes.get((half, i, c), 0) + 1
-        if passes != {(h, i, c): 1 for h in "FBW" for i in range(m) for c in range(v)}:
+        if mirrored:  # each chunk runs the micro-batches of its route: half of them
+            upper = 1 if r >= p // 2 else 0
+            expected = {(h, i, c): 1 for h in "FBW" for c in range(2) for i in range(m)
+                        if (i >= m // 2) == bool(c ^ upper)}
+        else:
+            expected = {(h, i, c): 1 for h in "FBW" for i in range(m) for c in range(v)}
+        if passes != expected:
             failures.append(f"{where}: stage {r} does not run every pass exactly once")
-        busy = 3 * m * v
+        busy = 3 * m * (2 if v_shaped else 1 if mirrored else v)
         if stage["busy_units"] != busy:
             failures.append(f"{where}: stage {r} busy {stage['busy_units']} units, expected {busy}")
         idle = stage["idle_units"]
@@ -159,6 +274,17 @@ def check_schedule_json(mdtp, kind, p, m, v, n):
             failures.append(f"{where}: stage {r} idles {idle} units, expected p-1 = {p - 1} (Qi et al.)")
         if kind == "interleaved" and m % group == 0 and group == p and idle != 3 * (p - 1):
             failures.append(f"{where}: stage {r} idles {idle} units, expected 3(p-1) = {3 * (p - 1)}")
+        # ZB-H2 under a synchronous step: a parallelogram, p − 1 idle units on every stage.
+        if kind == "zb-h2" and m >= 2 * p - 1 and idle != p - 1:
+            failures.append(f"{where}: stage {r} idles {idle} units, expected p-1 = {p - 1}")
+        # ZB-V (the authors' greedy): makespan 6m + p − 1 chunk units, so p − 1 idle per stage.
+        if kind == "zb-v" and doc["makespan_units"] != 6 * m + p - 1:
+            failures.append(f"{where}: makespan {doc['makespan_units']}, expected 6m+p-1 = {6 * m + p - 1}")
+        # DualPipeV: within the README's (p−1)(F&B + B − 3W) with F&B = 3, B = 2 (full), W = 1.
+        if kind == "dualpipev" and idle > (p - 1) * (3 + 2 - 3):
+            failures.append(f"{where}: stage {r} idles {idle} units, above (p-1)(F&B+B-3W) = {2 * (p - 1)}")
+        if kind == "dualpipe" and idle > (p // 2 - 1) * (3 + 2 - 3):
+            failures.append(f"{where}: stage {r} idles {idle} units, above (p/2-1)(F&B+B-3W) = {2 * (p // 2 - 1)}")
         pk = stage["peak_contexts"]
         pf, pw, pt = peaks(want)
         if (pk["full"], pk["weight_only"], pk["total"]) != (pf, pw, pt):
@@ -170,6 +296,9 @@ def check_schedule_json(mdtp, kind, p, m, v, n):
         if kind == "zb-h1" and (pk["full"] > p - r or pk["weight_only"] > r + 1 or pk["total"] > p):
             failures.append(f"{where}: stage {r} holds {pk}: more than p-r = {p - r} full, r+1 = {r + 1} "
                             f"W-only or p = {p} in all")
+        bound = {"zb-h2": 2 * p - 1, "zb-v": 2 * p, "dualpipev": 2 * p + 1, "dualpipe": p + 1}.get(kind)
+        if bound is not None and pk["total"] > bound:
+            failures.append(f"{where}: stage {r} holds {pk['total']} contexts, more than {bound}")
         stage_peaks.append(pk["full"])
     if kind == "zb-h1" and max(stage_peaks) > one_f_one_b_peak:
         failures.append(f"{where}: ZB-H1's peak {max(stage_peaks)} full contexts exceeds 1F1B's {one_f_one_b_peak}")
@@ -179,7 +308,11 @@ def check_schedule_json(mdtp, kind, p, m, v, n):
     worst = max(s["idle_units"] for s in doc["stages"]) / doc["makespan_units"]
     if abs(b["simulated_fraction"] - worst) > 1e-12:
         failures.append(f"{where}: simulated fraction {b['simulated_fraction']}, stages say {worst}")
-    if (kind != "interleaved" or (m % group == 0 and group == p)) and abs(worst - formula(kind, p, m, v)) > 1e-12:
+    exact = kind in ("gpipe", "1f1b", "zb-h1", "zb-v") or (kind == "zb-h2" and m >= 2 * p - 1) or \
+        (kind == "interleaved" and m % group == 0 and group == p)
+    if kind in ("dualpipev", "dualpipe") and worst > formula(kind, p, m, v) + 1e-12:  # a bound, not an equality
+        failures.append(f"{where}: simulated bubble {worst} above the bound {formula(kind, p, m, v)}")
+    if exact and abs(worst - formula(kind, p, m, v)) > 1e-12:
         failures.append(f"{where}: simulated bubble {worst} differs from the formula {formula(kind, p, m, v)}")
     return failures
 
@@ -204,7 +337,13 @@ def check_schedule(mdtp):
         failures.append("interleaved table: no 'F0.1' (micro-batch.chunk) entry")
     # Bad values: one line `mdtp schedule: error: ...`, exit 2, nothing on stdout.
     bad = [
-        (["--schedule", "zb-h2", "--pp", "4", "--micro-batches", "8"], "unknown pipeline schedule 'zb-h2'"),
+        (["--schedule", "zb-h3", "--pp", "4", "--micro-batches", "8"], "unknown pipeline schedule 'zb-h3'"),
+        (["--schedule", "dualpipev", "--pp", "4", "--micro-batches", "7"],
+         "needs at least 2 x pp = 8 micro-batches; got m=7"),
+        (["--schedule", "zb-v", "--pp", "1", "--micro-batches", "4"], "the zb-v schedule needs pp >= 2; got pp=1"),
+        (["--schedule", "zb-v", "--pp", "2", "--micro-batches", "4", "--chunks", "3"], "2 chunks per stage"),
+        (["--schedule", "dualpipe", "--pp", "3", "--micro-batches", "6"], "needs an even pp >= 2"),
+        (["--schedule", "dualpipe", "--pp", "2", "--micro-batches", "5"], "even number of micro-batches"),
         (["--schedule", "1f1b", "--pp", "0", "--micro-batches", "8"], "--pp: must be >= 1; got 0"),
         (["--schedule", "1f1b", "--pp", "two", "--micro-batches", "8"], "--pp: needs a whole number; got 'two'"),
         (["--schedule", "1f1b", "--micro-batches", "8"], "mdtp schedule needs --pp"),
@@ -236,6 +375,10 @@ def check_refusals(mdtp, mpiexec, data):
              "--global-batch", "6"], "m mod N either 0 or >= pp"),
         (2, ["--pp", "2", "--layers", "4", "--schedule", "zb-h1", "--micro-batches", "1", "--global-batch", "2"],
          "the zb-h1 schedule needs at least pp=2 micro-batches"),
+        (2, ["--pp", "2", "--layers", "6", "--schedule", "zb-v", "--micro-batches", "2", "--global-batch", "2"],
+         "the 6 layers do not split evenly over pp=2 × chunks=2"),
+        (2, ["--pp", "2", "--layers", "4", "--schedule", "dualpipev", "--micro-batches", "2", "--global-batch", "2"],
+         "the dualpipev schedule needs at least 2 x pp = 4 micro-batches; got m=2"),
         (3, ["--pp", "2", "--layers", "4"], "world=3 is not divisible by tp*pp*cp=2"),
         (4, ["--pp", "2", "--tp-mode", "1d", "--tp", "4", "--layers", "4"], "world=4 is not divisible by tp*pp*cp=8"),
     ]

@@ -162,3 +162,197 @@ TEST_CASE("schedules refuse what they cannot run, naming the value", "[plan][sch
   CHECK_THROWS_WITH(parse_schedule("1F1B"), Contains("unknown pipeline schedule '1F1B'"));
   CHECK(parse_schedule("zb-h1") == ScheduleKind::zb_h1);
 }
+
+namespace {
+
+// Unit-time facts of one stage of a simulation: when it first starts, when it last ends, and the
+// idle units between the two.
+struct StageSpan {
+  double first = 0.0, last = 0.0, idle_inside = 0.0;
+};
+
+StageSpan span_of(const Simulation& sim, int stage) {
+  const auto& times = sim.times[static_cast<std::size_t>(stage)];
+  StageSpan s{times.front().start, times.back().end, 0.0};
+  double busy = 0.0;
+  for (const ActionTiming& t : times) busy += t.end - t.start;
+  s.idle_inside = s.last - s.first - busy;
+  return s;
+}
+
+// Every (micro-batch, chunk) runs exactly one F, one B and one W (or one BW) on each stage.
+void check_each_pass_once(const Schedule& s) {
+  for (int r = 0; r < s.stages; ++r) {
+    const auto& list = s.actions[static_cast<std::size_t>(r)];
+    for (int c = 0; c < s.chunks; ++c)
+      for (int i = 0; i < s.micro_batches; ++i) {
+        int f = 0, b = 0, w = 0;
+        for (const Action& a : list) {
+          if (a.microbatch != i || a.chunk != c) continue;
+          f += a.op == PassKind::F;
+          b += a.op == PassKind::B || a.op == PassKind::BW;
+          w += a.op == PassKind::W || a.op == PassKind::BW;
+        }
+        INFO("stage " << r << " micro-batch " << i << " chunk " << c);
+        CHECK((f == 1 && b == 1 && w == 1));
+      }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the V-shaped mapping: stage r runs virtual stages r and 2p − 1 − r", "[plan][schedule]") {
+  for (int p : {2, 3, 5}) {
+    const Schedule s = make_schedule(ScheduleKind::zb_v, p, p);
+    CHECK(s.mapping == StageMapping::v_shape);
+    CHECK(s.chunks == 2);
+    CHECK(s.loss_stages() == std::vector<int>{0});
+    for (int r = 0; r < p; ++r) {
+      CHECK(s.virtual_stage(r, 0) == r);
+      CHECK(s.virtual_stage(r, 1) == 2 * p - 1 - r);
+      CHECK(s.stage_of(s.virtual_stage(r, 1)) == r);
+      CHECK(s.chunk_of(s.virtual_stage(r, 1)) == 1);
+      CHECK(s.direction(r, 0) == 1);
+      CHECK(s.direction(r, 1) == -1);
+    }
+    CHECK(make_schedule(ScheduleKind::one_f_one_b, p, 1).loss_stages() == std::vector<int>{p - 1});
+  }
+}
+
+TEST_CASE("ZB-H2 is a parallelogram: warm-up 2(p − r) − 1, no gap inside, 2p − 1 contexts", "[plan][schedule][simulate]") {
+  for (int p = 2; p <= 6; ++p)
+    for (int m : {p, 2 * p - 1, 2 * p, 3 * p + 1}) {
+      INFO("p=" << p << " m=" << m);
+      const Schedule s = make_schedule(ScheduleKind::zb_h2, p, m);
+      check_each_pass_once(s);
+      const Simulation sim = simulate(s, PassTimes{1, 1, 1});
+      const std::vector<PeakContexts> peaks = peak_contexts(s);
+      // The synchronous step's bubble, recomputed: stage r starts at r and the last one ends at
+      // 3m + p − 1, so every stage idles p − 1 units, ZB-H1's (p − 1)(T_F + T_B − T_W).
+      CHECK(sim.makespan == Approx(3.0 * m + p - 1));
+      for (int r = 0; r < p; ++r) {
+        const auto rr = static_cast<std::size_t>(r);
+        CHECK(sim.idle[rr] == Approx(p - 1.0));
+        CHECK(peaks[rr].total <= 2 * p - 1);
+        if (m >= 2 * p - 1) {
+          const StageSpan span = span_of(sim, r);
+          CHECK(span.first == Approx(r));
+          CHECK(span.last == Approx(3.0 * m + r));
+          CHECK(span.idle_inside == Approx(0.0));
+          CHECK(forwards_before_first_backward(s, r) == 2 * (p - r) - 1);
+        }
+      }
+      if (m >= 2 * p - 1) CHECK(peaks[0].total == 2 * p - 1);
+    }
+}
+
+TEST_CASE("ZB-V at unit times: makespan 6m + p − 1, no gap inside a stage's span, 2p contexts", "[plan][schedule][simulate]") {
+  for (int p = 2; p <= 6; ++p)
+    for (int m : {p, 2 * p - 1, 2 * p + 3}) {
+      INFO("p=" << p << " m=" << m);
+      const Schedule s = make_schedule(ScheduleKind::zb_v, p, m);
+      check_each_pass_once(s);
+      const Simulation sim = simulate(s, PassTimes{1, 1, 1});
+      CHECK(sim.makespan == Approx(6.0 * m + p - 1));
+      for (int r = 0; r < p; ++r) {
+        CHECK(peak_contexts(s)[static_cast<std::size_t>(r)].total <= 2 * p);
+        if (m >= 2 * p - 1) CHECK(span_of(sim, r).idle_inside == Approx(0.0));
+      }
+    }
+}
+
+TEST_CASE("DualPipeV stays within (p − 1)(F&B + B − 3W) idle chunk units and 2p + 1 contexts", "[plan][schedule][simulate]") {
+  // Chunk times F = B = W = 1: a full backward B is 2, and the F&B pair as mdtp runs it (one
+  // pass after the other) 3; the DualPipe README's bound is then (p − 1)(3 + 2 − 3) = 2(p − 1).
+  for (int p = 2; p <= 6; ++p)
+    for (int m : {2 * p, 2 * p + 1, 3 * p + 2}) {
+      INFO("p=" << p << " m=" << m);
+      const Schedule s = make_schedule(ScheduleKind::dualpipev, p, m);
+      check_each_pass_once(s);
+      const Simulation sim = simulate(s, PassTimes{1, 1, 1});
+      const double fb = 3.0, full_backward = 2.0, w = 1.0;
+      for (int r = 0; r < p; ++r) {
+        const auto rr = static_cast<std::size_t>(r);
+        CHECK(sim.busy[rr] == Approx(6.0 * m));
+        CHECK(sim.idle[rr] <= Approx((p - 1) * (fb + full_backward - 3 * w)));
+        CHECK(sim.idle[rr] == Approx(p - 1.0));  // what these shapes reach: half the bound
+        CHECK(peak_contexts(s)[rr].total <= 2 * p + 1);
+        // Every overlapped forward is followed by the full backward of the other chunk.
+        const auto& list = s.actions[rr];
+        int pairs = 0;
+        for (std::size_t i = 0; i + 1 < list.size(); ++i)
+          if (list[i].overlapped) {
+            ++pairs;
+            CHECK(list[i].op == PassKind::F);
+            CHECK(list[i + 1].op == PassKind::BW);
+            CHECK(list[i + 1].chunk != list[i].chunk);
+          }
+        // Phase 4's two pairs per round and phase 5's one (the last stage's first round unpaired).
+        const int rounds = m - 2 * p + r + 1;
+        CHECK(pairs == 2 * rounds + (p - r - 1) - (r == p - 1 ? 1 : 0));
+      }
+    }
+}
+
+TEST_CASE("the zero-bubble family refuses what it cannot run, naming the value", "[plan][schedule][errors]") {
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipev, 4, 7), Contains("at least 2 x pp = 8 micro-batches; got m=7"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::zb_v, 1, 4), Contains("zb-v schedule needs pp >= 2; got pp=1"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::zb_v, 2, 4, 3), Contains("--chunks 3") && Contains("2 chunks per stage"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::zb_h2, 4, 3), Contains("zb-h2 schedule needs at least pp=4"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::zb_v, 3, 2), Contains("zb-v schedule needs at least pp=3"));
+  for (const char* name : {"zb-h2", "zb-v", "dualpipev", "dualpipe"})
+    CHECK(schedule_name(parse_schedule(name)) == std::string(name));
+}
+
+TEST_CASE("the mirrored mapping: stage r holds positions r and p − 1 − r, mirror stages the same chunks", "[plan][schedule]") {
+  for (int p : {2, 4, 6}) {
+    const Schedule s = make_schedule(ScheduleKind::dualpipe, p, 2 * p);
+    CHECK(s.mapping == StageMapping::mirrored);
+    CHECK(s.parameter_copies() == 2);
+    CHECK(s.loss_stages() == std::vector<int>{0, p - 1});  // route 1 ends on stage 0, route 0 on p − 1
+    const StageMap map = s.map();
+    for (int r = 0; r < p; ++r) {
+      const int low = std::min(r, p - 1 - r), high = std::max(r, p - 1 - r);
+      CHECK(map.position(s.virtual_stage(r, 0)) == low);  // chunks in model order
+      CHECK(map.position(s.virtual_stage(r, 1)) == high);
+      for (int c : {0, 1}) {
+        const int vs = s.virtual_stage(r, c);
+        CHECK(s.stage_of(vs) == r);
+        CHECK(s.chunk_of(vs) == c);
+        // The down route (0) runs position k on stage k, the up route (1) on stage p − 1 − k.
+        CHECK(map.route(vs) == (map.position(vs) == r ? 0 : 1));
+        CHECK(s.micro_batches_through(r, c) == p);
+        // Micro-batches 0 … m/2 − 1 take the down route, the rest the up route.
+        CHECK(s.visits(0, vs) == (map.route(vs) == 0));
+        CHECK(s.visits(2 * p - 1, vs) == (map.route(vs) == 1));
+      }
+    }
+  }
+  CHECK_THROWS_WITH(StageMap(StageMapping::mirrored, 3, 2), Contains("needs an even pp; got pp=3"));
+}
+
+TEST_CASE("DualPipe: both routes fed, within (p/2 − 1)(F&B + B − 3W) idle units and p + 1 contexts", "[plan][schedule][simulate]") {
+  // The same unit times as DualPipeV's test: F&B = 3, a full backward B = 2, W = 1.
+  for (int p : {2, 4, 6, 8})
+    for (int m : {2 * p, 2 * p + 2, 3 * p + 2 * (p % 4 == 0 ? 1 : 2)}) {
+      if (m % 2) continue;
+      INFO("p=" << p << " m=" << m);
+      const Schedule s = make_schedule(ScheduleKind::dualpipe, p, m);
+      const Simulation sim = simulate(s, PassTimes{1, 1, 1});  // completes, channels in order
+      for (int r = 0; r < p; ++r) {
+        const auto rr = static_cast<std::size_t>(r);
+        // m/2 micro-batches through each of the two chunks, 3 units each.
+        CHECK(sim.busy[rr] == Approx(3.0 * m));
+        CHECK(sim.idle[rr] <= Approx((p / 2 - 1) * (3.0 + 2.0 - 3.0)));
+        CHECK(peak_contexts(s)[rr].total <= p + 1);
+        int down = 0, up = 0;
+        for (const Action& a : s.actions[rr])
+          if (a.op == PassKind::F) (s.map().route(s.virtual_stage(r, a.chunk)) == 0 ? down : up) += 1;
+        CHECK(down == m / 2);
+        CHECK(up == m / 2);
+      }
+    }
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipe, 3, 6), Contains("even pp >= 2") && Contains("pp=3"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipe, 4, 9), Contains("even number of micro-batches") && Contains("m=9"));
+  CHECK_THROWS_WITH(make_schedule(ScheduleKind::dualpipe, 4, 6), Contains("at least 2 x pp = 8"));
+}

@@ -142,7 +142,7 @@ TEST_CASE("every enum name parses back to its value, and unknown names are refus
   for (TpMode m : all_tp_modes()) CHECK(parse_tp_mode(tp_mode_name(m)) == m);
   CHECK(all_tp_modes().size() == 6);
   for (ScheduleKind k : all_schedules()) CHECK(parse_schedule(schedule_name(k)) == k);
-  CHECK(all_schedules().size() == 4);
+  CHECK(all_schedules().size() == 8);
   for (Recompute r : all_recomputes()) CHECK(parse_recompute(recompute_name(r)) == r);
   CHECK(all_recomputes().size() == 3);
   for (OptimizerKind k : all_optimizer_kinds()) CHECK(parse_optimizer_kind(optimizer_kind_name(k)) == k);
@@ -167,7 +167,8 @@ TEST_CASE("every enum name parses back to its value, and unknown names are refus
   CHECK_THROWS_WITH(parse_tp_mode("4d"),
                     Equals("unknown tensor-parallel mode '4d'; expected one of none, 1d, 1d-sp, 2d, 2.5d, 3d"));
   CHECK_THROWS_WITH(parse_schedule("1F1B"),
-                    Equals("unknown pipeline schedule '1F1B'; expected one of gpipe, 1f1b, interleaved, zb-h1"));
+                    Equals("unknown pipeline schedule '1F1B'; expected one of gpipe, 1f1b, interleaved, zb-h1, zb-h2, "
+                           "zb-v, dualpipev, dualpipe"));
   CHECK_THROWS_WITH(parse_recompute("sometimes"),
                     Equals("activation recomputation must be none, selective or full; got 'sometimes'"));
   CHECK_THROWS_WITH(parse_optimizer_kind("adam"), Equals("unknown optimizer 'adam'; expected sgd or adamw"));
@@ -175,7 +176,10 @@ TEST_CASE("every enum name parses back to its value, and unknown names are refus
                     Equals("unknown normalisation 'batchnorm'; expected layernorm or rmsnorm"));
   CHECK_THROWS_WITH(parse_position_kind("alibi"),
                     Equals("unknown position embedding 'alibi'; expected learned or rope"));
-  CHECK_THROWS_WITH(parse_stage_mapping("v-shape"), Equals("unknown stage mapping 'v-shape'; expected round-robin"));
+  CHECK(parse_stage_mapping("v-shape") == StageMapping::v_shape);
+  CHECK(parse_stage_mapping("mirrored") == StageMapping::mirrored);
+  CHECK_THROWS_WITH(parse_stage_mapping("mirror"),
+                    Equals("unknown stage mapping 'mirror'; expected round-robin, v-shape or mirrored"));
 }
 
 TEST_CASE("the phase and group names are the strings the ledger and the mesh use", "[spec]") {
@@ -245,7 +249,7 @@ TEST_CASE("validate refuses each rule with a message naming the member", "[spec]
       {[](RunSpec& s) { s.layout.schedule = ScheduleKind::interleaved; },
        "run spec: the interleaved schedule needs parallel.chunks >= 2 (one chunk is 1f1b); got 1"},
       {[](RunSpec& s) { s.layout.chunks = 2; },
-       "run spec: parallel.chunks=2 applies only to the interleaved schedule, not 1f1b"},
+       "run spec: parallel.chunks=2; the 1f1b schedule runs 1 chunk per stage (only interleaved takes another count)"},
       {[](RunSpec& s) {
          s.layout.schedule = ScheduleKind::gpipe;
          s.layout.group_size = 2;
@@ -471,7 +475,8 @@ TEST_CASE("to_json then run_spec_from_json gives back the spec exactly", "[spec]
         s.recompute = recompute;
         s.layout.tp = mode == TpMode::d3 ? 8 : 4;
         s.layout.pp = 4;
-        s.layout.chunks = schedule == ScheduleKind::interleaved ? 3 : 1;
+        s.layout.chunks = schedule == ScheduleKind::interleaved ? 3 : fixed_chunks(schedule);
+        s.layout.stage_mapping = stage_mapping_of(schedule);
         specs.push_back(s);
       }
   for (int stage = 0; stage <= 3; ++stage)
@@ -509,7 +514,7 @@ TEST_CASE("to_json then run_spec_from_json gives back the spec exactly", "[spec]
     CHECK(round_trip(s) == s);
     CHECK(text_round_trip(s) == s);
   }
-  CHECK(specs.size() == 2 + 6 * 4 * 3 + 8 + 4 + 2);
+  CHECK(specs.size() == 2 + 6 * 8 * 3 + 8 + 4 + 2);
 }
 
 TEST_CASE("a missing key takes the default given; a missing section all of them", "[spec][json]") {
@@ -561,7 +566,7 @@ TEST_CASE("the reader refuses unknown keys, wrong types, bad names and other ver
   check_refused(with(good, "/parallel/mode", 1), "run spec: 'parallel.mode' must be a name (string); got number 1");
   check_refused(with(good, "/parallel/schedule", "2f2b"),
                 "run spec: 'parallel.schedule': unknown pipeline schedule '2f2b'; expected one of gpipe, 1f1b, "
-                "interleaved, zb-h1");
+                "interleaved, zb-h1, zb-h2, zb-v, dualpipev, dualpipe");
   check_refused(with(good, "/recompute", "sometimes"),
                 "run spec: 'recompute': activation recomputation must be none, selective or full; got 'sometimes'");
   check_refused(with(good, "/optimizer/kind", "adam"),

@@ -72,6 +72,13 @@ TrainConfig base(TpMode mode, int tp, int pp, std::int64_t batch, int micro_batc
 
 GridCase with(std::string label, TrainConfig t) { return GridCase{std::move(label), std::move(t)}; }
 
+// A schedule of two chunks per stage (zb-v and dualpipev in V order, dualpipe mirrored).
+TrainConfig v_shaped(TrainConfig t) {
+  t.spec.layout.chunks = 2;
+  t.spec.layout.stage_mapping = stage_mapping_of(t.spec.layout.schedule);
+  return t;
+}
+
 // ZeRO at `stage` with small buckets (several per unit), `steps` steps (the ledger is the last's).
 TrainConfig zero(TrainConfig t, int stage, double bucket_mb = 0.004, bool keep = false, int steps = 1) {
   t.spec.zero.stage = stage;
@@ -87,6 +94,14 @@ std::vector<GridCase> ci_grid() {
   g.push_back(with("none tp1 pp2 dp4 1f1b m2", base(TpMode::none, 1, 2, 8, 2)));
   g.push_back(with("1d tp2 pp2 dp2 1f1b m4", base(TpMode::d1, 2, 2, 8, 4)));
   g.push_back(with("1d tp2 pp2 dp2 zb-h1 m2 b2", base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::zb_h1)));
+  g.push_back(with("1d tp2 pp2 dp2 zb-v m2 zero3", zero(v_shaped(base(TpMode::d1, 2, 2, 8, 2, ScheduleKind::zb_v)), 3)));
+  g.push_back(with("2d tp4 pp2 dp1 dualpipev m4 b2", v_shaped(base(TpMode::d2, 4, 2, 8, 4, ScheduleKind::dualpipev))));
+  g.push_back(with("none tp1 pp2 dp4 zb-h2 m3 zero1", zero(base(TpMode::none, 1, 2, 12, 3, ScheduleKind::zb_h2), 1)));
+  g.push_back(with("1d tp2 pp2 dp2 dualpipe m4 zero3",
+                   zero(v_shaped(base(TpMode::d1, 2, 2, 8, 4, ScheduleKind::dualpipe)), 3)));
+  g.push_back(with("1d-sp tp2 pp2 dp2 dualpipe m4 zero2",
+                   zero(v_shaped(base(TpMode::d1_sp, 2, 2, 8, 4, ScheduleKind::dualpipe)), 2)));
+  g.push_back(with("none tp1 pp4 dp2 dualpipe m8", v_shaped(base(TpMode::none, 1, 4, 16, 8, ScheduleKind::dualpipe))));
   g.push_back(with("1d-sp tp2 pp2 dp2 gpipe m2", base(TpMode::d1_sp, 2, 2, 4, 2, ScheduleKind::gpipe)));
   {
     TrainConfig t = base(TpMode::d1, 4, 2, 2, 2, ScheduleKind::interleaved);

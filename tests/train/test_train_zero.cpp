@@ -3,12 +3,14 @@
 // after three AdamW steps — bit-identical at dp = 2 without clipping where every reduced element
 // is a two-term sum (AdamW is element-wise), else within 1e-10 (the norm and TP partial sums are
 // summed over shards in another order).  Under TP modes, with offload and keep-params, and under a two-stage pipeline
-// (1f1b, zb-h1).  Also: bytes held per category after the run equal the bucket plan's model on
+// (1f1b, zb-h1, zb-h2, the V-shaped zb-v and dualpipev, and dualpipe with its two copies).  Also: bytes held per category after the run equal the bucket plan's model on
 // every rank, and a checkpoint written at stage 3 with dp = 4 resumes at stage 0 on one rank and
 // at stage 2 with pp = 2, continuing within 1e-9 of the uninterrupted run.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <iostream>
 
 #include "support/gpt_harness.hpp"
@@ -35,10 +37,14 @@ std::vector<ZeroCase> zero_train_cases(int world) {
     case 2: return {{"none dp2", TpMode::none, 1, 1, 1, ScheduleKind::one_f_one_b, 2}};
     case 4:
       return {{"1d tp2 dp2", TpMode::d1, 2, 1, 1, ScheduleKind::one_f_one_b, 1},
-              {"none pp2 zb-h1 dp2", TpMode::none, 1, 1, 2, ScheduleKind::zb_h1, 2}};
+              {"none pp2 zb-h1 dp2", TpMode::none, 1, 1, 2, ScheduleKind::zb_h1, 2},
+              {"none pp2 zb-v dp2", TpMode::none, 1, 1, 2, ScheduleKind::zb_v, 2},
+              {"none pp2 dualpipe dp2", TpMode::none, 1, 1, 2, ScheduleKind::dualpipe, 4}};
     case 8:
       return {{"2d tp4 dp2", TpMode::d2, 4, 1, 1, ScheduleKind::one_f_one_b, 1},
-              {"1d-sp tp2 pp2 1f1b dp2", TpMode::d1_sp, 2, 1, 2, ScheduleKind::one_f_one_b, 2}};
+              {"1d-sp tp2 pp2 1f1b dp2", TpMode::d1_sp, 2, 1, 2, ScheduleKind::one_f_one_b, 2},
+              {"1d tp2 pp2 dualpipev dp2", TpMode::d1, 2, 1, 2, ScheduleKind::dualpipev, 4},
+              {"none pp2 zb-h2 dp4", TpMode::none, 1, 1, 2, ScheduleKind::zb_h2, 3}};
     default: return {};
   }
 }
@@ -50,9 +56,13 @@ TrainConfig config_for(const ZeroCase& c, int world) {
   t.spec.layout.depth = c.depth;
   t.spec.layout.pp = c.pp;
   t.spec.layout.schedule = c.schedule;
+  t.spec.layout.stage_mapping = stage_mapping_of(c.schedule);
+  t.spec.layout.chunks = std::max(1, fixed_chunks(c.schedule));
   t.spec.layout.micro_batches = c.micro_batches;
-  t.spec.model = ModelShape{2, 32, 4, 16, 0};  // vocabulary from the shipped corpus
-  t.spec.global_batch = 4 * world / (c.tp * c.pp);  // 4 · dp: dp · m divides it (m ≤ 2)
+  // Vocabulary from the shipped corpus; a V-shaped schedule needs a block per virtual stage.
+  t.spec.model = ModelShape{is_v_shaped(c.schedule) || is_mirrored(c.schedule) ? 2 * c.pp : 2, 32, 4, 16, 0};
+  // lcm(4, m) · dp sequences: dp · m divides it (m = 3 included).
+  t.spec.global_batch = std::lcm(4, c.micro_batches) * world / (c.tp * c.pp);
   t.steps = 3;
   t.spec.optimizer.lr = 2e-2;
   t.spec.precision = precision_for(DType::f64);
