@@ -444,15 +444,16 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   }
 
   // The loss: summed on the stage of the last virtual stage over the logits' row split and the
-  // replicas, then broadcast; under DualPipe the two stages that end a route (0 and p − 1) each
-  // sum theirs, and an all-reduce over pp adds them.
+  // replicas, then broadcast; under DualPipe the two stages that end a route (0 and p − 1) first
+  // all-reduce their per-micro-batch sums over pp, and stage 0 reduces the total.
   const std::vector<int> loss_stages = schedule.loss_stages();
-  if (std::find(loss_stages.begin(), loss_stages.end(), stage) != loss_stages.end()) {
+  if (loss_stages.size() > 1)
+    list.add_if_many(phase::loss, phase::loss, group::pp, CollectiveOp::all_reduce, m, DType::f64, 1);
+  if (stage == loss_stages.front()) {
     list.add_if_many(phase::loss, phase::loss, s.split().cols, CollectiveOp::all_reduce, 1, DType::f64, 1);
     list.add_if_many(phase::loss, phase::loss, group::dp, CollectiveOp::all_reduce, 1, DType::f64, 1);
   }
-  list.add_if_many(phase::loss, phase::loss, group::pp,
-                   loss_stages.size() == 1 ? CollectiveOp::broadcast : CollectiveOp::all_reduce, 1, DType::f64, 1);
+  list.add_if_many(phase::loss, phase::loss, group::pp, CollectiveOp::broadcast, 1, DType::f64, 1);
 
   // The optimizer: the norm's sum (over dp first when the gradients are sharded), then at stages
   // 1–2 every bucket's updated values all-gathered over dp.

@@ -119,8 +119,10 @@ void PipelineExecutor::run_action(const Action& a, const std::vector<MicroBatch>
         PhaseScope phase(mesh_.ledger(), phase::forward);
         y = chunk.forward(input, mbs.at(static_cast<std::size_t>(a.microbatch)), slot.saved, &local);
       }
-      if (schedule_.last(vs))
+      if (schedule_.last(vs)) {
         out.loss_sum += local;
+        out.loss_by_micro_batch.at(static_cast<std::size_t>(a.microbatch)) += local;
+      }
       else
         pass_on(y, 'F', a.microbatch, vs, vs + 1);
       break;
@@ -171,6 +173,7 @@ StageStepResult PipelineExecutor::run_step(const std::vector<MicroBatch>& micro_
   sends_.clear();
   next_receive_ = 0;
   StageStepResult out;
+  out.loss_by_micro_batch.assign(static_cast<std::size_t>(schedule_.micro_batches), 0.0);
   const auto& list = schedule_.actions[static_cast<std::size_t>(stage_)];
   post_receives_ahead(0);
   for (std::size_t i = 0; i < list.size(); ++i) {

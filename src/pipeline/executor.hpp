@@ -46,6 +46,9 @@ struct ActionRecord {
 
 struct StageStepResult {
   double loss_sum = 0.0;  // the last virtual stage's local loss sums (0 elsewhere)
+  // The same per micro-batch (0 where this stage did not end the micro-batch's route): DualPipe's
+  // two end stages each end half the routes, and the trainer adds these in micro-batch order.
+  std::vector<double> loss_by_micro_batch;
   std::vector<ActionRecord> timeline;
   double seconds = 0.0;    // the whole step on this stage, trailing sends included
   double p2p_wait = 0.0;   // exposed: actions waiting for their input

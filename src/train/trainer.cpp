@@ -52,21 +52,26 @@ StepTokens step_tokens(const TokenData& data, std::int64_t position, int replica
 // The step's mean loss: reduced once on the stage that runs the last virtual stage (p − 1, or 0
 // under a V-shaped schedule; over the logits' row split and the replicas), then sent to every
 // stage so that every rank reports it (phase "loss").  Under DualPipe both ends of the pipeline
-// finish a route: each reduces its own share, and a sum over pp adds them.
+// end routes, each for half the micro-batches: their per-micro-batch sums are first summed over
+// pp (each slot has one non-zero term, so exactly) and added in micro-batch order, as a single
+// stage adds them, so the loss is the unpipelined run's to the bit; stage 0 then reduces it.
 double step_loss(GptModel& model, const Mesh& mesh, const StageStepResult& result, const Schedule& schedule) {
   PhaseScope scope(mesh.ledger(), phase::loss);
   Communicator& pp = mesh.comm(group::pp);
   const std::vector<int> loss_stages = schedule.loss_stages();
-  const bool computes = std::find(loss_stages.begin(), loss_stages.end(), pp.rank()) != loss_stages.end();
+  const int root = loss_stages.front();
   const Backend& backend = model.mode().context().backend;
-  Tensor loss = backend.zeros({1}, DType::f64, MemCategory::other);
-  if (computes) backend.assign_f64(loss, {model.reduce_loss(result.loss_sum, schedule.micro_batches)});
-  if (pp.size() > 1) {
-    if (loss_stages.size() == 1)
-      pp.broadcast(loss, loss_stages.front());
-    else
-      pp.all_reduce(loss);
+  double local = result.loss_sum;
+  if (loss_stages.size() > 1) {
+    Tensor sums = backend.from_f64(result.loss_by_micro_batch, {static_cast<std::int64_t>(schedule.micro_batches)},
+                                   DType::f64, MemCategory::other);
+    pp.all_reduce(sums);
+    local = 0.0;
+    for (double s : backend.to_f64(sums)) local += s;
   }
+  Tensor loss = backend.zeros({1}, DType::f64, MemCategory::other);
+  if (pp.rank() == root) backend.assign_f64(loss, {model.reduce_loss(local, schedule.micro_batches)});
+  if (pp.size() > 1) pp.broadcast(loss, root);
   return backend.to_f64(loss)[0];
 }
 
