@@ -76,21 +76,23 @@ std::int64_t StepConfig::stage_blocks(int stage) const {
   return n;
 }
 
-bool StepConfig::holds_embedding(int stage) const {
-  const ParallelLayout& l = spec.layout;
+namespace {
+
+// Whether one of stage r's chunks runs the first position (the embedding) or the last (the head).
+bool runs_end(const ParallelLayout& l, int stage, bool last) {
   const StageMap map(l.stage_mapping, l.pp, l.chunks);
-  for (int chunk = 0; chunk < l.chunks; ++chunk)
-    if (map.first(map.virtual_stage(stage, chunk))) return true;
+  for (int chunk = 0; chunk < l.chunks; ++chunk) {
+    const int vs = map.virtual_stage(stage, chunk);
+    if (last ? map.last(vs) : map.first(vs)) return true;
+  }
   return false;
 }
 
-bool StepConfig::holds_head(int stage) const {
-  const ParallelLayout& l = spec.layout;
-  const StageMap map(l.stage_mapping, l.pp, l.chunks);
-  for (int chunk = 0; chunk < l.chunks; ++chunk)
-    if (map.last(map.virtual_stage(stage, chunk))) return true;
-  return false;
-}
+}  // namespace
+
+bool StepConfig::holds_embedding(int stage) const { return runs_end(spec.layout, stage, false); }
+
+bool StepConfig::holds_head(int stage) const { return runs_end(spec.layout, stage, true); }
 
 bool StepConfig::head_holds_wte_copy() const {
   for (int r = 0; r < spec.layout.pp; ++r)
