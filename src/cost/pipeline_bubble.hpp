@@ -6,10 +6,12 @@
 //                      the forward F, the input gradient B and the weight gradient W, so only
 //                      bubble_seconds gives it; bubble_over_ideal assumes T_F = T_B = T_W there.
 //   ZB-H2, ZB-V,       no closed form is used: the schedule's action lists are simulated with
-//   DualPipeV          each chunk's passes at 1/v of the stage's times (plan/schedule_sim.hpp),
-//                      the bubble being the most idle stage's idle time (at unit times: ZB-H2
-//                      p − 1, ZB-V 6m + p − 1 − 6m over chunk units, DualPipeV its F&B pairs
-//                      counted as F + B + W, since mdtp does not overlap them), and the contexts
+//   DualPipeV,         each chunk's passes at 1/v of the stage's times (under DualPipe a chunk
+//   DualPipe           is a whole position run by half the micro-batches: the stage's times)
+//                      (plan/schedule_sim.hpp), the bubble being the most idle stage's idle
+//                      time (at unit times: ZB-H2 p − 1, ZB-V p − 1 chunk units, DualPipeV
+//                      p − 1 and DualPipe p/2 − 1 with their F&B pairs counted as F + B + W,
+//                      since mdtp does not overlap them), and the contexts
 //                      held read off the order.
 // And the micro-batch activations a stage holds at most (GPipe: all m; 1F1B and ZB-H1:
 // min(p−r, m) on stage r — W = min(p−r−1, m) warm-up forwards plus the one in steady state, never

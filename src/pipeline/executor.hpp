@@ -2,18 +2,19 @@
 // PipelineExecutor: runs one stage's action list of a Schedule (plan/schedule.hpp) for one step,
 // on a GptModel holding that stage's chunks (chunk c of the stage is model.chunk(c)).
 //
-//   F(i, c)   receive the residual stream from the previous virtual stage (none on virtual stage
-//             0, which embeds micro-batch i's tokens), run the chunk forward, send the result on
-//             (none on the last virtual stage, which adds its local loss sum to the step's)
-//   B(i, c)   receive the gradient from the next virtual stage (the last one starts from the
-//             loss), run the backward-input pass, send the input gradient back (none on virtual
-//             stage 0)
+//   F(i, c)   receive the residual stream from the previous virtual stage (none on a first one,
+//             which embeds micro-batch i's tokens), run the chunk forward, send the result on
+//             (none on a last one, which adds its local loss sum to the step's)
+//   B(i, c)   receive the gradient from the next virtual stage (a last one starts from the
+//             loss), run the backward-input pass, send the input gradient back (none on a first
+//             virtual stage)
 //   W(i, c)   the weight pass (the step's last one of a chunk marks its gradients complete)
 //   BW(i, c)  B then W
 //
 // Transfers are non-blocking (BoundaryLink), tagged by (direction, micro-batch, virtual stage),
-// between the stages that run neighbouring virtual stages (plan/virtual_stage.hpp: round-robin or
-// V-shaped; the bottom of a V hands over inside the stage, with no transfer),
+// between the stages that run neighbouring virtual stages of the micro-batch's route
+// (plan/virtual_stage.hpp: round-robin, V-shaped — whose bottom hands over inside the stage, with
+// no transfer — or DualPipe's two mirrored routes),
 // so MPI matches them whatever the posting order; receives are posted ahead (a small look-ahead
 // window, so their buffers do not all live at once) and sends complete in the background.  MPICH
 // advances non-blocking transfers only inside MPI calls, so the executor polls every pending
