@@ -39,7 +39,8 @@ struct MeshConfig {
   int ranks_per_node = 0;      // 0 = all ranks on one node
   // Where the pipeline's first and last virtual stage run, and so the `embedding` group of the
   // tied wte's two copies: the first and the last stage (round-robin), or stage 0 alone, which
-  // holds both ends of a V and so one wte.
+  // holds both ends of a V and so one wte, or each end stage alone under DualPipe's mirror (both
+  // hold both ends), which also pairs stages r and p − 1 − r in the `mirror` group.
   StageMapping stage_mapping = StageMapping::round_robin;
 };
 

@@ -18,7 +18,7 @@ const std::vector<ScheduleKind>& all_schedules();
 const char* schedule_list();
 
 // The V-shaped schedules (zb-v, dualpipev) run two chunks per stage, stage r holding virtual
-// stages r and 2p − 1 − r; the others place virtual stages round-robin.
+// stages r and 2p − 1 − r; DualPipe mirrors (below); the others place virtual stages round-robin.
 bool is_v_shaped(ScheduleKind kind);
 // DualPipe runs two routes: micro-batches fed from both ends, stage r holding the model's positions
 // r and p − 1 − r (two copies of the parameters, summed over the `mirror` group).
