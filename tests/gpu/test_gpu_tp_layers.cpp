@@ -44,14 +44,7 @@ constexpr double kBf16Tolerance = 1e-2;
 
 // The (mode, mesh) pairs the GPU runs check at `world` ranks (see the header comment).
 std::vector<ModeCase> gpu_cases_for_world(int world) {
-  auto make = [&](const char* mode, int tp, int depth = 1) {
-    MeshConfig c;
-    c.world = world;
-    c.tp = tp;
-    c.tp_mode = parse_tp_mode(mode);
-    c.tp_depth = depth;
-    return ModeCase{c.tp_mode, c};
-  };
+  auto make = [&](const char* mode, int tp, int depth = 1) { return mode_case(mode, world, tp, depth); };
   std::vector<ModeCase> cases;
   switch (world) {
     case 1:

@@ -10,18 +10,6 @@
 #include "support/whole_model.hpp"
 
 namespace mdtp::testing {
-namespace {
-
-ModeCase make_case(const char* mode, int world, int tp, int depth = 1) {
-  MeshConfig c;
-  c.world = world;
-  c.tp = tp;
-  c.tp_mode = parse_tp_mode(mode);
-  c.tp_depth = depth;
-  return ModeCase{c.tp_mode, c};
-}
-
-}  // namespace
 
 int world_rank() {
   int rank = 0;
@@ -33,24 +21,24 @@ std::vector<ModeCase> model_cases_for_world(int world) {
   std::vector<ModeCase> cases;
   switch (world) {
     case 1:
-      cases = {make_case("none", 1, 1)};
+      cases = {mode_case("none", 1, 1)};
       break;
     case 2:
-      cases = {make_case("none", 2, 1), make_case("1d", 2, 2), make_case("1d-sp", 2, 2)};
+      cases = {mode_case("none", 2, 1), mode_case("1d", 2, 2), mode_case("1d-sp", 2, 2)};
       break;
     case 4:
-      cases = {make_case("1d", 4, 4),         make_case("1d-sp", 4, 4), make_case("2d", 4, 4),
-               make_case("2.5d", 4, 4, 1),  make_case("1d", 4, 2),    make_case("none", 4, 1)};
+      cases = {mode_case("1d", 4, 4),         mode_case("1d-sp", 4, 4), mode_case("2d", 4, 4),
+               mode_case("2.5d", 4, 4, 1),  mode_case("1d", 4, 2),    mode_case("none", 4, 1)};
       break;
     case 8:
-      cases = {make_case("3d", 8, 8),          make_case("2.5d", 8, 8, 2), make_case("2d", 8, 4),
-               make_case("2.5d", 8, 4, 1),   make_case("1d-sp", 8, 4),     make_case("1d", 8, 2)};
+      cases = {mode_case("3d", 8, 8),          mode_case("2.5d", 8, 8, 2), mode_case("2d", 8, 4),
+               mode_case("2.5d", 8, 4, 1),   mode_case("1d-sp", 8, 4),     mode_case("1d", 8, 2)};
       break;
     case 18:
-      cases = {make_case("2.5d", 18, 18, 2), make_case("2d", 18, 9)};
+      cases = {mode_case("2.5d", 18, 18, 2), mode_case("2d", 18, 9)};
       break;
     case 27:
-      cases = {make_case("3d", 27, 27)};
+      cases = {mode_case("3d", 27, 27)};
       break;
     default:
       break;
@@ -109,7 +97,7 @@ void GptRun::set(const ParamMap& values) {
   for (ModelParam& p : model->parameters()) scatter_logical(p, values.at(p.name()), p.param->value, *mesh, *backend);
 }
 
-ModeCase serial_case() { return make_case("none", 1, 1); }
+ModeCase serial_case() { return mode_case("none", 1, 1); }
 
 ParamMap random_parameters(const GptRun& run, unsigned seed, double scale) {
   ParamMap out;

@@ -35,15 +35,17 @@ std::int64_t ModeCase::feature_unit() const {
   return tp;
 }
 
+ModeCase mode_case(const char* mode, int world, int tp, int depth) {
+  MeshConfig c;
+  c.world = world;
+  c.tp = tp;
+  c.tp_mode = parse_tp_mode(mode);
+  c.tp_depth = depth;
+  return ModeCase{c.tp_mode, c};
+}
+
 std::vector<ModeCase> cases_for_world(int world) {
-  auto make = [&](const char* name, int tp, int depth = 1) {
-    MeshConfig c;
-    c.world = world;
-    c.tp = tp;
-    c.tp_mode = parse_tp_mode(name);
-    c.tp_depth = depth;
-    return ModeCase{c.tp_mode, c};
-  };
+  auto make = [&](const char* name, int tp, int depth = 1) { return mode_case(name, world, tp, depth); };
   std::vector<ModeCase> cases;
   if (world == 1) cases.push_back(make("none", 1));
   if (world >= 2 && world <= 8) {

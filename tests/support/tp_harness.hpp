@@ -25,6 +25,9 @@ struct ModeCase {
   std::int64_t feature_unit() const;
 };
 
+// The mode named `mode` (tp_mode_name) on a mesh of `world` ranks with that tp and depth.
+ModeCase mode_case(const char* mode, int world, int tp, int depth = 1);
+
 // Every (mode, mesh) of the TP issue that fits `world` ranks.
 std::vector<ModeCase> cases_for_world(int world);
 

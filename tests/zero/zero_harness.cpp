@@ -7,24 +7,15 @@
 
 namespace mdtp::testing {
 
-ModeCase zero_case(const char* mode, int world, int tp, int depth) {
-  MeshConfig c;
-  c.world = world;
-  c.tp = tp;
-  c.tp_mode = parse_tp_mode(mode);
-  c.tp_depth = depth;
-  return ModeCase{c.tp_mode, c};
-}
-
 std::vector<ModeCase> zero_cases_for_world(int world) {
   switch (world) {
-    case 1: return {zero_case("none", 1, 1)};
-    case 2: return {zero_case("none", 2, 1), zero_case("1d", 2, 2)};
-    case 3: return {zero_case("none", 3, 1)};
-    case 4: return {zero_case("none", 4, 1), zero_case("1d", 4, 2), zero_case("1d-sp", 4, 2)};
+    case 1: return {mode_case("none", 1, 1)};
+    case 2: return {mode_case("none", 2, 1), mode_case("1d", 2, 2)};
+    case 3: return {mode_case("none", 3, 1)};
+    case 4: return {mode_case("none", 4, 1), mode_case("1d", 4, 2), mode_case("1d-sp", 4, 2)};
     case 8:
-      return {zero_case("2d", 8, 4), zero_case("2.5d", 8, 4, 1), zero_case("1d", 8, 2), zero_case("2.5d", 8, 8, 2),
-              zero_case("3d", 8, 8)};
+      return {mode_case("2d", 8, 4), mode_case("2.5d", 8, 4, 1), mode_case("1d", 8, 2), mode_case("2.5d", 8, 8, 2),
+              mode_case("3d", 8, 8)};
     default: return {};
   }
 }
@@ -35,9 +26,9 @@ std::vector<ModeCase> zero_pipeline_cases_for_world(int world) {
     return c;
   };
   switch (world) {
-    case 2: return {with_pp(zero_case("none", 2, 1))};
-    case 4: return {with_pp(zero_case("none", 4, 1))};
-    case 8: return {with_pp(zero_case("1d", 8, 2))};
+    case 2: return {with_pp(mode_case("none", 2, 1))};
+    case 4: return {with_pp(mode_case("none", 4, 1))};
+    case 8: return {with_pp(mode_case("1d", 8, 2))};
     default: return {};
   }
 }

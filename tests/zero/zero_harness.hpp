@@ -13,7 +13,6 @@ namespace mdtp::testing {
 // Every (mode, mesh) the ZeRO tests run at this world size: tp = 1 with dp = world, and the TP
 // modes that fit with dp = 2 or 4 (dp = 1 where only the mode fits: 2.5D with d = 2, 3D).
 std::vector<ModeCase> zero_cases_for_world(int world);
-ModeCase zero_case(const char* mode, int world, int tp, int depth = 1);
 // Two-stage pipelines (pp = 2) at this world size: tp = 1 at 2 and 4 ranks, 1D tp = 2 at 8.
 std::vector<ModeCase> zero_pipeline_cases_for_world(int world);
 
