@@ -10,23 +10,23 @@ namespace mdtp::cost {
 
 namespace {
 
-// The schedules whose bubble has no closed form here: ZB-H2, ZB-V and DualPipeV are timed by
-// simulating their action lists (plan/schedule_sim.hpp).
+// The schedules whose bubble has no closed form here: ZB-H2, ZB-V, DualPipeV and DualPipe are
+// timed by simulating their action lists (plan/schedule_sim.hpp).
 bool simulated(ScheduleKind kind) {
   return kind == ScheduleKind::zb_h2 || kind == ScheduleKind::zb_v || kind == ScheduleKind::dualpipev ||
          kind == ScheduleKind::dualpipe;
 }
 
 // Validated on every call, so a bad configuration never yields a number.
-int chunks_of(const PipelineConfig& c) {
+void check_sizes(const PipelineConfig& c) {
   require(c.stages >= 1, "a pipeline needs at least one stage; got p=", c.stages);
   require(c.microbatches >= 1, "a pipeline needs at least one micro-batch; got m=", c.microbatches);
   require(c.chunks >= 1, "a pipeline needs at least one model chunk per stage; got v=", c.chunks);
-  if (simulated(c.schedule)) {
-    // The schedule's own rules (p ≥ 2, m ≥ p or 2p, its fixed chunks), from the one function that builds it.
-    const Schedule s = make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
-    return s.chunks;
-  }
+}
+
+// The chunks of a schedule with a closed form.
+int chunks_of(const PipelineConfig& c) {
+  check_sizes(c);
   if (c.schedule != ScheduleKind::interleaved) {
     require(c.chunks == 1, "model chunks (v=", c.chunks, ") apply only to the interleaved schedule, not ",
             schedule_name(c.schedule));
@@ -38,13 +38,17 @@ int chunks_of(const PipelineConfig& c) {
   return c.chunks;
 }
 
-}  // namespace
+// A simulated schedule, built once per call: make_schedule refuses what it cannot run (p ≥ 2,
+// m ≥ p or 2p, its fixed chunks, an even p for DualPipe).
+Schedule simulated_schedule(const PipelineConfig& c) {
+  check_sizes(c);
+  return make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
+}
 
-double simulated_bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
-  const Schedule s = make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
-  // Each chunk runs 1/v of the stage's work per micro-batch (under DualPipe each chunk is a whole
-  // position and runs half the micro-batches: the stage's time per micro-batch is one chunk's); an
-  // overlapped F&B pair costs F + B + W (no overlap).
+// The most idle stage's idle time.  Each chunk runs 1/v of the stage's work per micro-batch (under
+// DualPipe each chunk is a whole position and runs half the micro-batches: the stage's time per
+// micro-batch is one chunk's); an overlapped F&B pair costs F + B + W (no overlap).
+double simulated_bubble_seconds(const Schedule& s, const StageTimes& t) {
   const double v = s.mapping == StageMapping::mirrored ? 1.0 : s.chunks;
   const Simulation sim = simulate(s, PassTimes{t.forward / v, t.backward_input / v, t.backward_weight / v});
   double worst = 0.0;
@@ -52,11 +56,21 @@ double simulated_bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
   return worst;
 }
 
-double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
-  const int v = chunks_of(c);
+void check_times(const StageTimes& t) {
   require(t.forward >= 0 && t.backward_input >= 0 && t.backward_weight >= 0,
           "stage times must be non-negative; got F=", t.forward, " B=", t.backward_input, " W=", t.backward_weight);
-  if (simulated(c.schedule)) return simulated_bubble_seconds(c, t);
+}
+
+}  // namespace
+
+double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
+  if (simulated(c.schedule)) {
+    const Schedule s = simulated_schedule(c);
+    check_times(t);
+    return simulated_bubble_seconds(s, t);
+  }
+  const int v = chunks_of(c);
+  check_times(t);
   const double idle_stages = c.stages - 1.0;
   if (c.schedule == ScheduleKind::zb_h1)
     return idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight);
@@ -67,8 +81,9 @@ double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
 static double zb_h1_share(const PipelineConfig& c) { return c.schedule == ScheduleKind::zb_h1 ? 1.0 / 3.0 : 1.0; }
 
 double bubble_over_ideal(const PipelineConfig& c) {
+  if (simulated(c.schedule))
+    return simulated_bubble_seconds(simulated_schedule(c), StageTimes{1.0, 1.0, 1.0}) / (3.0 * c.microbatches);
   const int v = chunks_of(c);
-  if (simulated(c.schedule)) return simulated_bubble_seconds(c, StageTimes{1.0, 1.0, 1.0}) / (3.0 * c.microbatches);
   return zb_h1_share(c) * (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
 }
 
@@ -78,12 +93,12 @@ double bubble_fraction_of_total(const PipelineConfig& c) {
 }
 
 std::vector<int> peak_in_flight(const PipelineConfig& c) {
-  const int v = chunks_of(c), p = c.stages, m = c.microbatches;
   std::vector<int> out;
   if (simulated(c.schedule)) {  // (micro-batch, chunk) contexts from F to W, read off the order
-    for (const PeakContexts& peak : peak_contexts(make_schedule(c.schedule, p, m, c.chunks))) out.push_back(peak.total);
+    for (const PeakContexts& peak : peak_contexts(simulated_schedule(c))) out.push_back(peak.total);
     return out;
   }
+  const int v = chunks_of(c), p = c.stages, m = c.microbatches;
   for (int r = 0; r < p; ++r) {
     switch (c.schedule) {
       case ScheduleKind::gpipe: out.push_back(m); break;
