@@ -254,19 +254,19 @@ Schedule make_schedule(ScheduleKind kind, int p, int m, int v, int group) {
   s.micro_batches = m;
   s.chunks = v;
   s.mapping = stage_mapping_of(kind);
-  if (is_mirrored(kind)) {
-    require(v == 2 || v == 1, "--chunks ", v, ": the dualpipe schedule runs 2 chunks per stage (positions r and p-1-r)");
-    s.chunks = 2;
+  if (kind != ScheduleKind::interleaved)
     require(group == 0 || group == 1, "a micro-batch group size applies only to the interleaved schedule");
+  if (fixed_chunks(kind) == 2) {  // a V or a mirror: the schedule brings its two chunks
+    require(v == 2 || v == 1, "--chunks ", v, ": the ", schedule_name(kind), " schedule runs 2 chunks per stage (",
+            is_mirrored(kind) ? "positions r and p-1-r" : "V order", ")");
+    s.chunks = 2;
+  }
+  if (is_mirrored(kind)) {
     require(p >= 2 && p % 2 == 0, "the dualpipe schedule needs an even pp >= 2 (stage r pairs with p-1-r); got pp=", p);
     require(m % 2 == 0 && m >= 2 * p, "the dualpipe schedule needs an even number of micro-batches, at least 2 x pp = ",
             2 * p, "; got m=", m, " (DualPipe's rule: m/2 enter at each end)");
   } else if (is_v_shaped(kind)) {
-    require(v == 2 || v == 1, "--chunks ", v, ": the ", schedule_name(kind),
-            " schedule runs 2 chunks per stage (V order)");
-    s.chunks = 2;
     require(p >= 2, "the ", schedule_name(kind), " schedule needs pp >= 2; got pp=", p);
-    require(group == 0 || group == 1, "a micro-batch group size applies only to the interleaved schedule");
     if (kind == ScheduleKind::dualpipev)
       require(m >= 2 * p, "the dualpipev schedule needs at least 2 x pp = ", 2 * p, " micro-batches; got m=", m,
               " (DualPipeV's rule)");
@@ -284,7 +284,6 @@ Schedule make_schedule(ScheduleKind kind, int p, int m, int v, int group) {
   } else {
     require(v == 1, "--chunks ", v, " applies only to the interleaved schedule; ", schedule_name(kind),
             " runs one chunk per stage");
-    require(group == 0 || group == 1, "a micro-batch group size applies only to the interleaved schedule");
   }
   if (kind == ScheduleKind::zb_h1 || kind == ScheduleKind::zb_h2)
     require(m >= p, "the ", schedule_name(kind), " schedule needs at least pp=", p, " micro-batches; got m=", m);
