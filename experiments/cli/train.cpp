@@ -75,6 +75,14 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
   }
   if (!flags.write_config_path().empty()) check_text_output(flags.write_config_path(), "--write-config");
   c.device = train_device(device);
+#ifdef MDTP_HAVE_CUDA
+  // NCCL matches point-to-point calls per peer in issue order, and the pipeline executor does not
+  // yet issue the two directions of a stage pair in one agreed group (docs/pipeline.md, "NCCL"):
+  // refused on every rank before anything starts, instead of a hang.
+  if (device == "cuda" && c.spec.layout.pp > 1 && resolve_device_comm_kind() == DeviceCommKind::nccl)
+    throw_error("--pp ", c.spec.layout.pp, " with --device cuda: pipelines over NCCL are not supported yet; "
+                "run them over the staged MPI communicator (MDTP_COMM=mpi) or without a pipeline (--pp 1)");
+#endif
   c.command_line = command_line;
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
   if (rank == 0) flags.write_config(r.spec);  // the spec that ran, every size resolved

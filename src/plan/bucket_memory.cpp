@@ -23,4 +23,23 @@ ZeroHeldBytes zero_held_bytes(const BucketPlan& plan, int stage, bool offload, b
   return held;
 }
 
+ZeroHeldBytes zero_offloaded_bytes(const BucketPlan& plan, int stage, bool offload, bool moments) {
+  if (!offload || stage == 0) return {};
+  const ZeroHeldBytes held = zero_held_bytes(plan, stage, offload, moments);
+  ZeroHeldBytes host;
+  host.gradients = plan.shard_bytes();
+  host.optimizer_state = held.optimizer_state;
+  host.master_weights = held.master_weights;
+  return host;
+}
+
+ZeroHeldBytes zero_device_bytes(const BucketPlan& plan, int stage, bool offload, bool moments) {
+  ZeroHeldBytes d = zero_held_bytes(plan, stage, offload, moments);
+  const ZeroHeldBytes host = zero_offloaded_bytes(plan, stage, offload, moments);
+  d.gradients -= host.gradients;
+  d.optimizer_state -= host.optimizer_state;
+  d.master_weights -= host.master_weights;
+  return d;
+}
+
 }  // namespace mdtp

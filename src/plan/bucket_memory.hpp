@@ -31,4 +31,12 @@ struct ZeroHeldBytes {
 // `moments`: the optimizer keeps two moments per element (AdamW); SGD keeps none.
 ZeroHeldBytes zero_held_bytes(const BucketPlan& plan, int stage, bool offload, bool moments);
 
+// The part of zero_held_bytes that offload keeps in host memory: the reduced gradient shard's copy,
+// the moments and the master weights (zero without offload).  On a GPU these are not in device
+// memory; on the host backend they share the one allocator with the rest.
+ZeroHeldBytes zero_offloaded_bytes(const BucketPlan& plan, int stage, bool offload, bool moments);
+
+// What stays in the training device's memory: zero_held_bytes less zero_offloaded_bytes.
+ZeroHeldBytes zero_device_bytes(const BucketPlan& plan, int stage, bool offload, bool moments);
+
 }  // namespace mdtp

@@ -121,11 +121,20 @@ std::vector<std::int64_t> bucket_bytes(const BucketPlan& plan) {
   return bytes;
 }
 
+// What the bucket plan says this rank holds in the training backend's allocator: all of it on the
+// host backend; on a GPU, less what offload keeps in host memory (the engine's own host backend,
+// whose allocator this audit does not read).
+ZeroHeldBytes modelled_held(const ZeroEngine& engine, const ZeroConfig& zero, const Backend& backend) {
+  const bool state_elsewhere = zero.offload && backend.device() != DeviceKind::host;
+  return state_elsewhere ? zero_device_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments())
+                         : zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments());
+}
+
 // The `parameters` counter inside a pass: what the bucket plan says is held, plus ZeRO-3's gathered
 // buckets (those the pass reads and those of the next pass, in the order the engine prefetches).
 std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPlan& plan, int stage,
-                                         const ZeroConfig& zero) {
-  const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).parameters;
+                                         const ZeroConfig& zero, const Backend& backend) {
+  const std::int64_t held = modelled_held(engine, zero, backend).parameters;
   if (zero.stage < 3) return held;
   std::vector<std::vector<std::size_t>> reads;
   for (const UnitPass& p : stage_unit_passes(plan.schedule, plan.partition, stage))
@@ -137,8 +146,8 @@ std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPl
 // 2–3, the full gradient buckets held at once (plan/gradient_peak.hpp); stages 0–1 hold their
 // gradients whole throughout.
 std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPlan& plan, int stage,
-                                        const ZeroConfig& zero) {
-  const std::int64_t held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments()).gradients;
+                                        const ZeroConfig& zero, const Backend& backend) {
+  const std::int64_t held = modelled_held(engine, zero, backend).gradients;
   if (zero.stage < 2) return held;
   return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage,
                                                          zero.reduce_per_micro_batch),
@@ -148,7 +157,7 @@ std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPla
 // What this rank holds per category after the run, its peaks, and the bucket plan's model.
 void record_memory(TrainResult& result, const ZeroEngine& engine, const ZeroConfig& zero, const Backend& backend) {
   const MemoryTracker& tracker = backend.allocator().tracker();
-  const ZeroHeldBytes held = zero_held_bytes(engine.plan(), zero.stage, zero.offload, engine.has_moments());
+  const ZeroHeldBytes held = modelled_held(engine, zero, backend);
   for (std::size_t c = 0; c < kMemCategoryCount; ++c) {
     const auto category = static_cast<MemCategory>(c);
     result.memory_held.emplace_back(category, tracker.current(category));
@@ -171,11 +180,11 @@ Table audit_memory(TrainResult& result, TrainRig& rig, const TrainPlan& plan) {
   k.allocator_at_pass_ends = model.kept_sample().allocator_peak;
   k.model = modelled_kept_peak(model, plan, rig.stage(), plan.spec.recompute);
   k.parameters_in_pass = model.kept_sample().parameters_in_pass_peak;
-  k.parameters_in_pass_model = modelled_parameters_in_pass(engine, plan, rig.stage(), plan.zero);
+  k.parameters_in_pass_model = modelled_parameters_in_pass(engine, plan, rig.stage(), plan.zero, rig.backend());
   k.in_step = stepped ? tracker.window_peak(MemCategory::activations) : 0;
   k.in_step_model = modelled_activations_in_step(model, plan, plan.spec.recompute);
   result.gradients_in_step.measured = stepped ? tracker.window_peak(MemCategory::gradients) : 0;
-  result.gradients_in_step.model = modelled_gradients_in_step(engine, plan, rig.stage(), plan.zero);
+  result.gradients_in_step.model = modelled_gradients_in_step(engine, plan, rig.stage(), plan.zero, rig.backend());
   Table memory = memory_table();
   k.equal_on_every_rank = add_memory_rows(memory, result, rig.stage(), rig.mesh(), rig.backend());
   return memory;

@@ -271,8 +271,13 @@ TEST_CASE("realistic sizes: AdamW over 4M parameters", "[gpu][realistic][adamw]"
     check_close(b.dev->to_f64(param), w, tol(dt), named("train_ops adamw_update parameter", dt));
   }
 
-  // The Backend's same-dtype update (bf16 moments for a bf16 parameter) against the host in f64.
-  for (DType dt : {DType::f32, DType::bf16}) {
+  // The Backend's same-dtype update against the host in f64; a bf16 parameter is refused there (its
+  // moments would be bf16: 16-bit parameters take the master-weight update above).
+  {
+    Tensor p16 = b.dev->zeros({rows, cols}, DType::bf16, MemCategory::parameters);
+    CHECK_THROWS_WITH(b.dev->adamw_update(p16, p16, p16, p16, cfg), Catch::Contains("needs f32 or f64; got bf16"));
+  }
+  for (DType dt : {DType::f32}) {
     Tensor param = b.device(w0, {rows, cols}, dt);
     Tensor m = b.dev->zeros({rows, cols}, dt, MemCategory::other), v = b.dev->zeros({rows, cols}, dt, MemCategory::other);
     Tensor hp = b.host64(as_stored(w0, dt), {rows, cols});

@@ -57,6 +57,30 @@ if(MDTP_CUDA)
                         mdtp_warnings)
 endif()
 
+# `mdtp train --device cuda` against the host run of the same spec (tests/gpu/train_parity.sh): every
+# TP mode, ZeRO 1-3 (stage 2 with offload), 1F1B and ZB-H1 pipelines, one step, gradients and
+# parameters per tensor within 1e-5 (f32); a checkpoint resumed on the device bit for bit.  Ranks
+# share one GPU over the staged MPI communicator.  Skipped (77) where no NVIDIA driver is installed.
+if(MDTP_CUDA)
+  set(_parity_env "")
+  if(MDTP_ANALYSIS_PYTHON)
+    set(_parity_env "PYTHON=${MDTP_ANALYSIS_PYTHON}")
+  endif()
+  add_test(NAME gpu_train_parity
+           COMMAND ${CMAKE_CURRENT_LIST_DIR}/train_parity.sh $<TARGET_FILE:mdtp> ${MPIEXEC_EXECUTABLE}
+                   ${CMAKE_BINARY_DIR}/test-gpu-train-parity)
+  set_tests_properties(gpu_train_parity PROPERTIES LABELS "gpu;mpi;train" SKIP_RETURN_CODE ${MDTP_GPU_SKIP_CODE}
+                       TIMEOUT 600 ENVIRONMENT "${_parity_env}")
+
+  # Pipelines over NCCL are refused on every rank before anything starts (no GPU needed to check).
+  if(MDTP_CLI_PYTHON)
+    add_test(NAME cli_mpi_nccl_pipeline_refused_np2
+             COMMAND ${_cli} --mpiexec ${MPIEXEC_EXECUTABLE} mpi-bad 2 train
+                     "pipelines over NCCL are not supported yet" -- train --device cuda --pp 2 --micro-batches 2 --steps 1)
+    set_tests_properties(cli_mpi_nccl_pipeline_refused_np2 PROPERTIES LABELS "cli;mpi" TIMEOUT 120)
+  endif()
+endif()
+
 # Everything the CUDA variant needs for its tests, so CI can build just that (the host tests are
 # built and run in the host build).
 if(MDTP_CUDA)

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "mesh/mesh.hpp"
 #include "plan/bucket_memory.hpp"
@@ -203,5 +205,43 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
                       << " plan " << want << "\n";
         }
     }
+  }
+}
+
+// Offload's host part (what a GPU run's device allocator does not hold): the reduced gradient
+// shard's copy, the moments and the master weights; the device keeps the rest.  The GPU runs of
+// tests/gpu/train_parity.sh hold the device allocator to zero_device_bytes.
+TEST_CASE("offload: what ZeRO holds is the device's part plus the host's, category by category", "[zero][accounting]") {
+  std::vector<BucketInput> params;
+  for (int i = 0; i < 5; ++i) params.push_back({"p" + std::to_string(i), 1000 + 37 * i, {}, i % 2 == 0, DType::f32, i});
+  for (int dp : {1, 2, 3}) {
+    BucketOptions o;
+    o.dp = dp;
+    o.cap_bytes = 6000;
+    const BucketPlan plan = plan_buckets(params, o);
+    for (int stage = 0; stage <= 3; ++stage)
+      for (bool offload : {false, true})
+        for (bool moments : {false, true}) {
+          INFO("dp " << dp << " stage " << stage << (offload ? " offload" : "") << (moments ? " adamw" : " sgd"));
+          const ZeroHeldBytes all = zero_held_bytes(plan, stage, offload, moments);
+          const ZeroHeldBytes host = zero_offloaded_bytes(plan, stage, offload, moments);
+          const ZeroHeldBytes device = zero_device_bytes(plan, stage, offload, moments);
+          CHECK(device.parameters + host.parameters == all.parameters);
+          CHECK(device.gradients + host.gradients == all.gradients);
+          CHECK(device.optimizer_state + host.optimizer_state == all.optimizer_state);
+          CHECK(device.master_weights + host.master_weights == all.master_weights);
+          if (!offload || stage == 0) {
+            CHECK(host == ZeroHeldBytes{});
+          } else {
+            CHECK(host.parameters == 0);
+            CHECK(host.gradients == plan.shard_bytes());
+            CHECK(host.master_weights == plan.shard_bytes());
+            CHECK(host.optimizer_state == (moments ? 2 * plan.shard_bytes() : 0));
+            CHECK(device.optimizer_state == 0);
+            CHECK(device.master_weights == 0);
+            // The device's gradients are those of the same stage without offload.
+            CHECK(device.gradients == zero_held_bytes(plan, stage, false, moments).gradients);
+          }
+        }
   }
 }
