@@ -1,5 +1,7 @@
 // mdtp_bench_host: GEMM through mdtp's host backend against a direct cblas_?gemm call on the same
-// operands, f32 and f64, square sizes 256…4096, in the three forms the layers use:
+// operands, f32 and f64 (and bf16/f16, whose GEMM is the BLAS's sgemm on widened tiles: against
+// cblas_sgemm on f32 copies of the same values, once with a 16-bit C and once with an f32 C, the
+// weight gradient's form), square sizes 256…4096, in the three forms the layers use:
 //   NN  Y = X·W           (Linear forward)
 //   NT  dX = dY·Wᵀ        (Linear backward, input gradient)
 //   TN  dW = Xᵀ·dY        (Linear backward, weight gradient)
@@ -7,7 +9,7 @@
 // machine may be shared; the best sample is the least disturbed one).  Prints the host's
 // provenance first.  run_host_bench.py runs this and the training comparison.
 //
-//   mdtp_bench_host [--max-size 4096] [--min-size 256] [--dtypes f32,f64] [--samples 7]
+//   mdtp_bench_host [--max-size 4096] [--min-size 256] [--dtypes f32,f64,bf16,f16] [--samples 7]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,9 +51,12 @@ Options parse(int argc, char** argv) {
     else if (arg == "--samples") o.samples = std::max(1, std::atoi(value));
     else if (arg == "--dtypes") {
       o.dtypes.clear();
-      const std::string list = value;
-      if (list.find("f32") != std::string::npos) o.dtypes.push_back(DType::f32);
-      if (list.find("f64") != std::string::npos) o.dtypes.push_back(DType::f64);
+      std::string list = value;
+      for (std::size_t start = 0; start <= list.size();) {  // comma-separated dtype names
+        const std::size_t end = std::min(list.find(',', start), list.size());
+        if (end > start) o.dtypes.push_back(parse_dtype(list.substr(start, end - start)));
+        start = end + 1;
+      }
     } else throw_error("mdtp_bench_host: unknown option '", arg, "'; expected --max-size --min-size --dtypes --samples");
     ++i;
   }
@@ -93,17 +98,25 @@ int main(int argc, char** argv) try {
 #ifndef MDTP_HAVE_CBLAS
   std::printf("# no CBLAS linked (MDTP_BLAS=OFF or none found): the direct column is empty\n");
 #endif
-  std::printf("%-5s %-4s %6s %14s %16s %8s\n", "dtype", "form", "size", "mdtp GFLOP/s", "direct GFLOP/s", "ratio");
+  std::printf("%-8s %-4s %6s %14s %16s %8s\n", "dtype", "form", "size", "mdtp GFLOP/s", "direct GFLOP/s", "ratio");
   std::mt19937_64 gen(7);
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   const Form forms[] = {{"NN", false, false}, {"NT", false, true}, {"TN", true, false}};
   for (DType dt : opt.dtypes)
+    for (const DType ct : is_16bit(dt) ? std::vector<DType>{dt, DType::f32} : std::vector<DType>{dt})
     for (std::int64_t n = opt.min_size; n <= opt.max_size; n *= 2) {
       std::vector<double> values(static_cast<std::size_t>(n * n));
       for (double& v : values) v = dist(gen);
       const Tensor a = backend->from_f64(values, {n, n}, dt, MemCategory::other);
       const Tensor b = backend->from_f64(values, {n, n}, dt, MemCategory::other);
-      Tensor c = backend->zeros({n, n}, dt, MemCategory::other);
+      Tensor c = backend->zeros({n, n}, ct, MemCategory::other);
+      // The direct call's operands: the same values in f32 for a 16-bit GEMM (what it multiplies).
+      const DType wide = is_16bit(dt) ? DType::f32 : dt;
+      Tensor a_direct = backend->empty({n, n}, wide, MemCategory::other), b_direct = backend->empty({n, n}, wide, MemCategory::other);
+      backend->convert(a, a_direct);
+      backend->convert(b, b_direct);
+      Tensor c_direct = backend->zeros({n, n}, wide, MemCategory::other);
+      const std::string label = ct == dt ? dtype_name(dt) : std::string(dtype_name(dt)) + ">f32";
       const double flops = 2.0 * static_cast<double>(n) * n * n;
       const int iters = static_cast<int>(std::max(1.0, 1e9 / flops));  // ~10 ms per sample
       const int samples = n >= 4096 ? std::min(opt.samples, 2) : n >= 2048 ? std::min(opt.samples, 3) : opt.samples;
@@ -116,17 +129,17 @@ int main(int argc, char** argv) try {
           best_mdtp = std::min(best_mdtp, seconds_since(t0) / iters);
 #ifdef MDTP_HAVE_CBLAS
           t0 = std::chrono::steady_clock::now();
-          for (int i = 0; i < iters; ++i) direct_gemm(f.ta, f.tb, a, b, c);
+          for (int i = 0; i < iters; ++i) direct_gemm(f.ta, f.tb, a_direct, b_direct, c_direct);
           best_direct = std::min(best_direct, seconds_since(t0) / iters);
 #endif
         }
         const double g_mdtp = flops / best_mdtp * 1e-9;
 #ifdef MDTP_HAVE_CBLAS
         const double g_direct = flops / best_direct * 1e-9;
-        std::printf("%-5s %-4s %6lld %14.1f %16.1f %7.1f%%\n", dtype_name(dt), f.name, static_cast<long long>(n),
+        std::printf("%-8s %-4s %6lld %14.1f %16.1f %7.1f%%\n", label.c_str(), f.name, static_cast<long long>(n),
                     g_mdtp, g_direct, 100.0 * g_mdtp / g_direct);
 #else
-        std::printf("%-5s %-4s %6lld %14.1f %16s %8s\n", dtype_name(dt), f.name, static_cast<long long>(n), g_mdtp,
+        std::printf("%-8s %-4s %6lld %14.1f %16s %8s\n", label.c_str(), f.name, static_cast<long long>(n), g_mdtp,
                     "-", "-");
 #endif
         std::fflush(stdout);

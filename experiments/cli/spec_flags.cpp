@@ -179,7 +179,7 @@ void SpecFlags::add_precision() {
         [](RunSpec& s, DType v) { s.precision = precision_for(v); })
       ->default_str(dtype_name(defaults_.precision.params))
       ->type_name("DTYPE");
-  named("--grad-reduce-dtype", "dtype gradients are reduced in (default: f32 under bf16, else --dtype)", parse_dtype,
+  named("--grad-reduce-dtype", "dtype of the gradients and of every gradient sum (default: f32 under bf16 and f16, else --dtype)", parse_dtype,
         [](RunSpec& s, DType v) { s.precision.grad_reduce = v; })
       ->type_name("DTYPE");
   flag<double>("--dropout", "dropout probability (mdtp's engine runs without; the cost model counts the masks)",

@@ -13,6 +13,9 @@ void TimedBackend::do_fill(Tensor& t, double value) const {
 void TimedBackend::do_copy(const Tensor& src, Tensor& dst) const {
   timed(kOther, [&] { inner_.copy(src, dst); });
 }
+void TimedBackend::do_convert(const Tensor& src, Tensor& dst) const {
+  timed(kOther, [&] { inner_.convert(src, dst); });
+}
 void TimedBackend::do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
                               std::int64_t dc0, std::int64_t rows, std::int64_t cols) const {
   timed(kOther, [&] { inner_.copy_block(src, sr0, sc0, dst, dr0, dc0, rows, cols); });

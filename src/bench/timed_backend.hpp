@@ -38,6 +38,7 @@ class TimedBackend final : public Backend {
 
   void do_fill(Tensor& t, double value) const override;
   void do_copy(const Tensor& src, Tensor& dst) const override;
+  void do_convert(const Tensor& src, Tensor& dst) const override;
   void do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
                   std::int64_t dc0, std::int64_t rows, std::int64_t cols) const override;
   void do_gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b, double beta,

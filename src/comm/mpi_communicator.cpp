@@ -4,28 +4,11 @@
 #include <utility>
 #include <vector>
 
+#include "comm/mpi_half_types.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {
 namespace {
-
-MPI_Datatype mpi_datatype(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-    default: break;
-  }
-  throw_error("the MPI communicator carries f32/f64; got ", dtype_name(dtype));
-}
-
-MPI_Op mpi_op(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return MPI_SUM;
-    case ReduceOp::max: return MPI_MAX;
-    case ReduceOp::min: return MPI_MIN;
-  }
-  throw_error("unknown reduce op code ", static_cast<int>(op));
-}
 
 // The one place MPI touches tensor memory.  Device tensors will be staged through host buffers
 // here (CUDA path); until then require_supported refuses them during validation.
@@ -156,8 +139,6 @@ class MpiCommunicator final : public Communicator {
     require(t.device() == DeviceKind::host, op, " on group '", name(),
             "': the MPI communicator needs host tensors; ", what, " is a ", device_name(t.device()),
             " tensor");
-    require(t.dtype() == DType::f32 || t.dtype() == DType::f64, op, " on group '", name(),
-            "': the MPI communicator carries f32/f64; got ", dtype_name(t.dtype()), " (", what, ")");
     require(t.numel() <= INT_MAX, op, " on group '", name(), "': ", what, " has ", t.numel(),
             " elements, over the MPI count limit of ", INT_MAX, " per call");
   }
@@ -168,7 +149,7 @@ class MpiCommunicator final : public Communicator {
     void* data = mpi_buffer(buffer);
     auto pending = pending_op(CollectiveOp::all_reduce, buffer.numel(), {buffer});
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
-                             mpi_datatype(buffer.dtype()), mpi_op(op), comm_, pending->request()),
+                             types_.datatype(buffer.dtype()), types_.op(buffer.dtype(), op), comm_, pending->request()),
               "MPI_Iallreduce");
     return pending;
   }
@@ -180,7 +161,7 @@ class MpiCommunicator final : public Communicator {
     if (shard.bytes() > 0 && in == static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()))
       in = MPI_IN_PLACE;
     const int count = mpi_count(shard.numel());
-    const MPI_Datatype type = mpi_datatype(shard.dtype());
+    const MPI_Datatype type = types_.datatype(shard.dtype());
     auto pending = pending_op(CollectiveOp::all_gather, gathered.numel(), {shard, gathered});
     check_mpi(MPI_Iallgather(in, count, type, out, count, type, comm_, pending->request()),
               "MPI_Iallgather");
@@ -192,7 +173,7 @@ class MpiCommunicator final : public Communicator {
     void* out = mpi_buffer(shard);
     const int count = mpi_count(shard.numel());
     auto pending = pending_op(CollectiveOp::reduce_scatter, full.numel(), {full, shard});
-    check_mpi(MPI_Ireduce_scatter_block(in, out, count, mpi_datatype(full.dtype()), mpi_op(op), comm_,
+    check_mpi(MPI_Ireduce_scatter_block(in, out, count, types_.datatype(full.dtype()), types_.op(full.dtype(), op), comm_,
                                         pending->request()),
               "MPI_Ireduce_scatter_block");
     return pending;
@@ -201,7 +182,7 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_broadcast(Tensor& buffer, int root) override {
     void* data = mpi_buffer(buffer);
     auto pending = pending_op(CollectiveOp::broadcast, buffer.numel(), {buffer});
-    check_mpi(MPI_Ibcast(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()),
+    check_mpi(MPI_Ibcast(data, mpi_count(buffer.numel()), types_.datatype(buffer.dtype()),
                          root, comm_, pending->request()),
               "MPI_Ibcast");
     return pending;
@@ -217,8 +198,8 @@ class MpiCommunicator final : public Communicator {
       buffers.push_back(out);
     }
     auto pending = pending_op(CollectiveOp::reduce, in.numel(), std::move(buffers));
-    check_mpi(MPI_Ireduce(send, receive, mpi_count(in.numel()), mpi_datatype(in.dtype()),
-                          mpi_op(op), root, comm_, pending->request()),
+    check_mpi(MPI_Ireduce(send, receive, mpi_count(in.numel()), types_.datatype(in.dtype()),
+                          types_.op(in.dtype(), op), root, comm_, pending->request()),
               "MPI_Ireduce");
     return pending;
   }
@@ -227,7 +208,7 @@ class MpiCommunicator final : public Communicator {
     require_tag(tag, "send");
     const void* data = mpi_buffer(buffer);
     auto pending = pending_op(CollectiveOp::send, buffer.numel(), {buffer});
-    check_mpi(MPI_Isend(data, mpi_count(buffer.numel()), mpi_datatype(buffer.dtype()), peer,
+    check_mpi(MPI_Isend(data, mpi_count(buffer.numel()), types_.datatype(buffer.dtype()), peer,
                         tag, comm_, pending->request()),
               "MPI_Isend");
     return pending;
@@ -237,7 +218,7 @@ class MpiCommunicator final : public Communicator {
     require_tag(tag, "recv");
     void* data = mpi_buffer(buffer);
     const int count = mpi_count(buffer.numel());
-    const MPI_Datatype type = mpi_datatype(buffer.dtype());
+    const MPI_Datatype type = types_.datatype(buffer.dtype());
     auto pending = pending_op(CollectiveOp::recv, buffer.numel(), {buffer});
     pending->expect_received(count, type, peer);
     check_mpi(MPI_Irecv(data, count, type, peer, tag, comm_, pending->request()), "MPI_Irecv");
@@ -261,6 +242,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
+  MpiHalfTypes types_;  // bf16/f16 on the wire: 2 bytes, sums in f32 (mpi_half_types.hpp)
   WaitPolicy policy_;
   std::vector<int> world_ranks_;
   int tag_ub_ = 32767;  // the minimum the MPI standard guarantees

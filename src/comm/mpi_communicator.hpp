@@ -3,8 +3,9 @@
 // waited for under a WaitPolicy (comm/wait_policy.hpp: why oversubscribed ranks must wait
 // politely, and how MDTP_WAIT selects the policy).
 //
-// It carries host tensors of f32/f64; anything else is refused with an mdtp::Error before any
-// MPI call.  Zero-element buffers are valid.
+// It carries host tensors of every dtype (bf16 and f16 as 2-byte types with f32-arithmetic
+// reductions: mpi_half_types.hpp); a device tensor is refused with an mdtp::Error before any MPI
+// call.  Zero-element buffers are valid.
 #include <mpi.h>
 
 #include <memory>

@@ -10,6 +10,14 @@ void require_same_dtype(const Tensor& a, const Tensor& b, const char* what) {
   require(a.dtype() == b.dtype(), what, ": mixed dtypes ", dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
 }
 
+// An accumulator of 16-bit data may be f32 (gradients kept wider than the parameters); otherwise
+// the same dtype.
+void require_accumulator_dtype(const Tensor& data, const Tensor& acc, const char* what) {
+  require(acc.dtype() == data.dtype() || (is_16bit(data.dtype()) && acc.dtype() == DType::f32), what,
+          ": mixed dtypes ", dtype_name(data.dtype()), " and ", dtype_name(acc.dtype()),
+          " (an accumulator may be f32 for bf16/f16 data, else it is the data's dtype)");
+}
+
 void require_numel(const Tensor& t, std::int64_t n, const char* what) {
   require(t.numel() == n, what, " has ", t.numel(), " elements (shape ", shape_string(t.shape()), "); expected ", n);
 }
@@ -92,6 +100,17 @@ void Backend::copy(const Tensor& src, Tensor& dst) const {
   do_copy(src, dst);
 }
 
+void Backend::convert(const Tensor& src, Tensor& dst) const {
+  require_operand(src, "convert source");
+  require_operand(dst, "convert target");
+  require(src.numel() == dst.numel(), "convert of ", shape_string(src.shape()), " into ", shape_string(dst.shape()));
+  if (src.dtype() == dst.dtype()) return copy(src, dst);
+  require(!partially_overlap(src, dst) && src.raw_data() != dst.raw_data(),
+          "convert: source and target must not share memory");
+  if (src.numel() == 0) return;
+  do_convert(src, dst);
+}
+
 void Backend::copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
                          std::int64_t dc0, std::int64_t rows, std::int64_t cols) const {
   require_operand(src, "copy_block source");
@@ -112,7 +131,7 @@ void Backend::gemm(bool transpose_a, bool transpose_b, double alpha, const Tenso
   require_operand(b, "gemm B");
   require_operand(c, "gemm C");
   require_same_dtype(a, b, "gemm");
-  require_same_dtype(a, c, "gemm");
+  require_accumulator_dtype(a, c, "gemm");
   const std::int64_t m = transpose_a ? a.cols() : a.rows(), k = transpose_a ? a.rows() : a.cols();
   const std::int64_t kb = transpose_b ? b.cols() : b.rows(), n = transpose_b ? b.rows() : b.cols();
   require(k == kb && c.rows() == m && c.cols() == n, "gemm shapes do not chain: op(A) is ", m, "x", k, ", op(B) is ",
@@ -126,7 +145,7 @@ void Backend::gemm(bool transpose_a, bool transpose_b, double alpha, const Tenso
 void Backend::axpy(double alpha, const Tensor& x, Tensor& y) const {
   require_operand(x, "axpy x");
   require_operand(y, "axpy y");
-  require_same_dtype(x, y, "axpy");
+  require_accumulator_dtype(x, y, "axpy");
   require(x.numel() == y.numel(), "axpy of ", shape_string(x.shape()), " into ", shape_string(y.shape()));
   do_axpy(alpha, x, y);
 }
@@ -147,7 +166,7 @@ void Backend::add_row_vector(Tensor& y, const Tensor& row) const {
 void Backend::column_sums(const Tensor& x, Tensor& out, double beta) const {
   require_operand(x, "column_sums source");
   require_operand(out, "column_sums target");
-  require_same_dtype(x, out, "column_sums");
+  require_accumulator_dtype(x, out, "column_sums");
   require(out.numel() == x.cols(), "column_sums: ", out.numel(), " outputs for ", x.cols(), " columns");
   do_column_sums(x, out, beta);
 }
@@ -229,12 +248,14 @@ void Backend::layernorm_backward(const Tensor& dy, const Tensor& xhat, const Ten
                                  const Tensor& sums, std::int64_t n, Tensor& dx, Tensor& dgamma, Tensor& dbeta) const {
   for (auto [t, what] : {std::pair{&dy, "layernorm_backward dy"}, std::pair{&xhat, "layernorm_backward xhat"},
                          std::pair{&gamma, "layernorm_backward gamma"},
-                         std::pair{static_cast<const Tensor*>(&dx), "layernorm_backward dx"},
-                         std::pair{static_cast<const Tensor*>(&dgamma), "layernorm_backward dgamma"},
-                         std::pair{static_cast<const Tensor*>(&dbeta), "layernorm_backward dbeta"}}) {
+                         std::pair{static_cast<const Tensor*>(&dx), "layernorm_backward dx"}}) {
     require_operand(*t, what);
     require_same_dtype(dy, *t, "layernorm_backward");
   }
+  require_operand(dgamma, "layernorm_backward dgamma");
+  require_operand(dbeta, "layernorm_backward dbeta");
+  require_accumulator_dtype(dy, dgamma, "layernorm_backward dgamma");
+  require_same_dtype(dgamma, dbeta, "layernorm_backward dgamma/dbeta");
   require(n >= 1, "layernorm_backward needs the full row length n >= 1; got n=", n);
   require_numel(xhat, dy.numel(), "layernorm_backward xhat");
   require_numel(dx, dy.numel(), "layernorm_backward dx");

@@ -44,7 +44,7 @@ class Backend {
 
   virtual DeviceKind device() const = 0;
   virtual const char* name() const = 0;
-  // Element types this backend computes in (the host: f32 and f64).
+  // Element types this backend computes in (the host and CUDA: f32, f64, and bf16/f16 in f32).
   virtual bool computes_in(DType dtype) const = 0;
   Allocator& allocator() const { return *allocator_; }
   const std::shared_ptr<Allocator>& allocator_ptr() const { return allocator_; }
@@ -61,11 +61,17 @@ class Backend {
   // overlap is refused: no backend can copy it in parallel safely).
   void copy(const Tensor& src, Tensor& dst) const;
   Tensor clone(const Tensor& src, MemCategory category) const;
+  // dst = src converted to dst's dtype (same element count, any two dtypes): narrowing rounds once,
+  // to nearest even (a master weight into its bf16 parameter); widening is exact.
+  void convert(const Tensor& src, Tensor& dst) const;
   // dst[dr0 + i, dc0 + j] = src[sr0 + i, sc0 + j] for a rows x cols block (2-D views).
   void copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
                   std::int64_t dc0, std::int64_t rows, std::int64_t cols) const;
 
-  // C = alpha * op(A) * op(B) + beta * C, op = transpose when the flag is set.
+  // C = alpha * op(A) * op(B) + beta * C, op = transpose when the flag is set.  A and B share a
+  // dtype; C has it too, or is f32 when A and B are bf16/f16 (a weight gradient kept in f32; the
+  // sum is f32 either way).  The same holds for axpy's y, column_sums' out and LayerNorm's dγ, dβ:
+  // an accumulator of 16-bit data may be f32.
   void gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b, double beta,
             Tensor& c) const;
   void axpy(double alpha, const Tensor& x, Tensor& y) const;  // y += alpha x
@@ -109,6 +115,7 @@ class Backend {
   virtual void do_assign_f64(Tensor& t, const std::vector<double>& values) const = 0;
   virtual void do_fill(Tensor& t, double value) const = 0;
   virtual void do_copy(const Tensor& src, Tensor& dst) const = 0;
+  virtual void do_convert(const Tensor& src, Tensor& dst) const = 0;
   virtual void do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
                              std::int64_t dc0, std::int64_t rows, std::int64_t cols) const = 0;
   virtual void do_gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b,
@@ -137,7 +144,8 @@ class Backend {
   std::shared_ptr<Allocator> allocator_;
 };
 
-// The host backend (a CBLAS GEMM where one was found at configure time, else Eigen's); f32 and f64.
+// The host backend (a CBLAS GEMM where one was found at configure time, else Eigen's): f32 and f64,
+// and bf16/f16 storage computed in f32 (core/host_low_precision.hpp).
 std::unique_ptr<Backend> make_host_backend();
 
 }  // namespace mdtp

@@ -1,8 +1,8 @@
 // Host backend: GEMM through host_gemm (the BLAS, else Eigen), the element-wise and LayerNorm
 // kernels of host_elementwise / host_layernorm, and Eigen array expressions for the simple ops
 // (all vectorised; they are memory-bound); memory from a CachingHostAllocator.  Each op
-// dispatches once on the element type; the Backend front has validated the arguments and refused
-// dtypes other than f32 and f64 (bf16/f16 are CUDA storage types).
+// dispatches once on the element type; the Backend front has validated the arguments.  An op with
+// a bf16/f16 operand goes to host_low_precision (f32 kernels on widened blocks).
 #include "core/eigen_core.hpp"  // before the other headers: see there
 
 #include <algorithm>
@@ -17,6 +17,8 @@
 #include "core/host_caching_allocator.hpp"
 #include "core/host_gemm.hpp"
 #include "core/host_layernorm.hpp"
+#include "core/host_low_precision.hpp"
+#include "core/convert.hpp"
 #include "core/large_allocations.hpp"
 
 namespace mdtp {
@@ -50,26 +52,25 @@ class HostBackend final : public Backend {
   HostBackend() : Backend(std::make_shared<CachingHostAllocator>()), name_(backend_name()) {}
   DeviceKind device() const override { return DeviceKind::host; }
   const char* name() const override { return name_.c_str(); }
-  bool computes_in(DType dtype) const override { return dtype == DType::f32 || dtype == DType::f64; }
+  bool computes_in(DType) const override { return true; }  // f32, f64; bf16 and f16 in f32
 
  protected:
   std::vector<double> do_to_f64(const Tensor& t) const override {
     std::vector<double> out(static_cast<std::size_t>(t.numel()));
-    dispatch(t.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      std::copy_n(t.data<T>(), t.numel(), out.data());
-    });
+    convert_host(t.dtype(), t.raw_data(), DType::f64, out.data(), out.size());
     return out;
   }
 
   void do_assign_f64(Tensor& t, const std::vector<double>& values) const override {
-    dispatch(t.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      std::transform(values.begin(), values.end(), t.data<T>(), [](double v) { return static_cast<T>(v); });
-    });
+    convert_host(DType::f64, values.data(), t.dtype(), t.raw_data(), values.size());
+  }
+
+  void do_convert(const Tensor& src, Tensor& dst) const override {
+    convert_host(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), static_cast<std::size_t>(src.numel()));
   }
 
   void do_fill(Tensor& t, double value) const override {
+    if (is_16bit(t.dtype())) return low_.fill(t, value);
     dispatch(t.dtype(), [&](auto zero) {
       using T = decltype(zero);
       std::fill_n(t.data<T>(), t.numel(), static_cast<T>(value));
@@ -92,6 +93,7 @@ class HostBackend final : public Backend {
 
   void do_gemm(bool ta, bool tb, double alpha, const Tensor& a, const Tensor& b, double beta,
                Tensor& c) const override {
+    if (is_16bit(a.dtype())) return low_.gemm(ta, tb, alpha, a, b, beta, c);
     const std::int64_t m = c.rows(), n = c.cols(), k = ta ? a.rows() : a.cols();
     dispatch(a.dtype(), [&](auto zero) {
       using T = decltype(zero);
@@ -101,6 +103,7 @@ class HostBackend final : public Backend {
   }
 
   void do_axpy(double alpha, const Tensor& x, Tensor& y) const override {
+    if (is_16bit(x.dtype())) return low_.axpy(alpha, x, y);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       as_array<T>(y) += static_cast<T>(alpha) * as_array<T>(x);
@@ -108,6 +111,7 @@ class HostBackend final : public Backend {
   }
 
   void do_scale(Tensor& x, double alpha) const override {
+    if (is_16bit(x.dtype())) return low_.scale(x, alpha);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       as_array<T>(x) *= static_cast<T>(alpha);
@@ -115,6 +119,7 @@ class HostBackend final : public Backend {
   }
 
   void do_add_row_vector(Tensor& y, const Tensor& row) const override {
+    if (is_16bit(y.dtype())) return low_.add_row_vector(y, row);
     dispatch(y.dtype(), [&](auto zero) {
       using T = decltype(zero);
       const ArrayMap<T> r(row.data<T>(), row.numel());
@@ -125,6 +130,7 @@ class HostBackend final : public Backend {
   // Row by row (each a vectorised pass over the columns), in row order: the same sums as a
   // serial loop, at vector speed.
   void do_column_sums(const Tensor& x, Tensor& out, double beta) const override {
+    if (is_16bit(x.dtype())) return low_.column_sums(x, out, beta);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       ArrayMap<T> o(out.data<T>(), out.numel());
@@ -135,6 +141,7 @@ class HostBackend final : public Backend {
   }
 
   double do_sum_squares(const Tensor& x) const override {
+    if (is_16bit(x.dtype())) return low_.sum_squares(x);
     return dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       return as_array<T>(x).template cast<double>().square().sum();
@@ -142,6 +149,7 @@ class HostBackend final : public Backend {
   }
 
   void do_gelu_forward(const Tensor& x, Tensor& y) const override {
+    if (is_16bit(x.dtype())) return low_.gelu_forward(x, y);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::gelu_forward(x.data<T>(), y.data<T>(), x.numel());
@@ -149,6 +157,7 @@ class HostBackend final : public Backend {
   }
 
   void do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const override {
+    if (is_16bit(x.dtype())) return low_.gelu_backward(x, dy, dx);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::gelu_backward(x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
@@ -156,6 +165,7 @@ class HostBackend final : public Backend {
   }
 
   void do_row_mean_m2(const Tensor& x, Tensor& stats) const override {
+    if (is_16bit(x.dtype())) return low_.row_mean_m2(x, stats);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::row_mean_m2(x.data<T>(), x.rows(), x.cols(), stats.data<double>());
@@ -186,6 +196,7 @@ class HostBackend final : public Backend {
 
   void do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma, const Tensor& beta,
                           Tensor& xhat, Tensor& y) const override {
+    if (is_16bit(x.dtype())) return low_.layernorm_apply(x, mean_rstd, gamma, beta, xhat, y);
     dispatch(x.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::layernorm_apply(x.data<T>(), mean_rstd.data<double>(), gamma.data<T>(), beta.data<T>(), x.rows(), x.cols(),
@@ -195,6 +206,7 @@ class HostBackend final : public Backend {
 
   void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                   Tensor& sums) const override {
+    if (is_16bit(dy.dtype())) return low_.layernorm_backward_sums(dy, xhat, gamma, sums);
     dispatch(dy.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::layernorm_backward_sums(dy.data<T>(), xhat.data<T>(), gamma.data<T>(), dy.rows(), dy.cols(),
@@ -205,6 +217,7 @@ class HostBackend final : public Backend {
   void do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, const Tensor& mean_rstd,
                              const Tensor& sums, std::int64_t n, Tensor& dx, Tensor& dgamma,
                              Tensor& dbeta) const override {
+    if (is_16bit(dy.dtype())) return low_.layernorm_backward(dy, xhat, gamma, mean_rstd, sums, n, dx, dgamma, dbeta);
     dispatch(dy.dtype(), [&](auto zero) {
       using T = decltype(zero);
       mdtp::layernorm_backward(dy.data<T>(), xhat.data<T>(), gamma.data<T>(), mean_rstd.data<double>(),
@@ -222,6 +235,8 @@ class HostBackend final : public Backend {
 
  private:
   std::string name_;
+  // The 16-bit ops' scratch: one rank's backend is used by one thread at a time.
+  mutable LowPrecisionOps low_;
 };
 
 }  // namespace

@@ -73,7 +73,7 @@ class Planner {
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
-        summa_reduce_product("tp.col", s.w.numel(), "tp.row", s.x.numel());  // dX = summa_nt(dY, W)
+        summa_reduce_product("tp.col", s.w.numel(), "tp.row", s.x.numel(), dt);  // dX = summa_nt(dY, W)
         return;
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
@@ -99,14 +99,16 @@ class Planner {
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
-        summa_reduce_product("tp.row", s.x.numel(), "tp.col", s.w.numel());  // dW += summa_tn(X, dY)
+        // dW += summa_tn(X, dY): its partial sums are gradient sums, in the gradients' dtype.
+        summa_reduce_product("tp.row", s.x.numel(), "tp.col", s.w.numel(), g_.workload().gradient_dtype());
         return;
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
         if (!g_.keep_gathered_3d())
           call(phase::backward, s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
-        call(phase::backward, "tp.weight", CollectiveOp::reduce_scatter, K * N / q2, dt);  // dW
+        call(phase::backward, "tp.weight", CollectiveOp::reduce_scatter, K * N / q2,
+             g_.workload().gradient_dtype());  // dW, a gradient sum
         return;
       }
     }
@@ -114,15 +116,16 @@ class Planner {
 
   // q broadcasts and q reductions, recorded as bcast(0), then bcast(j) reduce(j−1) for
   // j = 1 … q−1, then reduce(q−1): step j's reduce completes during step j+1 (tp2d/summa.hpp).
+  // The broadcasts carry activations or weights (the data's dtype), the reductions the product's.
   void summa_reduce_product(const std::string& bcast_group, std::int64_t bcast_elements,
-                            const std::string& reduce_group, std::int64_t reduce_elements) {
+                            const std::string& reduce_group, std::int64_t reduce_elements, DType reduce_dtype) {
     const DType dt = g_.workload().dtype;
     call(phase::backward, bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
     for (int j = 1; j < g_.q(); ++j) {
       call(phase::backward, bcast_group, CollectiveOp::broadcast, bcast_elements, dt);
-      call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, dt);
+      call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, reduce_dtype);
     }
-    call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, dt);
+    call(phase::backward, reduce_group, CollectiveOp::reduce, reduce_elements, reduce_dtype);
   }
 
   // One all-gather of the per-row (mean, M2) partials forward, one all-reduce of the per-row
@@ -139,7 +142,7 @@ class Planner {
 
   // reduce_gradients: per parameter, its partial groups, then the data-parallel group.
   void grad_sync() {
-    const DType dt = g_.workload().dtype;
+    const DType dt = g_.workload().gradient_dtype();
     const std::string& dp = g_.workload().data_parallel_group;
     for (const ParamShard& p : g_.params()) {
       for (const auto& group : p.partial_grad_over)

@@ -31,6 +31,7 @@
 //   narayanan.hpp       the published table it is validated against;  step_report.hpp  text, JSON
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ struct Workload {
   std::int64_t hidden = 0;    // H (Linear: in_features)
   std::int64_t ffn_hidden = 0;  // MLP inner size (Linear: out_features)
   DType dtype = DType::f32;
+  // The gradients' dtype (of the weight gradients' partial sums and of reduce_gradients): `dtype`
+  // unless set (f32 for bf16/f16 parameters under mixed precision).
+  std::optional<DType> grad_dtype;
+  DType gradient_dtype() const { return grad_dtype.value_or(dtype); }
   TpOptions options{};
   // The group reduce_gradients is given as its data-parallel group: "" (the default, as the TP
   // tests call it) sums no data-parallel copies; "dp" adds one all-reduce per parameter over the

@@ -102,6 +102,7 @@ class StepShapes {
     w.hidden = config_.spec.model.hidden;
     w.ffn_hidden = config_.spec.model.ffn();
     w.dtype = config_.spec.precision.params;
+    w.grad_dtype = config_.spec.precision.grad_reduce;
     w.options = config_.options;
     return w;
   }
@@ -195,7 +196,7 @@ void head_calls(const StepShapes& s, CallList& list, std::int64_t count) {
 // The parameters of one unit, in the model's order.
 void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string name, std::int64_t numel,
                const std::vector<std::string>& partial, bool decays, int unit) {
-  BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit, "", 0};
+  BucketInput in{std::move(name), numel, {}, decays, s.dtype(), unit, "", 0, s.config().spec.precision.grad_reduce};
   for (const std::string& g : partial)
     if (!g.empty() && s.many(g)) in.partial_groups.push_back(g);
   // DualPipe: the stage's copy of every parameter is summed with its mirror stage's
@@ -428,8 +429,9 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   if (config.spec.zero.stage == 0) {
     for (const BucketInput& p : params) {
       for (const std::string& g : p.partial_groups)
-        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
-      list.add_if_many(phase::grad_sync, phase::grad_sync, group::dp, CollectiveOp::all_reduce, p.numel, p.dtype, 1);
+        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, p.numel, p.gradient_dtype(), 1);
+      list.add_if_many(phase::grad_sync, phase::grad_sync, group::dp, CollectiveOp::all_reduce, p.numel,
+                       p.gradient_dtype(), 1);
     }
   } else {
     // A round per micro-batch with reduce_per_micro_batch (stages 2–3: each writer reports after
@@ -437,9 +439,9 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
     const std::int64_t rounds = config.spec.zero.reduce_per_micro_batch && config.spec.zero.stage >= 2 ? m : 1;
     for (const Bucket& b : plan.buckets) {
       list.add_if_many(phase::grad_sync, phase::grad_sync, shard_group(b), CollectiveOp::reduce_scatter, b.padded,
-                       b.dtype, rounds);
+                       b.grad_dtype, rounds);
       for (const std::string& g : b.partial_groups)
-        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, b.shard, b.dtype, 1);
+        list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, b.shard, b.grad_dtype, 1);
     }
   }
 

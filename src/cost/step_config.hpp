@@ -91,7 +91,12 @@ struct StepConfig {
   // Dropout masks are stored (one byte per element) when the model trains with dropout.
   bool dropout() const { return spec.dropout > 0; }
   // Adam: fp32 moments (8 B), plus an fp32 master copy (4 B) when the dtype is 16-bit.
-  double optimizer_bytes_per_param() const { return dtype_size(dtype()) < 4 ? 12.0 : 8.0; }
+  // AdamW's two moments in the optimizer state's dtype, and f32 master weights for 16-bit values:
+  // 12 bytes per parameter under bf16/f16, 8 in f32, 16 in f64.
+  double optimizer_bytes_per_param() const {
+    const double state = is_16bit(dtype()) ? 4.0 : static_cast<double>(dtype_size(dtype()));
+    return 2.0 * state + (is_16bit(dtype()) ? 4.0 : 0.0);
+  }
   // What recomputation actually does: selective is none with a streaming attention kernel.
   Recompute effective_recompute() const {
     return spec.recompute == Recompute::selective && !attention_keeps_probabilities ? Recompute::none

@@ -74,13 +74,15 @@ ZeroPaperTraffic zero_paper_traffic(const BucketPlan& plan, int stage, int micro
   double padding = 0.0;
   std::set<std::string> groups;
   for (const Bucket& b : plan.buckets) {
-    const double size = static_cast<double>(dtype_size(b.dtype));
+    // One reduction of the gradients (in their dtype) and factor - 1 gathers of the values (in
+    // theirs): the paper's 2Psi or 3Psi, with mixed precision's f32 gradients and bf16 values.
+    const double grad_size = static_cast<double>(dtype_size(b.grad_dtype)), value_size = static_cast<double>(dtype_size(b.dtype));
     double elements = 0.0;
     for (const BucketSlot& s : b.slots) elements += static_cast<double>(s.numel);
     t.psi += elements;
-    t.paper_bus_bytes += t.factor * elements * (b.shards - 1) / b.shards * size;
+    t.paper_bus_bytes += elements * (b.shards - 1) / b.shards * (grad_size + (t.factor - 1) * value_size);
     // Stage 0 reduces parameter by parameter: no padding travels.
-    if (stage > 0 && b.shards > 1) padding += (static_cast<double>(b.padded) - elements) * size;
+    if (stage > 0 && b.shards > 1) padding += (static_cast<double>(b.padded) - elements) * grad_size;
     groups.insert(b.shard_group.empty() ? group::dp : b.shard_group);
   }
   auto data_parallel = [&](const std::map<LedgerKey, LedgerTotals>& calls) {

@@ -24,9 +24,9 @@ __global__ void convert_kernel(const S* src, D* dst, std::int64_t n) {
   MDTP_GRID_STRIDE(i, n) dst[i] = cast_to<D>(static_cast<double>(load(src, i)));
 }
 
-template <class T>
-__global__ void axpy_kernel(Acc<T> alpha, const T* x, T* y, std::int64_t n) {
-  MDTP_GRID_STRIDE(i, n) y[i] = cast_to<T>(load(y, i) + alpha * load(x, i));
+template <class T, class G>
+__global__ void axpy_kernel(Acc<G> alpha, const T* x, G* y, std::int64_t n) {
+  MDTP_GRID_STRIDE(i, n) y[i] = cast_to<G>(load(y, i) + alpha * static_cast<Acc<G>>(load(x, i)));
 }
 
 template <class T>
@@ -43,8 +43,8 @@ __global__ void add_row_vector_kernel(T* y, const T* row, std::int64_t rows, std
 // (threadIdx.y) striding over the rows, then sums the lanes in a fixed order.
 constexpr int kColumnRows = 16;
 
-template <class T>
-__global__ void column_sums_kernel(const T* x, T* out, std::int64_t rows, std::int64_t cols, Acc<T> beta) {
+template <class T, class G>
+__global__ void column_sums_kernel(const T* x, G* out, std::int64_t rows, std::int64_t cols, Acc<T> beta) {
   __shared__ Acc<T> partial[kColumnRows][33];
   const std::int64_t col = blockIdx.x * std::int64_t{32} + threadIdx.x;
   Acc<T> s = 0;
@@ -56,8 +56,8 @@ __global__ void column_sums_kernel(const T* x, T* out, std::int64_t rows, std::i
     Acc<T> total = 0;
     for (int k = 0; k < kColumnRows; ++k) total += partial[k][threadIdx.x];
     // beta == 0 overwrites, so an uninitialised `out` (even NaN) is fine, as on the host.
-    Acc<T> base = beta == Acc<T>(0) ? Acc<T>(0) : beta * load(out, col);
-    out[col] = cast_to<T>(base + total);
+    Acc<T> base = beta == Acc<T>(0) ? Acc<T>(0) : beta * static_cast<Acc<T>>(load(out, col));
+    out[col] = cast_to<G>(base + total);
   }
 }
 
@@ -186,8 +186,8 @@ __global__ void layernorm_dx_kernel(const T* dy, const T* xhat, const T* gamma, 
 }
 
 // dgamma += colsum(dy * xhat), dbeta += colsum(dy) in one pass over dy.
-template <class T>
-__global__ void layernorm_param_grads_kernel(const T* dy, const T* xhat, T* dgamma, T* dbeta,
+template <class T, class G>
+__global__ void layernorm_param_grads_kernel(const T* dy, const T* xhat, G* dgamma, G* dbeta,
                                              std::int64_t rows, std::int64_t cols) {
   __shared__ Acc<T> pg[kColumnRows][33];
   __shared__ Acc<T> pb[kColumnRows][33];
@@ -208,8 +208,8 @@ __global__ void layernorm_param_grads_kernel(const T* dy, const T* xhat, T* dgam
       tg += pg[k][threadIdx.x];
       tb += pb[k][threadIdx.x];
     }
-    dgamma[col] = cast_to<T>(load(dgamma, col) + tg);
-    dbeta[col] = cast_to<T>(load(dbeta, col) + tb);
+    dgamma[col] = cast_to<G>(static_cast<Acc<T>>(load(dgamma, col)) + tg);
+    dbeta[col] = cast_to<G>(static_cast<Acc<T>>(load(dbeta, col)) + tb);
   }
 }
 
@@ -234,11 +234,11 @@ void convert(DType src_type, const void* src, DType dst_type, void* dst, std::in
   MDTP_CHECK_LAUNCH();
 }
 
-void axpy(DType type, double alpha, const void* x, void* y, std::int64_t n, cudaStream_t stream) {
+void axpy(DType type, double alpha, const void* x, DType y_type, void* y, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
-  MDTP_DISPATCH_DTYPE(type, T,
-    axpy_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<Acc<T>>(alpha), static_cast<const T*>(x),
-                                                          static_cast<T*>(y), n));
+  MDTP_DISPATCH_ACCUMULATOR(type, y_type, T, G,
+    axpy_kernel<T, G><<<grid_for(n), kThreads, 0, stream>>>(static_cast<Acc<G>>(alpha), static_cast<const T*>(x),
+                                                             static_cast<G*>(y), n));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -258,12 +258,12 @@ void add_row_vector(DType type, void* y, const void* row, std::int64_t rows, std
   MDTP_CHECK_LAUNCH();
 }
 
-void column_sums(DType type, const void* x, void* out, std::int64_t rows, std::int64_t cols,
+void column_sums(DType type, const void* x, DType out_type, void* out, std::int64_t rows, std::int64_t cols,
                  double beta, cudaStream_t stream) {
   if (cols == 0) return;
-  MDTP_DISPATCH_DTYPE(type, T,
-    column_sums_kernel<T><<<column_blocks(cols), dim3(32, kColumnRows), 0, stream>>>(
-        static_cast<const T*>(x), static_cast<T*>(out), rows, cols, static_cast<Acc<T>>(beta)));
+  MDTP_DISPATCH_ACCUMULATOR(type, out_type, T, G,
+    column_sums_kernel<T, G><<<column_blocks(cols), dim3(32, kColumnRows), 0, stream>>>(
+        static_cast<const T*>(x), static_cast<G*>(out), rows, cols, static_cast<Acc<T>>(beta)));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -330,17 +330,17 @@ void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const
 
 void layernorm_backward(DType type, const void* dy, const void* xhat, const void* gamma,
                         const double* mean_rstd, const double* sums, std::int64_t n_total, void* dx,
-                        void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
+                        DType grad_type, void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
                         cudaStream_t stream) {
   if (rows * cols == 0) return;
-  MDTP_DISPATCH_DTYPE(type, T,
+  MDTP_DISPATCH_ACCUMULATOR(type, grad_type, T, G,
     layernorm_dx_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), mean_rstd,
         sums, 1.0 / static_cast<double>(n_total), static_cast<T*>(dx), rows, cols);
     MDTP_CHECK_LAUNCH();
-    layernorm_param_grads_kernel<T><<<column_blocks(cols), dim3(32, kColumnRows), 0, stream>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<T*>(dgamma),
-        static_cast<T*>(dbeta), rows, cols));
+    layernorm_param_grads_kernel<T, G><<<column_blocks(cols), dim3(32, kColumnRows), 0, stream>>>(
+        static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<G*>(dgamma),
+        static_cast<G*>(dbeta), rows, cols));
   MDTP_CHECK_LAUNCH();
 }
 

@@ -6,7 +6,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_gemm.hpp"
 #include "cuda/cuda_kernels.hpp"
-#include "cuda/host_convert.hpp"
+#include "core/convert.hpp"
 
 namespace mdtp {
 
@@ -81,11 +81,7 @@ void CudaBackend::do_copy(const Tensor& src, Tensor& dst) const {
   MDTP_CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.bytes(), cudaMemcpyDeviceToDevice, stream()));
 }
 
-void CudaBackend::convert(const Tensor& src, Tensor& dst) const {
-  require_operand(src, "convert source");
-  require_operand(dst, "convert target");
-  require(src.numel() == dst.numel(), "convert of ", shape_string(src.shape()), " into ", shape_string(dst.shape()));
-  if (src.dtype() == dst.dtype()) return copy(src, dst);
+void CudaBackend::do_convert(const Tensor& src, Tensor& dst) const {
   kernels::convert(src.dtype(), src.raw_data(), dst.dtype(), dst.raw_data(), src.numel(), stream());
 }
 
@@ -103,7 +99,7 @@ void CudaBackend::do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_
 }
 
 void CudaBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {
-  kernels::axpy(x.dtype(), alpha, x.raw_data(), y.raw_data(), x.numel(), stream());
+  kernels::axpy(x.dtype(), alpha, x.raw_data(), y.dtype(), y.raw_data(), x.numel(), stream());
 }
 
 void CudaBackend::do_scale(Tensor& x, double alpha) const {
@@ -115,7 +111,7 @@ void CudaBackend::do_add_row_vector(Tensor& y, const Tensor& row) const {
 }
 
 void CudaBackend::do_column_sums(const Tensor& x, Tensor& out, double beta) const {
-  kernels::column_sums(x.dtype(), x.raw_data(), out.raw_data(), x.rows(), x.cols(), beta, stream());
+  kernels::column_sums(x.dtype(), x.raw_data(), out.dtype(), out.raw_data(), x.rows(), x.cols(), beta, stream());
 }
 
 double CudaBackend::do_sum_squares(const Tensor& x) const {
@@ -163,7 +159,7 @@ void CudaBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, co
                                      const Tensor& mean_rstd, const Tensor& sums, std::int64_t n,
                                      Tensor& dx, Tensor& dgamma, Tensor& dbeta) const {
   kernels::layernorm_backward(dy.dtype(), dy.raw_data(), xhat.raw_data(), gamma.raw_data(),
-                              mean_rstd.data<double>(), sums.data<double>(), n, dx.raw_data(),
+                              mean_rstd.data<double>(), sums.data<double>(), n, dx.raw_data(), dgamma.dtype(),
                               dgamma.raw_data(), dbeta.raw_data(), dy.rows(), dy.cols(), stream());
 }
 

@@ -58,6 +58,7 @@ class CudaBackend final : public Backend {
   void do_scale(Tensor& x, double alpha) const override;
   void do_add_row_vector(Tensor& y, const Tensor& row) const override;
   void do_column_sums(const Tensor& x, Tensor& out, double beta) const override;
+  void do_convert(const Tensor& src, Tensor& dst) const override;
   double do_sum_squares(const Tensor& x) const override;
   void do_gelu_forward(const Tensor& x, Tensor& y) const override;
   void do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const override;
@@ -73,11 +74,6 @@ class CudaBackend final : public Backend {
                           Tensor& dgamma, Tensor& dbeta) const override;
   // Same-dtype AdamW (f32, f64); 16-bit parameters use the fp32-master update of train_ops.hpp.
   void do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& step) const override;
-
- public:
-
-  // dst = src converted to dst's dtype (same element count): mixed precision casts.
-  void convert(const Tensor& src, Tensor& dst) const;
 
  private:
   struct StreamDeleter {

@@ -31,15 +31,15 @@ cublasMath_t gemm_math_mode(DType dtype, bool allow_tf32) {
   return static_cast<cublasMath_t>(mode | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
 }
 
-void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool ta, bool tb, std::int64_t m,
-                   std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b, double beta, void* c,
-                   std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
+void gemm_rowmajor_into(cublasHandle_t handle, DType dtype, DType c_dtype, bool allow_tf32, bool ta, bool tb,
+                        std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b,
+                        double beta, void* c, std::int64_t ldc, std::int64_t stride_c, std::int64_t batch) {
   const int M = as_blas_int(n, "n"), N = as_blas_int(m, "m"), K = as_blas_int(k, "k");
   const int lda = as_blas_int(a.ld, "lda"), ldb = as_blas_int(b.ld, "ldb"), ldc32 = as_blas_int(ldc, "ldc");
   const int count = as_blas_int(batch, "batch");
   const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cudaDataType_t type = blas_type(dtype);
+  const cudaDataType_t type = blas_type(dtype), c_type = blas_type(c_dtype);
   // Scalars have the compute type: double for f64, float otherwise.
   const float alpha32 = static_cast<float>(alpha), beta32 = static_cast<float>(beta);
   const bool wide = dtype == DType::f64;
@@ -50,11 +50,11 @@ void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool ta,
                                                                             : CUBLAS_COMPUTE_32F;
   MDTP_CUDA_CHECK(cublasSetMathMode(handle, gemm_math_mode(dtype, allow_tf32)));
   if (count == 1) {
-    MDTP_CUDA_CHECK(cublasGemmEx(handle, op_b, op_a, M, N, K, pa, b.data, type, ldb, a.data, type, lda, pb, c, type,
+    MDTP_CUDA_CHECK(cublasGemmEx(handle, op_b, op_a, M, N, K, pa, b.data, type, ldb, a.data, type, lda, pb, c, c_type,
                                  ldc32, compute, CUBLAS_GEMM_DEFAULT));
   } else {
     MDTP_CUDA_CHECK(cublasGemmStridedBatchedEx(handle, op_b, op_a, M, N, K, pa, b.data, type, ldb, b.stride, a.data,
-                                               type, lda, a.stride, pb, c, type, ldc32, stride_c, count, compute,
+                                               type, lda, a.stride, pb, c, c_type, ldc32, stride_c, count, compute,
                                                CUBLAS_GEMM_DEFAULT));
   }
 }
@@ -70,7 +70,8 @@ void CudaBackend::do_gemm(bool ta, bool tb, double alpha, const Tensor& a, const
     return;
   }
   // Leading dimensions of the row-major buffers are their column counts (at least 1 for cuBLAS).
-  gemm_rowmajor(cublas(), a.dtype(), allow_tf32(), ta, tb, m, n, k, alpha, {a.raw_data(), std::max<std::int64_t>(1, a.cols())},
+  gemm_rowmajor_into(cublas(), a.dtype(), c.dtype(), allow_tf32(), ta, tb, m, n, k, alpha,
+                     {a.raw_data(), std::max<std::int64_t>(1, a.cols())},
                 {b.raw_data(), std::max<std::int64_t>(1, b.cols())}, beta, c.raw_data(), std::max<std::int64_t>(1, c.cols()));
 }
 

@@ -31,8 +31,18 @@ cublasMath_t gemm_math_mode(DType dtype, bool allow_tf32);
 // The handle's math mode is set to gemm_math_mode first, on every call: the handle is public
 // (CudaBackend::cublas()), and whatever else set it must not decide these numerics.
 // beta == 0 never reads C.  Requires m, n, k >= 1.
-void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool transpose_a, bool transpose_b,
-                   std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b,
-                   double beta, void* c, std::int64_t ldc, std::int64_t stride_c = 0, std::int64_t batch = 1);
+// C has `c_dtype`: A and B's dtype, or f32 when they are bf16/f16 (a weight gradient kept in f32).
+void gemm_rowmajor_into(cublasHandle_t handle, DType dtype, DType c_dtype, bool allow_tf32, bool transpose_a,
+                        bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a,
+                        GemmOperand b, double beta, void* c, std::int64_t ldc, std::int64_t stride_c = 0,
+                        std::int64_t batch = 1);
+
+// C of A and B's dtype.
+inline void gemm_rowmajor(cublasHandle_t handle, DType dtype, bool allow_tf32, bool transpose_a, bool transpose_b,
+                          std::int64_t m, std::int64_t n, std::int64_t k, double alpha, GemmOperand a, GemmOperand b,
+                          double beta, void* c, std::int64_t ldc, std::int64_t stride_c = 0, std::int64_t batch = 1) {
+  gemm_rowmajor_into(handle, dtype, dtype, allow_tf32, transpose_a, transpose_b, m, n, k, alpha, a, b, beta, c, ldc,
+                     stride_c, batch);
+}
 
 }  // namespace mdtp

@@ -45,7 +45,7 @@ void CudaGptKernels::do_embedding_backward(const Tensor& dy, std::span<const std
   DeviceIndices dev = upload_indices(cuda_, packed, MemCategory::workspace);
   const std::int32_t* base = dev.data();
   kernels::embedding_backward(dy.dtype(), dy.raw_data(), dy.cols(), base, base + U, base + 2 * U + 1, U,
-                              table_grad.raw_data(), cuda_.stream());
+                              table_grad.dtype(), table_grad.raw_data(), cuda_.stream());
 }
 
 void CudaGptKernels::do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const {

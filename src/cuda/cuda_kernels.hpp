@@ -14,11 +14,13 @@ namespace mdtp::kernels {
 void fill(DType type, void* x, std::int64_t n, double value, cudaStream_t stream);
 void convert(DType src_type, const void* src, DType dst_type, void* dst, std::int64_t n,
              cudaStream_t stream);
-void axpy(DType type, double alpha, const void* x, void* y, std::int64_t n, cudaStream_t stream);
+// y (of y_type: type, or f32 for 16-bit x) += alpha x.
+void axpy(DType type, double alpha, const void* x, DType y_type, void* y, std::int64_t n, cudaStream_t stream);
 void scale(DType type, void* x, std::int64_t n, double alpha, cudaStream_t stream);
 void add_row_vector(DType type, void* y, const void* row, std::int64_t rows, std::int64_t cols,
                     cudaStream_t stream);
-void column_sums(DType type, const void* x, void* out, std::int64_t rows, std::int64_t cols,
+// out (of out_type: type, or f32 for 16-bit x) = beta out + column sums of x.
+void column_sums(DType type, const void* x, DType out_type, void* out, std::int64_t rows, std::int64_t cols,
                  double beta, cudaStream_t stream);
 
 // Sum of squares accumulated in float64: per-block partials in workspace[0, kReduceParts), their
@@ -41,7 +43,7 @@ void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const
                              double* sums, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
 void layernorm_backward(DType type, const void* dy, const void* xhat, const void* gamma,
                         const double* mean_rstd, const double* sums, std::int64_t n_total, void* dx,
-                        void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
+                        DType grad_type, void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
                         cudaStream_t stream);
 
 // ---- training kernels (train_kernels.cu) ----
@@ -83,11 +85,11 @@ void adamw(DType param_type, void* param, DType grad_type, const void* grad, DTy
 void embedding_forward(DType type, const void* table, std::int64_t table_rows, std::int64_t cols,
                        const std::int32_t* ids, std::int64_t n, std::int64_t first_row, void* out,
                        cudaStream_t stream);
-// For each u < unique_rows: table_grad[rows[u], :] += dy[tokens[k], :] for k in
+// For each u < unique_rows: table_grad (of grad_type: type, or f32 for 16-bit dy)[rows[u], :] += dy[tokens[k], :] for k in
 // [offsets[u], offsets[u+1]), in that order (deterministic: the host's order).
 void embedding_backward(DType type, const void* dy, std::int64_t cols, const std::int32_t* rows,
                         const std::int32_t* offsets, const std::int32_t* tokens, std::int64_t unique_rows,
-                        void* table_grad, cudaStream_t stream);
+                        DType grad_type, void* table_grad, cudaStream_t stream);
 void xent_row_max(DType type, const void* logits, std::int64_t rows, std::int64_t cols,
                   std::int64_t valid_cols, double* row_max, cudaStream_t stream);
 // targets may be null (no row has its target in this slice).

@@ -10,7 +10,7 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
-#include "cuda/narrow_float.hpp"
+#include "core/narrow_float.hpp"
 
 namespace mdtp::kernels {
 
@@ -131,5 +131,15 @@ inline unsigned grid_y(std::int64_t blocks) {
     case ::mdtp::DType::f16: { using T = __half; __VA_ARGS__; break; }                  \
     default: ::mdtp::throw_error("no CUDA kernel for dtype code ", static_cast<int>(dtype)); \
   }
+
+// Data of dtype `data` (type T) into an accumulator of dtype `acc` (type G): G = T, or float for
+// 16-bit data (Backend's accumulator rule: gradients of bf16/f16 data may be kept in f32).
+#define MDTP_DISPATCH_ACCUMULATOR(data, acc, T, G, ...)                                              \
+  MDTP_DISPATCH_DTYPE(data, T, {                                                                    \
+    if ((acc) == (data)) { using G = T; __VA_ARGS__; }                                              \
+    else if ((acc) == ::mdtp::DType::f32) { using G = float; __VA_ARGS__; }                        \
+    else ::mdtp::throw_error("no CUDA kernel for ", ::mdtp::dtype_name(data), " data into ",         \
+                             ::mdtp::dtype_name(acc));                                               \
+  })
 
 }  // namespace mdtp::kernels

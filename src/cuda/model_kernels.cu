@@ -23,16 +23,17 @@ __global__ void embedding_forward_kernel(const T* table, std::int64_t table_rows
 
 // Block (u, column chunk): the tokens of unique row u, in order, added to that row.  Column
 // chunks run along y, whose grid limit (65535) a wide enough row would pass: blocks stride.
-template <class T>
+// The gradient G is T, or f32 for 16-bit dy (gradients kept in f32).
+template <class T, class G>
 __global__ void embedding_backward_kernel(const T* dy, std::int64_t cols, const std::int32_t* rows,
-                                          const std::int32_t* offsets, const std::int32_t* tokens, T* grad) {
+                                          const std::int32_t* offsets, const std::int32_t* tokens, G* grad) {
   const std::int64_t u = blockIdx.x;
   for (std::int64_t j = blockIdx.y * std::int64_t{blockDim.x} + threadIdx.x; j < cols;
        j += std::int64_t{gridDim.y} * blockDim.x) {
-    T* dst = grad + rows[u] * cols + j;
-    Acc<T> acc = load(dst, 0);
-    for (std::int32_t k = offsets[u]; k < offsets[u + 1]; ++k) acc += load(dy, tokens[k] * cols + j);
-    *dst = cast_to<T>(acc);
+    G* dst = grad + rows[u] * cols + j;
+    Acc<G> acc = load(dst, 0);
+    for (std::int32_t k = offsets[u]; k < offsets[u + 1]; ++k) acc += static_cast<Acc<G>>(load(dy, tokens[k] * cols + j));
+    *dst = cast_to<G>(acc);
   }
 }
 
@@ -91,12 +92,12 @@ void embedding_forward(DType type, const void* table, std::int64_t table_rows, s
 
 void embedding_backward(DType type, const void* dy, std::int64_t cols, const std::int32_t* rows,
                         const std::int32_t* offsets, const std::int32_t* tokens, std::int64_t unique_rows,
-                        void* table_grad, cudaStream_t stream) {
+                        DType grad_type, void* table_grad, cudaStream_t stream) {
   if (unique_rows == 0 || cols == 0) return;
   const dim3 grid(grid_x(unique_rows), grid_y((cols + kThreads - 1) / kThreads));
-  MDTP_DISPATCH_DTYPE(type, T,
-    embedding_backward_kernel<T><<<grid, kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), cols, rows, offsets, tokens, static_cast<T*>(table_grad)));
+  MDTP_DISPATCH_ACCUMULATOR(type, grad_type, T, G,
+    embedding_backward_kernel<T, G><<<grid, kThreads, 0, stream>>>(
+        static_cast<const T*>(dy), cols, rows, offsets, tokens, static_cast<G*>(table_grad)));
   MDTP_CHECK_LAUNCH();
 }
 

@@ -8,12 +8,9 @@
 #include "comm/mpi_communicator.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_of_pointer.hpp"
-#include "cuda/host_convert.hpp"
 
 namespace mdtp {
 namespace {
-
-DType wire_type(DType dtype) { return dtype == DType::bf16 || dtype == DType::f16 ? DType::f32 : dtype; }
 
 int group_value(MPI_Comm comm, int (*query)(MPI_Comm, int*), const char* call) {
   require(comm != MPI_COMM_NULL, "staged MPI communicator needs a group communicator; got MPI_COMM_NULL");
@@ -71,40 +68,23 @@ void StagedMpiCommunicator::require_supported(const Tensor& t, const char* what,
 }
 
 Tensor StagedMpiCommunicator::host_like(const Tensor& device) const {
-  return Tensor::empty(device.shape(), wire_type(device.dtype()), host_, MemCategory::communication);
+  return Tensor::empty(device.shape(), device.dtype(), host_, MemCategory::communication);
 }
 
 Tensor StagedMpiCommunicator::download(const Tensor& device) const {
   Tensor host = host_like(device);
   if (device.numel() == 0) return host;
   // The copy is ordered after the compute stream's work on `device`; MPI needs it finished.
-  if (host.dtype() == device.dtype()) {
-    MDTP_CUDA_CHECK(cudaMemcpyAsync(host.raw_data(), device.raw_data(), device.bytes(), cudaMemcpyDeviceToHost,
-                                    backend_->stream()));
-    backend_->synchronize();
-    return host;
-  }
-  std::vector<unsigned char> raw(device.bytes());
-  MDTP_CUDA_CHECK(cudaMemcpyAsync(raw.data(), device.raw_data(), device.bytes(), cudaMemcpyDeviceToHost,
+  MDTP_CUDA_CHECK(cudaMemcpyAsync(host.raw_data(), device.raw_data(), device.bytes(), cudaMemcpyDeviceToHost,
                                   backend_->stream()));
   backend_->synchronize();
-  convert_host(device.dtype(), raw.data(), host.dtype(), host.raw_data(), static_cast<std::size_t>(host.numel()));
   return host;
 }
 
 void StagedMpiCommunicator::upload(const Tensor& host, Tensor& device) const {
   if (device.numel() == 0) return;
-  if (host.dtype() == device.dtype()) {
-    MDTP_CUDA_CHECK(cudaMemcpyAsync(device.raw_data(), host.raw_data(), device.bytes(), cudaMemcpyHostToDevice,
-                                    backend_->stream()));
-  } else {
-    std::vector<unsigned char> raw(device.bytes());
-    convert_host(host.dtype(), host.raw_data(), device.dtype(), raw.data(), static_cast<std::size_t>(host.numel()));
-    MDTP_CUDA_CHECK(cudaMemcpyAsync(device.raw_data(), raw.data(), device.bytes(), cudaMemcpyHostToDevice,
-                                    backend_->stream()));
-    backend_->synchronize();  // `raw` dies here
-    return;
-  }
+  MDTP_CUDA_CHECK(cudaMemcpyAsync(device.raw_data(), host.raw_data(), device.bytes(), cudaMemcpyHostToDevice,
+                                  backend_->stream()));
   backend_->synchronize();  // the host staging tensor may die after this
 }
 

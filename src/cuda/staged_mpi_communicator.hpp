@@ -6,8 +6,8 @@
 // fast: every operation waits for the compute stream, and copies through pageable memory.
 //
 // Staging tensors are accounted as MemCategory::communication by `host_staging` (pass the host
-// backend's allocator to see them next to the rest of the host memory).  bf16/f16 travel as f32
-// (MPI has no 16-bit float types), so reductions of them are summed in f32 and rounded once.
+// backend's allocator to see them next to the rest of the host memory).  bf16/f16 travel as their
+// 2 bytes, reduced in f32 by the MPI communicator's operations (comm/mpi_half_types.hpp).
 // The ledger records the full staged time on the host clock.
 #include <mpi.h>
 
@@ -51,7 +51,7 @@ class StagedMpiCommunicator final : public Communicator {
 
  private:
   class Pending;
-  Tensor download(const Tensor& device) const;   // host copy (wire dtype)
+  Tensor download(const Tensor& device) const;   // host copy
   Tensor host_like(const Tensor& device) const;  // uninitialised host buffer
   void upload(const Tensor& host, Tensor& device) const;
 

@@ -22,8 +22,6 @@ void require_like(const Tensor& t, const Tensor& like, const char* what) {
           " elements");
 }
 
-bool is_16bit(DType t) { return t == DType::bf16 || t == DType::f16; }
-
 }  // namespace
 
 void softmax_rows(const CudaBackend& backend, const Tensor& x, Tensor& y, bool causal) {

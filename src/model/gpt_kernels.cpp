@@ -12,7 +12,6 @@ void check_embedding(const Tensor& table, std::size_t ids, const Tensor& rows_te
   require(table.ndim() == 2, op, ": the table must be 2-D; got shape ", shape_string(table.shape()));
   require(rows_tensor.rows() == static_cast<std::int64_t>(ids) && rows_tensor.cols() == table.cols(), op, ": ", ids,
           " ids need rows of [", ids, ", ", table.cols(), "]; got shape ", shape_string(rows_tensor.shape()));
-  require_same_dtype(table, rows_tensor, op);
 }
 
 void check_attention(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, const Tensor& y,
@@ -49,6 +48,7 @@ void GptKernels::embedding_forward(const Tensor& table, std::span<const std::int
   backend_.require_operand(table, "embedding table");
   backend_.require_operand(out, "embedding output");
   check_embedding(table, ids.size(), out, "embedding_forward");
+  require_same_dtype(table, out, "embedding_forward");
   do_embedding_forward(table, ids, first_row, out);
 }
 
@@ -57,6 +57,10 @@ void GptKernels::embedding_backward(const Tensor& dy, std::span<const std::int32
   backend_.require_operand(dy, "embedding output gradient");
   backend_.require_operand(table_grad, "embedding table gradient");
   check_embedding(table_grad, ids.size(), dy, "embedding_backward");
+  // The gradient may be kept in f32 for 16-bit activations (the Backend's accumulator rule).
+  require(table_grad.dtype() == dy.dtype() || (is_16bit(dy.dtype()) && table_grad.dtype() == DType::f32),
+          "embedding_backward: mixed dtypes ", dtype_name(dy.dtype()), " and ", dtype_name(table_grad.dtype()),
+          " (the table gradient may be f32 for bf16/f16 data, else it is the data's dtype)");
   do_embedding_backward(dy, ids, first_row, table_grad);
 }
 

@@ -1,6 +1,12 @@
 // The host implementation of GptKernels: attention by GEMMs (model/host_attention.cpp), the
 // cross-entropy's exps vectorised (core/vector_math.hpp) with f64 statistics, the embedding as row
 // copies.  Arguments arrive validated by the GptKernels front.
+//
+// bf16/f16 storage follows the host backend's rule (core/host_low_precision.hpp): the f32 kernel
+// runs on widened copies — one sequence at a time for attention, blocks of rows for the
+// cross-entropy — and each result is rounded once on the way out.  The copies are workspace of the
+// backend's allocator, freed block by block.  The embedding's lookup copies 16-bit rows as they
+// are; its gradient adds 16-bit rows into an f32 (or 16-bit) table gradient in token order.
 #include "model/gpt_kernels.hpp"
 
 #include "core/eigen_core.hpp"  // before the other headers: see there
@@ -11,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/convert.hpp"
 #include "core/vector_math.hpp"
 #include "model/host_attention.hpp"
 
@@ -26,16 +33,17 @@ std::size_t at(std::int64_t row, std::int64_t cols, std::int64_t col) {
   return static_cast<std::size_t>(row * cols + col);
 }
 
-template <class T>
+// Rows of bytes: any dtype (the zero of every dtype is all zero bits).
 void host_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row, Tensor& out) {
-  const std::int64_t cols = table.cols(), rows = table.rows();
-  const T* src = table.data<T>();
-  T* dst = out.data<T>();
+  const std::int64_t rows = table.rows();
+  const std::size_t row_bytes = static_cast<std::size_t>(table.cols()) * dtype_size(table.dtype());
+  const auto* src = static_cast<const unsigned char*>(table.raw_data());
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
   for (std::size_t i = 0; i < ids.size(); ++i) {
     const std::int64_t r = ids[i] - first_row;
-    T* row = dst + static_cast<std::int64_t>(i) * cols;
-    if (r >= 0 && r < rows) std::memcpy(row, src + r * cols, static_cast<std::size_t>(cols) * sizeof(T));
-    else std::fill_n(row, cols, T(0));
+    unsigned char* row = dst + i * row_bytes;
+    if (r >= 0 && r < rows) std::memcpy(row, src + static_cast<std::size_t>(r) * row_bytes, row_bytes);
+    else std::memset(row, 0, row_bytes);
   }
 }
 
@@ -50,6 +58,30 @@ void host_embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids
     if (r < 0 || r >= rows) continue;
     const T* src = g + static_cast<std::int64_t>(i) * cols;
     for (std::int64_t j = 0; j < cols; ++j) dst[r * cols + j] += src[j];
+  }
+}
+
+// 16-bit dy into a table gradient of dy's dtype or f32: each row widened, added in f32, and (for
+// a 16-bit gradient) rounded once per token, in token order.
+void host_embedding_backward_16bit(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
+                                   Tensor& table_grad) {
+  const std::int64_t cols = table_grad.cols(), rows = table_grad.rows();
+  const std::size_t n = static_cast<std::size_t>(cols), es = dtype_size(dy.dtype()), gs = dtype_size(table_grad.dtype());
+  std::vector<float> g(n), acc(n);
+  const auto* src = static_cast<const unsigned char*>(dy.raw_data());
+  auto* dst = static_cast<unsigned char*>(table_grad.raw_data());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int64_t r = ids[i] - first_row;
+    if (r < 0 || r >= rows) continue;
+    widen_to_f32(dy.dtype(), src + i * n * es, g.data(), n);
+    unsigned char* row = dst + static_cast<std::size_t>(r) * n * gs;
+    if (table_grad.dtype() == DType::f32) {
+      Row<float>(reinterpret_cast<float*>(row), cols) += ConstRow<float>(g.data(), cols);
+      continue;
+    }
+    widen_to_f32(table_grad.dtype(), row, acc.data(), n);
+    Row<float>(acc.data(), cols) += ConstRow<float>(g.data(), cols);
+    narrow_from_f32(acc.data(), table_grad.dtype(), row, n);
   }
 }
 
@@ -104,12 +136,31 @@ void host_xent_backward(const Tensor& logits, std::int64_t valid_cols, const Ten
   }
 }
 
-// One dispatch on the element type per op; the front has already refused other dtypes.
+// One dispatch on the element type per op: f32 or f64 (16-bit operands take the widened path).
 template <class Fn>
 void dispatch(DType dtype, Fn&& fn) {
   if (dtype == DType::f32) fn(float{});
   else fn(double{});
 }
+
+const unsigned char* bytes_at(const Tensor& t, std::int64_t element) {
+  return static_cast<const unsigned char*>(t.raw_data()) + element * static_cast<std::int64_t>(dtype_size(t.dtype()));
+}
+
+// An f32 workspace copy of elements [first, first + numel(shape)) of `t`, and the way back.
+Tensor widened(const Backend& be, const Tensor& t, std::int64_t first, const Shape& shape) {
+  Tensor w = be.empty(shape, DType::f32, MemCategory::workspace);
+  widen_to_f32(t.dtype(), bytes_at(t, first), w.data<float>(), static_cast<std::size_t>(w.numel()));
+  return w;
+}
+
+void narrow_into(const Tensor& w, Tensor& t, std::int64_t first) {
+  narrow_from_f32(w.data<float>(), t.dtype(), const_cast<unsigned char*>(bytes_at(t, first)),
+                  static_cast<std::size_t>(w.numel()));
+}
+
+// Rows per block of the 16-bit cross-entropy: about 1 Mi f32 elements of logits.
+std::int64_t xent_rows_per_block(std::int64_t cols) { return std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(cols, 1)); }
 
 class HostGptKernels final : public GptKernels {
  public:
@@ -118,18 +169,21 @@ class HostGptKernels final : public GptKernels {
  protected:
   void do_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row,
                             Tensor& out) const override {
-    dispatch(table.dtype(), [&](auto zero) { host_embedding_forward<decltype(zero)>(table, ids, first_row, out); });
+    host_embedding_forward(table, ids, first_row, out);
   }
   void do_embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
                              Tensor& table_grad) const override {
+    if (is_16bit(dy.dtype())) return host_embedding_backward_16bit(dy, ids, first_row, table_grad);
     dispatch(dy.dtype(), [&](auto zero) { host_embedding_backward<decltype(zero)>(dy, ids, first_row, table_grad); });
   }
   void do_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y,
                             Tensor& probs) const override {
+    if (is_16bit(qkv.dtype())) return attention_forward_16bit(qkv, seq_len, n_head, y, probs);
     dispatch(qkv.dtype(), [&](auto zero) { host_attention_forward<decltype(zero)>(qkv, seq_len, n_head, y, probs); });
   }
   void do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                              std::int64_t n_head, Tensor& dqkv) const override {
+    if (is_16bit(qkv.dtype())) return attention_backward_16bit(dy, qkv, probs, seq_len, n_head, dqkv);
     const std::int64_t block = std::min(kAttentionBlock, seq_len);
     Tensor scratch = backend().empty({block, seq_len}, qkv.dtype(), MemCategory::workspace);
     dispatch(qkv.dtype(), [&](auto zero) {
@@ -137,10 +191,24 @@ class HostGptKernels final : public GptKernels {
     });
   }
   void do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const override {
+    if (is_16bit(logits.dtype())) {
+      return by_row_blocks(logits, [&](const Tensor& l, std::int64_t r0, std::int64_t) {
+        Tensor mx = row_max.row_slice(r0, r0 + l.rows());
+        host_xent_row_max<float>(l, valid_cols, mx);
+      });
+    }
     dispatch(logits.dtype(), [&](auto zero) { host_xent_row_max<decltype(zero)>(logits, valid_cols, row_max); });
   }
   void do_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
                             std::span<const std::int32_t> targets, std::int64_t col0, Tensor& sums) const override {
+    if (is_16bit(logits.dtype())) {
+      return by_row_blocks(logits, [&](const Tensor& l, std::int64_t r0, std::int64_t rows) {
+        Tensor part = sums.row_slice(r0, r0 + rows);
+        host_xent_partial_sums<float>(l, valid_cols, row_max.row_slice(r0, r0 + rows),
+                                      targets.subspan(static_cast<std::size_t>(r0), static_cast<std::size_t>(rows)),
+                                      col0, part);
+      });
+    }
     dispatch(logits.dtype(), [&](auto zero) {
       host_xent_partial_sums<decltype(zero)>(logits, valid_cols, row_max, targets, col0, sums);
     });
@@ -148,9 +216,57 @@ class HostGptKernels final : public GptKernels {
   void do_xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& lse,
                         std::span<const std::int32_t> targets, std::int64_t col0, double scale,
                         Tensor& dlogits) const override {
+    if (is_16bit(logits.dtype())) {
+      return by_row_blocks(logits, [&](const Tensor& l, std::int64_t r0, std::int64_t rows) {
+        Tensor d = backend().empty(l.shape(), DType::f32, MemCategory::workspace);
+        host_xent_backward<float>(l, valid_cols, lse.row_slice(r0, r0 + rows),
+                                  targets.subspan(static_cast<std::size_t>(r0), static_cast<std::size_t>(rows)), col0,
+                                  scale, d);
+        narrow_into(d, dlogits, r0 * logits.cols());
+      });
+    }
     dispatch(logits.dtype(), [&](auto zero) {
       host_xent_backward<decltype(zero)>(logits, valid_cols, lse, targets, col0, scale, dlogits);
     });
+  }
+
+ private:
+  // fn(f32 copy of logits rows [r0, r0 + rows), r0, rows) over blocks of rows.
+  template <class Fn>
+  void by_row_blocks(const Tensor& logits, Fn&& fn) const {
+    const std::int64_t cols = logits.cols(), rb = xent_rows_per_block(cols);
+    for (std::int64_t r0 = 0; r0 < logits.rows(); r0 += rb) {
+      const std::int64_t rows = std::min(rb, logits.rows() - r0);
+      fn(widened(backend(), logits, r0 * cols, {rows, cols}), r0, rows);
+    }
+  }
+
+  // One sequence at a time: its qkv rows and its heads' probabilities widened, the f32 kernel, its
+  // y rows and probabilities rounded back (y from the f32 probabilities, before their rounding).
+  void attention_forward_16bit(const Tensor& qkv, std::int64_t T, std::int64_t n_head, Tensor& y, Tensor& probs) const {
+    const std::int64_t C3 = qkv.cols(), C = C3 / 3, per_seq = n_head * T * T;
+    for (std::int64_t s = 0; s < qkv.rows() / T; ++s) {
+      Tensor x = widened(backend(), qkv, s * T * C3, {T, C3});
+      Tensor ys = backend().empty({T, C}, DType::f32, MemCategory::workspace);
+      Tensor ps = backend().empty({per_seq}, DType::f32, MemCategory::workspace);
+      host_attention_forward<float>(x, T, n_head, ys, ps);
+      narrow_into(ys, y, s * T * C);
+      narrow_into(ps, probs, s * per_seq);
+    }
+  }
+
+  void attention_backward_16bit(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t T,
+                                std::int64_t n_head, Tensor& dqkv) const {
+    const std::int64_t C3 = qkv.cols(), C = C3 / 3, per_seq = n_head * T * T;
+    Tensor scratch = backend().empty({std::min(kAttentionBlock, T), T}, DType::f32, MemCategory::workspace);
+    for (std::int64_t s = 0; s < qkv.rows() / T; ++s) {
+      Tensor x = widened(backend(), qkv, s * T * C3, {T, C3});
+      Tensor g = widened(backend(), dy, s * T * C, {T, C});
+      Tensor p = widened(backend(), probs, s * per_seq, {per_seq});
+      Tensor dx = backend().empty({T, C3}, DType::f32, MemCategory::workspace);
+      host_attention_backward<float>(g, x, p, T, n_head, dx, scratch);
+      narrow_into(dx, dqkv, s * T * C3);
+    }
   }
 };
 

@@ -5,15 +5,18 @@
 // `memory` table).
 //
 //   stage   parameters   gradients                 optimizer state (AdamW)   master weights
-//   0       Σ params     Σ params                  2 · Σ params              0
-//   1       full         full                      2 · shard                 offload ? shard : 0
-//   2       full         shard (+ shard offload)   2 · shard                 offload ? shard : 0
-//   3       shard        shard (+ shard offload)   2 · shard                 offload ? shard : 0
+//   0       Σ params     Σ params                  2 · Σ params              16-bit ? Σ params : 0
+//   1       full         full (+ shard offload)    2 · shard                 masters ? shard : 0
+//   2       full         shard (+ shard offload)   2 · shard                 masters ? shard : 0
+//   3       shard        shard (+ shard offload)   2 · shard                 masters ? shard : 0
 //
 // where Σ params is the unpadded sum of the parameters (stage 0 keeps each in its own tensor), full
-// the padded buckets and shard this rank's part of them.  Offload keeps a host copy of the reduced
-// gradient shard beside the master weights.  Temporaries (stage 3's gathered buckets while a unit
-// runs, stage 2–3's full gradient buckets during backward) are not held between steps.
+// the padded buckets and shard this rank's part of them, each in its category's dtype: values in
+// the parameters', gradients in the gradients' (f32 under mixed precision), moments, master
+// weights and offload's host copy of the reduced gradient shard in the optimizer state's (f32 for
+// bf16/f16 values, else the values').  Master weights are kept for 16-bit values (mixed
+// precision) and by offload.  Temporaries (stage 3's gathered buckets while a unit runs, stage
+// 2–3's full gradient buckets during backward) are not held between steps.
 #include <cstdint>
 
 #include "plan/bucket_plan.hpp"

@@ -18,24 +18,30 @@ struct Kind {
   std::string shard_group;
   int shards;
   bool decays;
-  DType dtype;
+  DType dtype, grad_dtype;
   int unit;  // -1 unless unit_aligned
   auto operator<=>(const Kind&) const = default;
 };
 
+// The widest of a parameter's buffers sets its elements' alignment.
+std::int64_t widest(DType a, DType b) { return static_cast<std::int64_t>(std::max(dtype_size(a), dtype_size(b))); }
+
+template <class Bytes>
+std::int64_t total(const std::vector<Bucket>& buckets, Bytes bytes) {
+  std::int64_t sum = 0;
+  for (const Bucket& b : buckets) sum += (b.*bytes)();
+  return sum;
+}
+
 }  // namespace
 
-std::int64_t BucketPlan::padded_bytes() const {
-  std::int64_t total = 0;
-  for (const Bucket& b : buckets) total += b.bytes();
-  return total;
-}
+DType optimizer_state_dtype(DType dtype) { return is_16bit(dtype) ? DType::f32 : dtype; }
 
-std::int64_t BucketPlan::shard_bytes() const {
-  std::int64_t total = 0;
-  for (const Bucket& b : buckets) total += b.shard_bytes();
-  return total;
-}
+std::int64_t BucketPlan::padded_value_bytes() const { return total(buckets, &Bucket::value_bytes); }
+std::int64_t BucketPlan::padded_grad_bytes() const { return total(buckets, &Bucket::grad_bytes); }
+std::int64_t BucketPlan::value_shard_bytes() const { return total(buckets, &Bucket::value_shard_bytes); }
+std::int64_t BucketPlan::grad_shard_bytes() const { return total(buckets, &Bucket::grad_shard_bytes); }
+std::int64_t BucketPlan::state_shard_bytes() const { return total(buckets, &Bucket::state_shard_bytes); }
 
 std::int64_t bucket_cap_bytes(double bucket_mb) {
   require(std::isfinite(bucket_mb) && bucket_mb > 0.0, "the ZeRO bucket size must be a positive number of MiB; got bucket_mb=",
@@ -49,13 +55,14 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
   require(options.cap_bytes > 0, "bucket plan: the bucket cap must be positive; got cap_bytes=", options.cap_bytes);
   require(options.align_bytes > 0, "bucket plan: the alignment must be positive; got align_bytes=", options.align_bytes);
   for (const BucketInput& p : params) {
-    const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
+    const std::int64_t size = widest(p.dtype, p.gradient_dtype());
     require(p.numel > 0, "bucket plan: parameter ", p.name, " has ", p.numel, " elements; expected at least one");
     require(p.shards >= 0 && (p.shards == 0) == p.shard_group.empty(), "bucket plan: parameter ", p.name,
             " is sharded over '", p.shard_group, "' of ", p.shards,
             " ranks; expected a named group of at least one rank, or none and 0");
     require(options.align_bytes % size == 0, "bucket plan: align_bytes=", options.align_bytes,
-            " is not a multiple of the ", size, "-byte elements of ", p.name, " (", dtype_name(p.dtype), ")");
+            " is not a multiple of the ", size, "-byte elements of ", p.name, " (", dtype_name(p.dtype), ", gradients ",
+            dtype_name(p.gradient_dtype()), ")");
   }
 
   // Backward order: units descending, the given order inside a unit.
@@ -73,9 +80,10 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
     if (options.unit_aligned && p.unit != current_unit) open.clear();
     current_unit = p.unit;
     const int shards = p.shard_group.empty() ? options.dp : p.shards;
-    const Kind kind{p.partial_groups, p.shard_group, shards, p.decays, p.dtype, options.unit_aligned ? p.unit : -1};
-    const auto size = static_cast<std::int64_t>(dtype_size(p.dtype));
-    const std::int64_t align = options.align_bytes / size;
+    const Kind kind{p.partial_groups, p.shard_group, shards,   p.decays,
+                    p.dtype,          p.gradient_dtype(), options.unit_aligned ? p.unit : -1};
+    const auto size = static_cast<std::int64_t>(dtype_size(p.gradient_dtype()));  // the cap counts gradients
+    const std::int64_t align = options.align_bytes / widest(p.dtype, p.gradient_dtype());
     auto it = open.find(kind);
     if (it != open.end()) {
       const Bucket& b = plan.buckets[it->second];
@@ -91,6 +99,7 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
       b.shards = shards;
       b.decays = p.decays;
       b.dtype = p.dtype;
+      b.grad_dtype = p.gradient_dtype();
       plan.buckets.push_back(std::move(b));
       it = open.emplace(kind, plan.buckets.size() - 1).first;
     }
@@ -102,7 +111,7 @@ BucketPlan plan_buckets(const std::vector<BucketInput>& params, const BucketOpti
     if (std::find(b.units.begin(), b.units.end(), p.unit) == b.units.end()) b.units.push_back(p.unit);
   }
   for (Bucket& b : plan.buckets) {
-    const std::int64_t align = options.align_bytes / static_cast<std::int64_t>(dtype_size(b.dtype));
+    const std::int64_t align = options.align_bytes / widest(b.dtype, b.grad_dtype);
     b.padded = round_up(b.used, align * b.shards);
     b.shard = b.padded / b.shards;
   }

@@ -7,14 +7,20 @@
 //    head, blocks L … 1, the embedding), each unit's parameters in the given order.
 //  - Homogeneity.  A bucket holds parameters that need the same reduction and update: the same
 //    partial-sum groups (the engine all-reduces a whole shard over them), the same weight-decay
-//    flag (one AdamW call per shard) and the same dtype (one collective per bucket).  Buckets of
+//    flag (one AdamW call per shard) and the same dtypes (one collective per bucket).  Buckets of
 //    different kinds are filled side by side, each in backward order.
-//  - Size.  A bucket is closed when the next parameter would take it over the cap; a parameter
+//  - Dtypes.  A bucket's values have the parameters' dtype and its gradients the gradients' (f32
+//    for bf16/f16 parameters under mixed precision); its optimizer state — moments and master
+//    weights — is f32 for 16-bit values, else the values' dtype.  Layouts are in elements, the
+//    same for all three.
+//  - Size.  A bucket is closed when the next parameter would take its gradients over the cap (the
+//    bytes one reduction moves); a parameter
 //    larger than the cap gets a bucket of its own (parameters are never split, so every rank that
 //    holds a parameter with the same neighbours lays it out the same way).
-//  - Alignment.  Every parameter starts at a multiple of `align_bytes` inside its bucket, and the
-//    bucket is padded to a multiple of dp · align, then cut into dp equal contiguous shards, so every
-//    shard also starts aligned.  Padding is zero and never read by a layer.
+//  - Alignment.  Every parameter starts at a multiple of `align_bytes` inside its bucket (of its
+//    widest buffer), and the bucket is padded to a multiple of dp · align, then cut into dp equal
+//    contiguous shards, so every shard also starts aligned.  Padding is zero and never read by a
+//    layer.
 //  - Units.  With `unit_aligned` (ZeRO-3) no bucket spans two units, so gathering one unit's
 //    buckets never materialises another unit's parameters.
 //  - Shard groups.  A bucket is cut over the data-parallel group, or over a wider group in which
@@ -22,6 +28,7 @@
 //    fold_replica_group).  The shard group is part of a bucket's kind.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +49,14 @@ struct BucketInput {
   // (BucketOptions::dp shards).
   std::string shard_group;
   int shards = 0;
+  // The gradients' dtype; the values' (`dtype`) unless set.
+  std::optional<DType> grad_dtype;
+  DType gradient_dtype() const { return grad_dtype.value_or(dtype); }
 };
+
+// The optimizer state's dtype for values of `dtype`: f32 master weights and moments for bf16/f16
+// values (mixed precision), else the values' own.
+DType optimizer_state_dtype(DType dtype);
 
 struct BucketOptions {
   int dp = 1;                             // shards per bucket
@@ -63,14 +77,20 @@ struct Bucket {
   std::string shard_group;  // empty: the data-parallel group
   int shards = 1;           // ranks it is cut over (BucketOptions::dp, or the shard group's size)
   bool decays = false;
-  DType dtype = DType::f32;
+  DType dtype = DType::f32;       // the values'
+  DType grad_dtype = DType::f32;  // the gradients'
   std::vector<BucketSlot> slots;  // in placement order
   std::vector<int> units;         // the distinct units of its parameters, descending
   std::int64_t used = 0;          // end of the last slot
   std::int64_t padded = 0;        // elements: `used` rounded up to a multiple of shards · align
   std::int64_t shard = 0;         // padded / shards
-  std::int64_t bytes() const { return padded * static_cast<std::int64_t>(dtype_size(dtype)); }
-  std::int64_t shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(dtype)); }
+  DType state_dtype() const { return optimizer_state_dtype(dtype); }
+  std::int64_t value_bytes() const { return padded * static_cast<std::int64_t>(dtype_size(dtype)); }
+  std::int64_t value_shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(dtype)); }
+  std::int64_t grad_bytes() const { return padded * static_cast<std::int64_t>(dtype_size(grad_dtype)); }
+  std::int64_t grad_shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(grad_dtype)); }
+  // One shard of one optimizer-state tensor (a moment, or the master weights).
+  std::int64_t state_shard_bytes() const { return shard * static_cast<std::int64_t>(dtype_size(state_dtype())); }
 };
 
 struct BucketPlace {
@@ -81,8 +101,13 @@ struct BucketPlan {
   BucketOptions options;
   std::vector<Bucket> buckets;     // in the order they were opened (backward order)
   std::vector<BucketPlace> place;  // per input parameter
-  std::int64_t padded_bytes() const;  // Σ bucket bytes: one full copy of every bucket
-  std::int64_t shard_bytes() const;   // Σ shard bytes: what one rank owns
+  // Σ over the buckets: one full copy of every bucket's values or gradients, and what one rank
+  // owns of its values, gradients and of one optimizer-state tensor.
+  std::int64_t padded_value_bytes() const;
+  std::int64_t padded_grad_bytes() const;
+  std::int64_t value_shard_bytes() const;
+  std::int64_t grad_shard_bytes() const;
+  std::int64_t state_shard_bytes() const;
   // The bucket holding input parameter `param`.
   const Bucket& bucket_of(std::size_t param) const { return buckets.at(place.at(param).bucket); }
 };

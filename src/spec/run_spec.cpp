@@ -136,7 +136,7 @@ void validate_optimizer(const OptimizerSpec& o) {
 }  // namespace
 
 Precision precision_for(DType params) {
-  return {params, params == DType::bf16 ? DType::f32 : params};
+  return {params, is_16bit(params) ? DType::f32 : params};
 }
 
 void validate(const RunSpec& s) {
@@ -150,6 +150,9 @@ void validate(const RunSpec& s) {
   require(dtype_size(s.precision.grad_reduce) >= dtype_size(s.precision.params), "run spec: precision.grad_reduce=",
           dtype_name(s.precision.grad_reduce), " is narrower than precision.params=", dtype_name(s.precision.params),
           "; gradients are reduced in the parameters' dtype or a wider one");
+  require(!is_16bit(s.precision.grad_reduce) || s.precision.grad_reduce == s.precision.params,
+          "run spec: precision.grad_reduce=", dtype_name(s.precision.grad_reduce), " with precision.params=",
+          dtype_name(s.precision.params), "; 16-bit gradients are the parameters' own format (or use f32)");
   validate_optimizer(s.optimizer);
   require(s.dropout >= 0 && s.dropout < 1, "run spec: dropout must lie in [0, 1); got ", s.dropout);
 }

@@ -98,15 +98,18 @@ struct ZeroOptions {
   bool operator==(const ZeroOptions&) const = default;
 };
 
-// The dtype parameters and activations are stored in, and the one gradients are reduced in
-// (Megatron reduces bf16 gradients in fp32; never in fewer bytes than the parameters).
+// The dtype parameters and activations are stored in, and the one gradients are kept and reduced
+// in: the gradient buffers, the weight gradients' partial sums inside the modes and the
+// data-parallel reduction (never fewer bytes than the parameters; 16-bit gradients only in the
+// parameters' own format).  Under bf16/f16 the optimizer keeps f32 master weights and moments.
 struct Precision {
   DType params = DType::f32;
   DType grad_reduce = DType::f32;
   bool operator==(const Precision&) const = default;
 };
-// Parameters in `params`, gradients reduced as Megatron does: in fp32 under bf16 (its
-// accumulate_allreduce_grads_in_fp32), else in the parameters' dtype (fp16 reduces in fp16).
+// Parameters in `params`, gradients kept and reduced in f32 under bf16 and f16 (Megatron's
+// accumulate_allreduce_grads_in_fp32, its default under bf16; --grad-reduce-dtype chooses the
+// 16-bit dtype instead), else in the parameters' dtype.
 Precision precision_for(DType params);
 
 // The optimizer and its hyper-parameters; the defaults are zero/optimizer.hpp's OptimizerSpec's.

@@ -1,6 +1,6 @@
 #pragma once
 // What every tensor-parallel layer is built with: the mesh (its communicators), the backend (its
-// compute and memory accounting), the element type and the initialisation seed.  Passed to
+// compute and memory accounting), the element types and the initialisation seed.  Passed to
 // constructors, never held in a global.
 #include <cstdint>
 
@@ -26,6 +26,11 @@ struct TpContext {
   // InitSpecs known): ZeRO stage 3 allocates and initialises only each rank's data-parallel shard
   // (zero/zero_buffers.hpp), so no rank ever holds its whole tensor-parallel shard of the model.
   bool defer_parameters = false;
+  // The gradients' dtype: of every gradient buffer and every gradient sum (the partial sums inside
+  // the modes, the data-parallel reduction).  The parameters' dtype unless set; mixed-precision
+  // training keeps bf16/f16 parameters' gradients in f32 (or, as Megatron allows, in the 16-bit
+  // dtype itself).
+  DType grad_dtype = dtype;
 };
 
 }  // namespace mdtp

@@ -213,7 +213,7 @@ void allocate_zeroed(Parameter& p, const TpContext& ctx) {
     return;
   }
   p.value = ctx.backend.zeros(shape, ctx.dtype, MemCategory::parameters);
-  p.grad = ctx.backend.zeros(shape, ctx.dtype, MemCategory::gradients);
+  p.grad = ctx.backend.zeros(shape, ctx.grad_dtype, MemCategory::gradients);
 }
 
 void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
@@ -238,7 +238,7 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
         draw.fill((b.row0() + (first + k) / b.cols) * cols, columns.data(), b.cols, ctx.dtype, out + k);
     });
   }
-  p.grad = backend.zeros(shape, ctx.dtype, MemCategory::gradients);
+  p.grad = backend.zeros(shape, ctx.grad_dtype, MemCategory::gradients);
   p.drawn = InitRecord{ctx.seed, init};
 }
 
@@ -261,7 +261,8 @@ void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& bac
   require(value.numel() == p.value.numel() && grad.numel() == p.grad.numel(), p.name, ": storage of ",
           value.numel(), " and ", grad.numel(), " elements for a shard of ", p.value.numel());
   require(value.dtype() == p.value.dtype() && grad.dtype() == p.grad.dtype(), p.name, ": storage of dtype ",
-          dtype_name(value.dtype()), "/", dtype_name(grad.dtype()), " for a parameter of ", dtype_name(p.value.dtype()));
+          dtype_name(value.dtype()), "/", dtype_name(grad.dtype()), " for a parameter of ", dtype_name(p.value.dtype()),
+          "/", dtype_name(p.grad.dtype()));
   value = value.reshaped(p.value.shape());
   grad = grad.reshaped(p.grad.shape());
   backend.copy(p.value, value);

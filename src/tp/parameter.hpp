@@ -75,8 +75,8 @@ class InitDraw {
 // when the layout does not divide the full shape.
 Shape shard_shape(const Parameter& p, const Mesh& mesh);
 
-// Allocates value and grad of this rank's shard (ctx.dtype), both zero, with nothing drawn (drawn
-// unset).  With ctx.defer_parameters nothing is allocated: value and grad stay undefined.
+// Allocates value (ctx.dtype) and grad (ctx.grad_dtype) of this rank's shard, both zero, with
+// nothing drawn (drawn unset).  With ctx.defer_parameters nothing is allocated: value and grad stay undefined.
 void allocate_zeroed(Parameter& p, const TpContext& ctx);
 
 // Allocates value (initialised from ctx.seed) and grad (zeros) of this rank's shard; with

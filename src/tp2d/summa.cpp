@@ -138,9 +138,11 @@ void summa_tn_accumulate(const SummaGrid& grid, const Tensor& a, const Tensor& b
   require_grid(grid, "SUMMA C += Aᵀ·B", a, b);
   require(a.rows() == b.rows(), "SUMMA C += Aᵀ·B: A block ", shape_string(a.shape()), " and B block ",
           shape_string(b.shape()), " need the same number of rows (", a.rows(), " != ", b.rows(), ")");
-  require(c.defined() && c.rows() == a.cols() && c.cols() == b.cols() && c.dtype() == a.dtype(),
-          "SUMMA C += Aᵀ·B: C block ", shape_string(c.shape()), " should be [", a.cols(), ", ", b.cols(), "] of ",
-          dtype_name(a.dtype()));
+  // C is a weight gradient: A's dtype, or f32 for 16-bit A (its partial sums then travel in f32).
+  require(c.defined() && c.rows() == a.cols() && c.cols() == b.cols() &&
+              (c.dtype() == a.dtype() || (is_16bit(a.dtype()) && c.dtype() == DType::f32)),
+          "SUMMA C += Aᵀ·B: C block ", shape_string(c.shape()), " of ", dtype_name(c.dtype()), " should be [", a.cols(),
+          ", ", b.cols(), "] of ", dtype_name(a.dtype()), is_16bit(a.dtype()) ? " or f32" : "");
   const Backend& be = grid.backend;
   BroadcastStream a_blocks(grid.row, a, be);
   ReduceStream sums(grid.col, c, be);

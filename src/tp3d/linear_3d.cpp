@@ -161,7 +161,8 @@ void Linear3D::weight_gradient(LinearSaved& saved) {
   if (!keep_gathered_) xg = start_gather(mesh.comm(input_group_), be, saved.x, MemCategory::communication);
   xg.handle.wait();
   const Tensor& dyg = saved.dy_gathered;
-  Tensor dw_partial = be.empty({xg.result.cols(), dyg.cols()}, dyg.dtype(), MemCategory::communication);
+  // In the gradients' dtype: the reduce-scatter over the weight group is a gradient sum.
+  Tensor dw_partial = be.empty({xg.result.cols(), dyg.cols()}, weight().grad.dtype(), MemCategory::communication);
   be.gemm(true, false, 1.0, xg.result, dyg, 0.0, dw_partial);
   Pending dw = start_reduce_scatter(mesh.comm("tp.weight"), be, dw_partial, MemCategory::communication);
   dw.handle.wait();

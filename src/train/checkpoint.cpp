@@ -1,5 +1,7 @@
 #include "train/checkpoint.hpp"
 
+#include "plan/bucket_plan.hpp"  // optimizer_state_dtype
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -42,7 +44,9 @@ struct StreamedPart {
 // is kept, the walk goes on without writing, and every rank throws it at the end.
 void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world,
                     const std::vector<StreamedPart>& parts, const std::function<void(H5File&)>& header) {
-  const DType storage = model.mode().context().dtype;
+  // The weights as the optimizer holds them: f32 master weights (and f32 moments, gradients) for
+  // bf16/f16 parameters, else the parameters' dtype.  Any precision loads any checkpoint.
+  const DType storage = optimizer_state_dtype(model.mode().context().dtype);
   const auto& params = engine.parameters();
   std::string error;
   auto stream = [&](H5File* file) {

@@ -26,13 +26,20 @@ FaultGuard::LossVerdict FaultGuard::check_loss(double loss, std::int64_t step, T
   return LossVerdict::skip;
 }
 
-bool FaultGuard::stop_after_update(double grad_norm, std::int64_t step, TrainRig& rig, TrainResult& result) {
+bool FaultGuard::stop_after_update(double grad_norm, std::int64_t step, TrainRig& rig, TrainResult& result,
+                                   std::ostream* progress) {
   if (!std::isfinite(grad_norm)) {
-    const std::string where = locate_nonfinite_gradient(rig.engine(), rig.mesh(), rig.backend(), rig.world(), false);
-    nonfinite_ = fmt::format("step {}: the gradient norm is {} (the update is applied; --skip-nonfinite skips only a "
-                             "non-finite loss); first non-finite gradient: {}",
-                             step, nonfinite_name(grad_norm), where);
-    return true;
+    // The engine saw the norm before its update and applied nothing (zero/zero_engine.hpp).
+    const std::string where = locate_nonfinite_gradient(rig.engine(), rig.mesh(), rig.backend(), rig.world(), true);
+    const std::string what = fmt::format("step {}: the gradient norm is {} (the update is not applied); first "
+                                         "non-finite gradient: {}",
+                                         step, nonfinite_name(grad_norm), where);
+    if (!config_.skip_nonfinite) {
+      nonfinite_ = what;
+      return true;
+    }
+    result.skipped_nonfinite += 1;
+    if (progress) *progress << "skipped " << what << " (--skip-nonfinite)\n" << std::flush;
   }
   return stop_signalled(rig, result);
 }

@@ -23,9 +23,11 @@ class FaultGuard {
   // is named (collective); with --skip-nonfinite the step is counted as skipped (its update not
   // applied) and reported to `progress`, else training stops.
   LossVerdict check_loss(double loss, std::int64_t step, TrainRig& rig, TrainResult& result, std::ostream* progress);
-  // After the update: a non-finite gradient norm stops training (the update is applied already),
-  // then a stop signal received by any rank (collective).  True: stop after this step.
-  bool stop_after_update(double grad_norm, std::int64_t step, TrainRig& rig, TrainResult& result);
+  // After the optimizer step: a non-finite gradient norm (seen by the engine before its update, so
+  // nothing was applied) stops training, or with --skip-nonfinite counts the step as skipped; then
+  // a stop signal received by any rank (collective).  True: stop after this step.
+  bool stop_after_update(double grad_norm, std::int64_t step, TrainRig& rig, TrainResult& result,
+                         std::ostream* progress);
   // A stop signal received by any rank (collective); records it in `result`.
   bool stop_signalled(TrainRig& rig, TrainResult& result);
 

@@ -114,11 +114,12 @@ std::int64_t modelled_activations_in_step(const GptModel& model, const TrainPlan
   return activation_peak(plan.schedule, {p.forward_peak, p.after_forward, p.input_peak, p.after_input, p.fused_peak});
 }
 
-// Each bucket's full (padded) bytes, in bucket order: what a gathered or full gradient bucket holds.
-std::vector<std::int64_t> bucket_bytes(const BucketPlan& plan) {
-  std::vector<std::int64_t> bytes;
-  for (const Bucket& b : plan.buckets) bytes.push_back(b.bytes());
-  return bytes;
+// Each bucket's full (padded) bytes of values or of gradients, in bucket order: what a gathered
+// bucket of parameters, or a full gradient bucket, holds.
+std::vector<std::int64_t> bucket_bytes(const BucketPlan& plan, std::int64_t (Bucket::*bytes)() const) {
+  std::vector<std::int64_t> out;
+  for (const Bucket& b : plan.buckets) out.push_back((b.*bytes)());
+  return out;
 }
 
 // What the bucket plan says this rank holds in the training backend's allocator: all of it on the
@@ -139,7 +140,7 @@ std::int64_t modelled_parameters_in_pass(const ZeroEngine& engine, const TrainPl
   std::vector<std::vector<std::size_t>> reads;
   for (const UnitPass& p : stage_unit_passes(plan.schedule, plan.partition, stage))
     reads.push_back(p.direction > 0 ? engine.layout().forward_reads(p.unit) : engine.layout().backward_reads(p.unit));
-  return held + gathered_parameter_peak(reads, bucket_bytes(engine.plan()), zero.keep_parameters);
+  return held + gathered_parameter_peak(reads, bucket_bytes(engine.plan(), &Bucket::value_bytes), zero.keep_parameters);
 }
 
 // The `gradients` counter's peak inside a step: what the bucket plan says is held, plus, at stages
@@ -151,7 +152,7 @@ std::int64_t modelled_gradients_in_step(const ZeroEngine& engine, const TrainPla
   if (zero.stage < 2) return held;
   return held + full_gradient_peak(stage_gradient_events(plan.schedule, plan.partition, stage,
                                                          zero.reduce_per_micro_batch),
-                                   engine.layout().writers(), bucket_bytes(engine.plan()));
+                                   engine.layout().writers(), bucket_bytes(engine.plan(), &Bucket::grad_bytes));
 }
 
 // What this rank holds per category after the run, its peaks, and the bucket plan's model.

@@ -29,8 +29,9 @@ TrainRig::TrainRig(const TrainConfig& tc, const TrainPlan& plan, MPI_Comm world)
   mesh_ = std::make_unique<Mesh>(plan.mesh, world, ledger_,
                                  tc.device.make_comm_factory ? tc.device.make_comm_factory(*backend_, world)
                                                              : CommFactory{});
-  mode_ = make_tp_mode(plan.spec.layout.mode, TpContext{*mesh_, *backend_, plan.spec.precision.params, plan.spec.seed, {},
-                                                             plan.zero.stage == 3});
+  mode_ = make_tp_mode(plan.spec.layout.mode,
+                       TpContext{*mesh_, *backend_, plan.spec.precision.params, plan.spec.seed, {}, plan.zero.stage == 3,
+                                 plan.spec.precision.grad_reduce});
   kernels_ = tc.device.make_kernels ? tc.device.make_kernels(*backend_) : make_host_gpt_kernels(*backend_);
   stage_ = mesh_->comm(group::pp).rank();
   const auto start = std::chrono::steady_clock::now();

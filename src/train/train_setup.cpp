@@ -38,10 +38,12 @@ ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
 // planner still take it).
 void require_engine_supports(const RunSpec& spec) {
   const DType dtype = spec.precision.params;
-  require(dtype == DType::f32 || dtype == DType::f64, "--dtype must be f32 or f64 for mdtp train; got ",
-          dtype_name(dtype), " (bf16 and f16 training are not in the engine yet; mdtp cost and mdtp plan model them)");
-  require(spec.precision.grad_reduce == dtype, "mdtp train reduces gradients in the parameters' dtype ",
-          dtype_name(dtype), "; got --grad-reduce-dtype ", dtype_name(spec.precision.grad_reduce));
+  require(dtype != DType::f16, "--dtype f16 needs loss scaling, which mdtp train does not have yet; train in bf16 "
+          "(same 2 bytes, f32's exponent range), f32 or f64 (mdtp cost and mdtp plan model f16)");
+  // Under bf16 the gradients are f32 (the default) or bf16; otherwise the parameters' own dtype.
+  require(spec.precision.grad_reduce == dtype || (is_16bit(dtype) && spec.precision.grad_reduce == DType::f32),
+          "--grad-reduce-dtype ", dtype_name(spec.precision.grad_reduce), " with --dtype ", dtype_name(dtype),
+          ": mdtp train keeps gradients in the parameters' dtype", is_16bit(dtype) ? " or f32" : "");
   require(spec.dropout == 0.0, "mdtp train runs without dropout; got --dropout ", spec.dropout,
           " (mdtp cost and mdtp plan model dropout's masks)");
   // The model family (GPT-2 blocks only) is the model's own check: validate(ModelShape) below.

@@ -137,7 +137,7 @@ bool run_step(StepLoop& loop, bool first) {
     *loop.progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step,
                                   r.loss, r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
                    << (first ? loop.comm.first_step_lines() : std::string()) << std::flush;
-  return !loop.faults.stop_after_update(norm, state.step, rig, loop.result);
+  return !loop.faults.stop_after_update(norm, state.step, rig, loop.result, loop.progress);
 }
 
 }  // namespace

@@ -55,7 +55,7 @@ void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
     // Stage 1's shard is a slot of the full bucket, which a reduce-scatter may not write into, and
     // a later round's sum is added to the earlier ones: both land in a scratch buffer first.
     r.target = buffers_.stage() == 1 || r.accumulate
-                   ? backend_.empty({bucket.shard}, bucket.dtype, MemCategory::communication)
+                   ? backend_.empty({bucket.shard}, bucket.grad_dtype, MemCategory::communication)
                    : buffers_.grad_shard(b);
     r.handle = group.ireduce_scatter(r.full, r.target);
   }

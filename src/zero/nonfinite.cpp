@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/convert.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {
@@ -26,8 +27,18 @@ std::int64_t first_in_range(const Tensor& values, std::int64_t begin, std::int64
   } else if (values.dtype() == DType::f64) {
     at = first_in(values.data<double>(), begin, end);
     if (at >= 0) value = values.data<double>()[at];
-  } else {
-    throw_error("the non-finite search reads f32 or f64 tensors; got ", dtype_name(values.dtype()));
+  } else {  // bf16/f16: widened a block at a time (exact)
+    float block[1024];
+    const auto* raw = static_cast<const unsigned char*>(values.raw_data());
+    for (std::int64_t i0 = begin; i0 < end && at < 0; i0 += 1024) {
+      const std::int64_t n = std::min<std::int64_t>(1024, end - i0);
+      widen_to_f32(values.dtype(), raw + i0 * 2, block, static_cast<std::size_t>(n));
+      const std::int64_t j = first_in(block, 0, n);
+      if (j >= 0) {
+        at = i0 + j;
+        value = block[j];
+      }
+    }
   }
   return at;
 }

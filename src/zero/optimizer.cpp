@@ -1,9 +1,11 @@
 #include "zero/optimizer.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "comm/ledger.hpp"
 #include "mesh/mesh.hpp"
+#include "plan/bucket_plan.hpp"  // optimizer_state_dtype
 #include "spec/names.hpp"
 
 namespace mdtp {
@@ -39,7 +41,11 @@ void apply_update(const Backend& backend, const OptimizerSpec& config, Tensor& v
   s.weight_decay = decays ? config.weight_decay : 0.0;
   s.step = step;
   s.grad_scale = grad_scale;
-  backend.adamw_update(value, grad, m, v, s);
+  if (grad.dtype() == value.dtype()) return backend.adamw_update(value, grad, m, v, s);
+  // A 16-bit gradient (--grad-reduce-dtype bf16/f16) widened into the master's dtype for the update.
+  Tensor wide = backend.empty(grad.shape(), value.dtype(), MemCategory::workspace);
+  backend.convert(grad, wide);
+  backend.adamw_update(value, wide, m, v, s);
 }
 
 Optimizer::Optimizer(const OptimizerSpec& config, std::vector<ModelParam> params, const Mesh& mesh,
@@ -47,12 +53,21 @@ Optimizer::Optimizer(const OptimizerSpec& config, std::vector<ModelParam> params
     : config_(config), params_(std::move(params)), mesh_(mesh), backend_(backend),
       group_(std::move(model_parallel_group)) {
   validate(config_);
-  if (!has_moments()) return;
   for (const ModelParam& p : params_) {
     const Tensor& v = p.param->value;
-    exp_avg_.push_back(backend_.zeros(v.shape(), v.dtype(), MemCategory::optimizer_state));
-    exp_avg_sq_.push_back(backend_.zeros(v.shape(), v.dtype(), MemCategory::optimizer_state));
+    const DType state = optimizer_state_dtype(v.dtype());
+    if (state != v.dtype()) {  // 16-bit parameters: f32 masters from their current values (exact)
+      masters_.push_back(backend_.empty(v.shape(), state, MemCategory::master_weights));
+      backend_.convert(v, masters_.back());
+    }
+    if (!has_moments()) continue;
+    exp_avg_.push_back(backend_.zeros(v.shape(), state, MemCategory::optimizer_state));
+    exp_avg_sq_.push_back(backend_.zeros(v.shape(), state, MemCategory::optimizer_state));
   }
+}
+
+void Optimizer::refresh_value(std::size_t i) {
+  if (has_masters()) backend_.convert(masters_.at(i), params_.at(i).param->value);
 }
 
 double Optimizer::step() {
@@ -60,13 +75,15 @@ double Optimizer::step() {
   std::vector<Parameter*> raw;
   for (const ModelParam& p : params_) raw.push_back(p.param);
   const double norm = global_grad_norm(raw, mesh_, backend_, group_);
+  if (!std::isfinite(norm)) return norm;  // seen before the update: nothing is applied, on every rank
   const double scale = clip_scale(config_, norm);
   ++steps_;
   Tensor none;
   for (std::size_t i = 0; i < params_.size(); ++i) {
     Parameter& p = *params_[i].param;
-    apply_update(backend_, config_, p.value, p.grad, has_moments() ? exp_avg_[i] : none,
+    apply_update(backend_, config_, has_masters() ? masters_[i] : p.value, p.grad, has_moments() ? exp_avg_[i] : none,
                  has_moments() ? exp_avg_sq_[i] : none, p.decays, steps_, scale);
+    refresh_value(i);
   }
   return norm;
 }

@@ -9,6 +9,11 @@
 // the global norm that counts every element once (torch.nn.utils.clip_grad_norm_).
 // Optimizer is ZeRO stage 0 (the whole TP shard of every parameter on every dp replica); stages 1–3
 // (zero_engine.hpp) apply the same update to their shards through apply_update.
+//
+// Mixed precision: bf16/f16 parameters are updated through f32 master weights (kept from the
+// parameters' initial values) with f32 moments; after each update the parameter is the master
+// rounded once to nearest even, so it always equals round(master) bit for bit.  Gradients are f32
+// (or, with --grad-reduce-dtype, the parameters' 16-bit dtype, widened for the update).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,7 +34,8 @@ double clip_scale(const OptimizerSpec& config, double grad_norm);
 
 // One update of `value` from `grad` (multiplied by grad_scale) on `backend`: SGD, or AdamW as step
 // `step` (from 1) with moments m and v and weight decay when `decays`.  Element-wise, so the
-// unsharded optimizer and ZeRO's shards (src/zero/shard_optimizer.hpp) share it.
+// unsharded optimizer and ZeRO's shards (src/zero/shard_optimizer.hpp) share it.  `value` is f32
+// or f64 (a master weight for 16-bit parameters); a gradient of another dtype is widened to it.
 void apply_update(const Backend& backend, const OptimizerSpec& config, Tensor& value, const Tensor& grad, Tensor& m,
                   Tensor& v, bool decays, std::int64_t step, double grad_scale);
 
@@ -49,6 +55,11 @@ class Optimizer {
   // AdamW's first and second moments of parameter i, in the parameter's layout.
   Tensor& exp_avg(std::size_t i) { return exp_avg_.at(i); }
   Tensor& exp_avg_sq(std::size_t i) { return exp_avg_sq_.at(i); }
+  // The f32 master weights of a 16-bit parameter i (undefined otherwise); after loading new
+  // values into one, refresh_value(i) rounds it into the parameter.
+  bool has_masters() const { return !masters_.empty(); }
+  Tensor& master(std::size_t i) { return masters_.at(i); }
+  void refresh_value(std::size_t i);
 
  private:
   OptimizerSpec config_;
@@ -57,7 +68,7 @@ class Optimizer {
   const Backend& backend_;
   std::string group_;
   std::int64_t steps_ = 0;
-  std::vector<Tensor> exp_avg_, exp_avg_sq_;
+  std::vector<Tensor> exp_avg_, exp_avg_sq_, masters_;
 };
 
 }  // namespace mdtp

@@ -24,14 +24,14 @@ ShardOptimizer::ShardOptimizer(const OptimizerSpec& config, const ZeroConfig& ze
     const Bucket& bucket = layout.bucket(b);
     const Shape shard{bucket.shard};
     if (has_moments()) {
-      exp_avg_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::optimizer_state);
-      exp_avg_sq_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::optimizer_state);
+      exp_avg_[b] = state_backend_->zeros(shard, bucket.state_dtype(), MemCategory::optimizer_state);
+      exp_avg_sq_[b] = state_backend_->zeros(shard, bucket.state_dtype(), MemCategory::optimizer_state);
     }
-    if (offload_) {
-      master_[b] = state_backend_->empty(shard, bucket.dtype, MemCategory::master_weights);
+    if (offload_ || is_16bit(bucket.dtype)) {  // masters from the current values (exact)
+      master_[b] = state_backend_->empty(shard, bucket.state_dtype(), MemCategory::master_weights);
       transfer(backend_, buffers_.value_shard(b), *state_backend_, master_[b]);
-      host_grad_[b] = state_backend_->zeros(shard, bucket.dtype, MemCategory::gradients);
     }
+    if (offload_) host_grad_[b] = state_backend_->zeros(shard, bucket.state_dtype(), MemCategory::gradients);
   }
 }
 
@@ -54,9 +54,10 @@ void ShardOptimizer::update(double grad_scale) {
   ++steps_;
   const Backend& state = *state_backend_;
   for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
-    Tensor& value = buffers_.value_shard(b);
-    // Offload: the update reads a host copy of the gradient and writes the host master.
-    Tensor& target = offload_ ? master_[b] : value;
+    // With master weights (16-bit values, or offload) the update writes the master, which is then
+    // rounded into the value shard; offload reads a host copy of the gradient.
+    const bool masters = master_[b].defined();
+    Tensor& target = masters ? master_[b] : buffers_.value_shard(b);
     const Tensor* grad = &buffers_.grad_shard(b);
     if (offload_) {
       transfer(backend_, *grad, state, host_grad_[b]);
@@ -64,8 +65,12 @@ void ShardOptimizer::update(double grad_scale) {
     }
     apply_update(state, config_, target, *grad, exp_avg_[b], exp_avg_sq_[b], layout_.bucket(b).decays, steps_,
                  grad_scale);
-    if (offload_) transfer(state, master_[b], backend_, value);
+    if (masters) refresh_value(b);
   }
+}
+
+void ShardOptimizer::refresh_value(std::size_t b) {
+  if (master_.at(b).defined()) transfer(*state_backend_, master_[b], backend_, buffers_.value_shard(b));
 }
 
 }  // namespace mdtp

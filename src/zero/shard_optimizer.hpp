@@ -9,6 +9,10 @@
 // the shard, divided by its replication count, summed in float64 and all-reduced over dp (the
 // shards) and the model-parallel group (the TP shards and the pipeline stages).
 //
+// Master weights: bf16/f16 values are updated through f32 master shards with f32 moments (mixed
+// precision); the updated master is rounded once into the value shard, which therefore always
+// equals round(master).  Offload keeps masters at any dtype.
+//
 // Offload: master weights, moments and a copy of the gradient shard live in host memory and the
 // update runs there (the host backend's AdamW); the updated master is copied back into the
 // parameter shard.  On a host backend the same backend allocates them (one memory tracker), in
@@ -40,8 +44,11 @@ class ShardOptimizer {
   // This rank's shard of bucket b's moments (undefined with SGD).
   Tensor& exp_avg(std::size_t b) { return exp_avg_.at(b); }
   Tensor& exp_avg_sq(std::size_t b) { return exp_avg_sq_.at(b); }
-  // With offload: bucket b's master shard (it must follow a value loaded into the parameters).
+  // Bucket b's master shard, with 16-bit values or offload (else undefined).  After new values are
+  // loaded into a master, refresh_value(b) rounds it into the value shard.
   Tensor& master(std::size_t b) { return master_.at(b); }
+  bool has_master(std::size_t b) const { return master_.at(b).defined(); }
+  void refresh_value(std::size_t b);
   bool offloaded() const { return offload_; }
 
  private:

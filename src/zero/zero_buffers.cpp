@@ -6,7 +6,7 @@ namespace mdtp {
 
 void transfer(const Backend& from, const Tensor& src, const Backend& to, Tensor& dst) {
   if (from.device() == DeviceKind::host && to.device() == DeviceKind::host) {
-    to.copy(src, dst);
+    to.convert(src, dst);  // a copy when the dtypes agree
     return;
   }
   to.assign_f64(dst, from.to_f64(src));
@@ -42,11 +42,11 @@ ZeroBuffers::ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& bac
       fill_shard(b, rank);
     }
     if (stage_ == 1) {
-      grad_full_[b] = backend.zeros({bucket.padded}, bucket.dtype, MemCategory::gradients);
+      grad_full_[b] = backend.zeros({bucket.padded}, bucket.grad_dtype, MemCategory::gradients);
       bind(b, grad_full_[b], true);
       grad_shard_[b] = grad_full_[b].row_slice(lo, hi);
     } else {
-      grad_shard_[b] = backend.zeros({bucket.shard}, bucket.dtype, MemCategory::gradients);
+      grad_shard_[b] = backend.zeros({bucket.shard}, bucket.grad_dtype, MemCategory::gradients);
     }
   }
   // Parameters no bucket materialises hold nothing: the model's own storage is freed here.
@@ -109,7 +109,7 @@ void ZeroBuffers::open_gradients(const std::vector<std::size_t>& buckets) {
   for (const std::size_t b : buckets) {
     if (grad_full_.at(b).defined()) continue;
     const Bucket& bucket = layout_.bucket(b);
-    grad_full_[b] = backend_.zeros({bucket.padded}, bucket.dtype, MemCategory::gradients);
+    grad_full_[b] = backend_.zeros({bucket.padded}, bucket.grad_dtype, MemCategory::gradients);
     bind(b, grad_full_[b], true);
   }
 }

@@ -62,9 +62,9 @@ class ZeroBuffers {
   std::vector<Tensor> value_full_, value_shard_, grad_full_, grad_shard_;
 };
 
-// Copies `src` (on `from`) into `dst` (on `to`), same element count and dtype: a backend copy when
-// both live in host memory, else through the backends' float64 transfers (exact for f32/f64; a
-// device build would use a direct host-device copy).
+// Copies `src` (on `from`) into `dst` (on `to`), same element count, converting to dst's dtype
+// (narrowing rounds once, to nearest even): a backend conversion (or copy) when both live in host
+// memory, else through the backends' float64 transfers (exact for every dtype's values).
 void transfer(const Backend& from, const Tensor& src, const Backend& to, Tensor& dst);
 // Copies `n` elements between flat ranges of two tensors (any shapes, same dtype).
 void copy_elements(const Backend& from, const Tensor& src, std::int64_t src_offset, const Backend& to, Tensor& dst,

@@ -1,5 +1,7 @@
 #include "zero/zero_engine.hpp"
 
+#include <cmath>
+
 #include "mesh/mesh.hpp"
 #include "spec/names.hpp"
 
@@ -120,10 +122,18 @@ void ZeroEngine::finish_gradients() {
 
 double ZeroEngine::step() {
   require(phase_ == Phase::reduced, "ZeroEngine: step() needs finish_gradients() first");
-  phase_ = Phase::idle;
-  if (unsharded_) return unsharded_->step();
+  const double norm = unsharded_ ? unsharded_->step() : sharded_step();
+  // A non-finite norm applied nothing: the reduced gradients stay readable, so that the caller can
+  // name the first non-finite element (train/fault_guard.hpp); the next begin_step starts afresh.
+  phase_ = std::isfinite(norm) ? Phase::idle : Phase::reduced;
+  return norm;
+}
+
+double ZeroEngine::sharded_step() {
   PhaseScope phase(mesh_.ledger(), phase::optimizer);
   const double norm = sharded_->grad_norm();
+  // Every rank holds the same norm (all-reduced): a non-finite one applies nothing, everywhere.
+  if (!std::isfinite(norm)) return norm;
   sharded_->update(clip_scale(optimizer_, norm));
   if (zero_.stage < 3) {
     // Every rank's updated shard into every full bucket, in place (the shard is its own slot),
@@ -198,10 +208,13 @@ void ZeroEngine::after_pass(int unit, int direction) {
 
 // ---- Checkpoints ----------------------------------------------------------------------------------
 
+// Where bucket b's shard of `what` lives: the weights are the master shard where there is one (16-bit
+// values, offload), else the value shard.
 Tensor& ZeroEngine::shard_of(std::size_t b, ZeroTensor what, const Backend*& on) {
   on = &sharded_->state_backend();
   if (what == ZeroTensor::exp_avg) return sharded_->exp_avg(b);
   if (what == ZeroTensor::exp_avg_sq) return sharded_->exp_avg_sq(b);
+  if (what == ZeroTensor::value && sharded_->has_master(b)) return sharded_->master(b);
   on = &backend_;
   return what == ZeroTensor::grad ? buffers_->grad_shard(b) : buffers_->value_shard(b);
 }
@@ -215,18 +228,18 @@ Tensor ZeroEngine::tp_shard(std::size_t param, ZeroTensor what) {
   require(what != ZeroTensor::grad || phase_ == Phase::reduced, "ZeroEngine: the gradient of ",
           parameters()[param].name(), " is read between finish_gradients() and step()");
   if (unsharded_) {
-    if (what == ZeroTensor::value) return parameters()[param].param->value;
+    if (what == ZeroTensor::value)
+      return unsharded_->has_masters() ? unsharded_->master(param) : parameters()[param].param->value;
     if (what == ZeroTensor::grad) return parameters()[param].param->grad;
     return what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param) : unsharded_->exp_avg_sq(param);
   }
-  if (what == ZeroTensor::value && zero_.stage < 3) return parameters()[param].param->value;
+  const std::size_t b = layout_.bucket_index(param);
+  if (what == ZeroTensor::value && zero_.stage < 3 && !sharded_->has_master(b)) return parameters()[param].param->value;
   // Each element lives in one rank's shard: the others contribute zeros to a sum over the shard
   // group.
-  const std::size_t b = layout_.bucket_index(param);
-  const Bucket& bucket = layout_.bucket(b);
-  Tensor out = backend_.zeros(layout_.shape(param), bucket.dtype, MemCategory::communication);
   const Backend* on = nullptr;
   const Tensor& shard = shard_of(b, what, on);
+  Tensor out = backend_.zeros(layout_.shape(param), shard.dtype(), MemCategory::communication);
   for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
     if (s.param == param) copy_elements(*on, shard, s.shard_offset, backend_, out, s.param_offset, s.numel);
   Communicator& group = layout_.shard_comm(b);
@@ -251,27 +264,32 @@ void ZeroEngine::check_loadable(std::size_t param, ZeroTensor what) const {
 void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full) {
   check_loadable(param, what);
   const ModelParam& p = parameters()[param];
-  const std::size_t b = layout_.bucket_index(param);
-  Tensor local = backend_.empty(layout_.shape(param), layout_.bucket(b).dtype, MemCategory::communication);
-  scatter_logical(p, full, local, mesh_, backend_);
+  const bool weights = what == ZeroTensor::value;
   if (unsharded_) {
-    Tensor& target = what == ZeroTensor::value     ? p.param->value
+    // The weights go to the masters where there are (16-bit parameters), which then round into the
+    // parameter.
+    Tensor& target = weights ? (unsharded_->has_masters() ? unsharded_->master(param) : p.param->value)
                      : what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param)
                                                    : unsharded_->exp_avg_sq(param);
+    Tensor local = backend_.empty(target.shape(), target.dtype(), MemCategory::communication);
+    scatter_logical(p, full, local, mesh_, backend_);
     backend_.copy(local, target);
+    if (weights) unsharded_->refresh_value(param);
     return;
   }
-  // Stages 1–2 hold every value in full (the shard is a view of it); the rest only the shard.
-  const bool full_values = what == ZeroTensor::value && zero_.stage < 3;
-  if (full_values) backend_.copy(local, p.param->value);
+  const std::size_t b = layout_.bucket_index(param);
   const Backend* on = nullptr;
   Tensor& shard = shard_of(b, what, on);
-  for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b))) {
-    if (s.param != param) continue;
-    if (!full_values) copy_elements(backend_, local, s.param_offset, *on, shard, s.shard_offset, s.numel);
-    if (what == ZeroTensor::value && sharded_->offloaded())
-      copy_elements(backend_, local, s.param_offset, sharded_->state_backend(), sharded_->master(b), s.shard_offset, s.numel);
-  }
+  Tensor local = backend_.empty(layout_.shape(param), shard.dtype(), MemCategory::communication);
+  scatter_logical(p, full, local, mesh_, backend_);
+  const bool masters = weights && sharded_->has_master(b);
+  // Stages 1–2 hold every value in full (the value shard is a view of it); stage 3 only the shard.
+  const bool full_values = weights && zero_.stage < 3;
+  if (full_values) backend_.convert(local, p.param->value);  // the value is the weight, rounded once
+  for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
+    if (s.param == param && (!full_values || masters))
+      copy_elements(backend_, local, s.param_offset, *on, shard, s.shard_offset, s.numel);
+  if (masters && !full_values) sharded_->refresh_value(b);
 }
 
 void ZeroEngine::load_shard(std::size_t param, ZeroTensor what, const CheckpointBlockReader& read) {
@@ -285,11 +303,10 @@ void ZeroEngine::load_shard(std::size_t param, ZeroTensor what, const Checkpoint
     if (s.param != param) continue;
     std::vector<double> values(static_cast<std::size_t>(s.numel));
     checkpoint_values(p, mesh_, s.param_offset, s.numel, read, values.data());
-    const Tensor piece = backend_.from_f64(values, {s.numel}, layout_.bucket(b).dtype, MemCategory::communication);
+    const Tensor piece = backend_.from_f64(values, {s.numel}, shard.dtype(), MemCategory::communication);
     copy_elements(backend_, piece, 0, *on, shard, s.shard_offset, s.numel);
-    if (what == ZeroTensor::value && sharded_->offloaded())
-      copy_elements(backend_, piece, 0, sharded_->state_backend(), sharded_->master(b), s.shard_offset, s.numel);
   }
+  if (what == ZeroTensor::value && sharded_->has_master(b)) sharded_->refresh_value(b);
 }
 
 }  // namespace mdtp

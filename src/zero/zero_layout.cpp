@@ -26,10 +26,12 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
   for (int u = 0; u < units; ++u)
     for (const ModelParam& p : model.unit_parameters(u)) {
       const Parameter& param = *p.param;
-      // A deferred parameter (ZeRO-3) has no value yet: its shard's shape and the model's dtype.
+      // A deferred parameter (ZeRO-3) has no value yet: its shard's shape and the model's dtypes.
       const Shape shape = shard_shape(param, mesh);
-      const DType dtype = param.value.defined() ? param.value.dtype() : model.mode().context().dtype;
-      BucketInput in{param.name, shape_numel(shape), {}, param.decays, dtype, u, "", 0};
+      const TpContext& ctx = model.mode().context();
+      const DType dtype = param.value.defined() ? param.value.dtype() : ctx.dtype;
+      const DType grad_dtype = param.grad.defined() ? param.grad.dtype() : ctx.grad_dtype;
+      BucketInput in{param.name, shape_numel(shape), {}, param.decays, dtype, u, "", 0, grad_dtype};
       for (const std::string& g : param.partial_grad_over)
         if (mesh.comm(g).size() > 1) in.partial_groups.push_back(g);
       double copies = 1.0;

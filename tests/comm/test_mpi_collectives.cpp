@@ -275,7 +275,75 @@ void check_overlapped(const Backend& b, TestGroup& g) {
   check_values(b.to_f64(part), reduce_over(g.members, 3 * me, 3, ReduceOp::max));
 }
 
+// bf16 and f16 on the wire (2-byte type, f32-arithmetic reductions): values in [-8, 8], whose
+// sums over up to 27 ranks stay below 256 and so are exact in either format, checked bit for bit,
+// through every collective; and the ledger counts 2 bytes per element.
+double small_value(int rank, std::int64_t i) { return static_cast<double>(((rank + 3) * 13 + i * 7 + rank * i) % 17 - 8); }
+
+std::vector<double> small_values(int rank, std::int64_t offset, std::int64_t n) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = small_value(rank, offset + i);
+  return v;
+}
+
+void check_16bit(const Backend& b, TestGroup& g, DType dtype) {
+  const int size = g.comm->size(), me = group_rank_of(g);
+  const std::int64_t n = 35;
+  for (ReduceOp op : kOps) {
+    INFO(dtype_name(dtype) << " all_reduce " << reduce_op_name(op));
+    Tensor t = make(b, small_values(world_rank(), 0, n), {7, 5}, dtype);
+    CommHandle h = g.comm->iall_reduce(t, op);
+    h.wait();
+    std::vector<double> want = small_values(g.members.front(), 0, n);
+    for (std::size_t k = 1; k < g.members.size(); ++k) {
+      auto v = small_values(g.members[k], 0, n);
+      for (std::size_t i = 0; i < want.size(); ++i) want[i] = combine(op, want[i], v[i]);
+    }
+    check_values(b.to_f64(t), want);
+  }
+  // reduce-scatter: shard r of the sum; all-gather back; reduce to the last rank; broadcast from it.
+  Tensor full = make(b, small_values(world_rank(), 0, 3 * size), {3 * size}, dtype);
+  Tensor shard = filled(b, {3}, dtype, kSentinel);
+  g.comm->reduce_scatter(full, shard, ReduceOp::sum);
+  std::vector<double> sum(static_cast<std::size_t>(3 * size), 0.0);
+  for (int r : g.members) {
+    auto v = small_values(r, 0, 3 * size);
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  check_values(b.to_f64(shard), std::vector<double>(sum.begin() + 3 * me, sum.begin() + 3 * me + 3));
+  Tensor gathered = filled(b, {3 * size}, dtype, kSentinel);
+  g.comm->all_gather(shard, gathered);
+  check_values(b.to_f64(gathered), sum);
+  Tensor out = filled(b, {3 * size}, dtype, kSentinel);
+  g.comm->reduce(full, out, size - 1, ReduceOp::sum);
+  if (me == size - 1) check_values(b.to_f64(out), sum);
+  g.comm->broadcast(out, size - 1);
+  check_values(b.to_f64(out), sum);
+  // A ring shift: each rank receives its predecessor's values, bit for bit.
+  Tensor send = make(b, small_values(world_rank(), 100, 9), {9}, dtype), recv = filled(b, {9}, dtype, kSentinel);
+  g.comm->sendrecv(send, (me + 1) % size, recv, (me + size - 1) % size);
+  check_values(b.to_f64(recv), small_values(g.members[static_cast<std::size_t>((me + size - 1) % size)], 100, 9));
+}
+
 }  // namespace
+
+TEST_CASE("bf16 and f16 travel as 2-byte elements and sum in f32 through every collective", "[comm][mpi][lowp]") {
+  auto backend = make_host_backend();
+  CommLedger ledger;
+  auto groups = make_groups(&ledger, test_wait_policy());
+  for (auto& g : groups) {
+    INFO("group " << g.spec.name << " of size " << g.members.size() << " at world rank " << world_rank());
+    for (DType dtype : {DType::bf16, DType::f16}) check_16bit(*backend, g, dtype);
+  }
+  // Every entry counted 2 bytes per element: the all-reduces' 35 elements are 70 bytes.
+  bool any = false;
+  for (const auto& e : ledger.entries())
+    if (e.op == CollectiveOp::all_reduce) {
+      CHECK(e.logical_bytes == 70);
+      any = true;
+    }
+  CHECK(any);
+}
 
 TEST_CASE("MPI collectives match a serial computation on groups of several shapes", "[comm][mpi]") {
   auto backend = make_host_backend();

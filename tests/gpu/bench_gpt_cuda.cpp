@@ -13,13 +13,12 @@
 // GEMM), and 12·L·H·T the attention score and value GEMMs (forward + backward, causal mask not
 // discounted).
 //
-// Dtypes: f32 (default; exact f32 GEMM), tf32 (f32 storage, TF32 tensor-core GEMM: allow_tf32) and
-// f64.  bf16 is not offered: the model would run on bf16 parameters with bf16 AdamW moments
-// (Backend::adamw_update keeps m, v in the parameter's dtype; the fp32-master-weight update of
-// train_ops.hpp is not wired into the Optimizer), which is not mixed-precision training.
+// Dtypes: f32 (default; exact f32 GEMM), tf32 (f32 storage, TF32 tensor-core GEMM: allow_tf32), f64,
+// and bf16: mixed precision as mdtp train runs it (bf16 parameters and activations, f32
+// gradients, f32 master weights and moments: zero/optimizer.hpp), the peak then bf16's.
 //
 //   bench_gpt_cuda [--mode none|1d|1d-sp|2d|2.5d|3d] [--tp N] [--depth D] [--layers 12] [--embd 768]
-//                  [--heads 12] [--seq 1024] [--vocab 50304] [--batch 8] [--dtype f32|tf32|f64]
+//                  [--heads 12] [--seq 1024] [--vocab 50304] [--batch 8] [--dtype f32|tf32|f64|bf16]
 //                  [--warmup 2] [--reps 10] [--peak-tflops X]
 // --batch is sequences per data-parallel replica (global batch = batch·dp, dp = ranks / tp).
 // Without a GPU it prints "SKIPPED: no GPU available" and exits 77; with a broken CUDA setup it
@@ -71,7 +70,7 @@ struct Options {
     std::fprintf(stderr,
                  "bench_gpt_cuda: %s\nusage: bench_gpt_cuda [--mode none|1d|1d-sp|2d|2.5d|3d] [--tp N] [--depth D] "
                  "[--layers L] [--embd H] [--heads NH] [--seq T] [--vocab V] [--batch B_per_replica] "
-                 "[--dtype f32|tf32|f64] [--warmup N] [--reps N] [--peak-tflops X]\n",
+                 "[--dtype f32|tf32|f64|bf16] [--warmup N] [--reps N] [--peak-tflops X]\n",
                  why.c_str());
   MPI_Finalize();
   std::exit(2);
@@ -107,8 +106,8 @@ Options parse(int argc, char** argv, int rank) {
       if (end == v.c_str() || *end != '\0' || o.peak_tflops <= 0.0) usage(rank, "--peak-tflops expects a positive number");
     } else usage(rank, "unknown argument " + arg);
   }
-  if (o.dtype != "f32" && o.dtype != "tf32" && o.dtype != "f64")
-    usage(rank, "--dtype must be f32, tf32 or f64 (bf16 is not wired through the model's optimizer); got " + o.dtype);
+  if (o.dtype != "f32" && o.dtype != "tf32" && o.dtype != "f64" && o.dtype != "bf16")
+    usage(rank, "--dtype must be f32, tf32, f64 or bf16; got " + o.dtype);
   return o;
 }
 
@@ -142,7 +141,7 @@ double measure_gemm_peak(CudaBackend& backend, DType dtype) {
 }
 
 int run(const Options& o, int rank, int world) {
-  const DType dtype = o.dtype == "f64" ? DType::f64 : DType::f32;
+  const DType dtype = o.dtype == "f64" ? DType::f64 : o.dtype == "bf16" ? DType::bf16 : DType::f32;
   const DeviceAssignment assignment = select_device_for_local_rank(MPI_COMM_WORLD);
   const WaitPolicy policy = resolve_wait_policy(measure_node_occupancy(MPI_COMM_WORLD));
   const DeviceCommKind kind = resolve_device_comm_kind();
@@ -169,7 +168,9 @@ int run(const Options& o, int rank, int world) {
   DeviceCommFactory factory = make_device_comm_factory(*backend, MPI_COMM_WORLD, kind, policy, nullptr, &topology);
   Mesh mesh(mesh_config, MPI_COMM_WORLD, ledger, factory);
   ledger.set_enabled(false);  // timing only
-  auto mode = make_tp_mode(mesh_config.tp_mode, TpContext{mesh, *backend, dtype, 1234, {}});
+  // Mixed precision under bf16: gradients (and their sums) in f32, as mdtp train keeps them.
+  auto mode = make_tp_mode(mesh_config.tp_mode,
+                           TpContext{mesh, *backend, dtype, 1234, {}, false, precision_for(dtype).grad_reduce});
   const int dp = mesh.comm("dp").size();
   const std::unique_ptr<GptKernels> kernels = make_cuda_gpt_kernels(*backend);
   GptModel model(*mode, o.model, o.batch, {}, "dp", kernels.get());

@@ -15,7 +15,7 @@
 #include "core/backend.hpp"
 #include "cuda/cuda_backend.hpp"
 #include "cuda/device_comm.hpp"
-#include "cuda/host_convert.hpp"
+#include "core/convert.hpp"
 
 namespace mdtp::gpu_test {
 

@@ -1,6 +1,7 @@
 // CudaBackend against the host backend, op by op, on non-square shapes: f64 to 1e-12 and f32 to
 // 1e-5 (relative, infinity norm); bf16/f16 GEMM against an f64 GEMM of the rounded inputs to 1e-2.
 #include <catch2/catch.hpp>
+#include <tuple>
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
@@ -243,6 +244,50 @@ TEST_CASE("CUDA backend: 16-bit storage computes in fp32", "[gpu][backend]") {
     b.dev->convert(x, wide);
     CHECK(b.dev->to_f64(wide) == rounded);  // widening is exact
     CHECK(std::abs(b.dev->sum_squares(x) - b.host->sum_squares(hx)) <= 1e-12 * b.host->sum_squares(hx));
+  }
+}
+
+// The mixed forms (16-bit data, f32 accumulators) against the host backend, which computes them the
+// same way (f32 arithmetic on the stored values): gradients kept in f32 under bf16/f16 training.
+TEST_CASE("CUDA backend: 16-bit data into f32 accumulators, as the host backend", "[gpu][backend][lowp]") {
+  Backends b;
+  const std::int64_t m = 37, k = 29, n = 45;
+  for (DType dt : {DType::bf16, DType::f16}) {
+    INFO(dtype_name(dt));
+    Twin a = random_twin(*b.host, *b.dev, {k, m}, dt, 71), g = random_twin(*b.host, *b.dev, {k, n}, dt, 72);
+    Twin c = random_twin(*b.host, *b.dev, {m, n}, DType::f32, 73);
+    b.host->gemm(true, false, 1.0, a.host, g.host, 1.0, c.host);  // dW += Xᵀ dY, into f32
+    b.dev->gemm(true, false, 1.0, a.dev, g.dev, 1.0, c.dev);
+    check_same(b, c, DType::f32, "gemm into f32");
+    Twin bias = random_twin(*b.host, *b.dev, {n}, DType::f32, 74);
+    b.host->column_sums(g.host, bias.host, 1.0);
+    b.dev->column_sums(g.dev, bias.dev, 1.0);
+    check_same(b, bias, DType::f32, "column_sums into f32");
+    Twin y = random_twin(*b.host, *b.dev, {k, n}, DType::f32, 75);
+    b.host->axpy(0.5, g.host, y.host);
+    b.dev->axpy(0.5, g.dev, y.dev);
+    check_same(b, y, DType::f32, "axpy into f32");
+    // LayerNorm backward with dγ, dβ in f32.
+    const std::int64_t rows = 9, cols = 40;
+    Twin x = random_twin(*b.host, *b.dev, {rows, cols}, dt, 76), gamma = random_twin(*b.host, *b.dev, {cols}, dt, 77);
+    Twin beta = random_twin(*b.host, *b.dev, {cols}, dt, 78), dy = random_twin(*b.host, *b.dev, {rows, cols}, dt, 79);
+    Twin dgamma = random_twin(*b.host, *b.dev, {cols}, DType::f32, 80), dbeta = random_twin(*b.host, *b.dev, {cols}, DType::f32, 81);
+    for (auto [be, xs, gs, bs, dys, dg, db] :
+         {std::tuple{static_cast<const Backend*>(b.host.get()), &x.host, &gamma.host, &beta.host, &dy.host, &dgamma.host, &dbeta.host},
+          std::tuple{static_cast<const Backend*>(b.dev.get()), &x.dev, &gamma.dev, &beta.dev, &dy.dev, &dgamma.dev, &dbeta.dev}}) {
+      Tensor stats = be->empty({rows, 2}, DType::f64, MemCategory::other), mr = be->empty({rows, 2}, DType::f64, MemCategory::other);
+      be->row_mean_m2(*xs, stats);
+      be->merge_row_stats(stats, 1, cols, 1e-5, mr);
+      Tensor xhat = be->empty({rows, cols}, dt, MemCategory::other), out = be->empty({rows, cols}, dt, MemCategory::other);
+      be->layernorm_apply(*xs, mr, *gs, *bs, xhat, out);
+      Tensor sums = be->empty({rows, 2}, DType::f64, MemCategory::other), dx = be->empty({rows, cols}, dt, MemCategory::other);
+      be->layernorm_backward_sums(*dys, xhat, *gs, sums);
+      be->layernorm_backward(*dys, xhat, *gs, mr, sums, cols, dx, *dg, *db);
+    }
+    // xhat is rounded to 16 bits on each device; an element rounded the other way at a tie moves
+    // dγ by a unit roundoff of that term: the 16-bit tolerance.
+    check_same(b, dgamma, dt, "LayerNorm dgamma into f32");
+    check_same(b, dbeta, DType::f32, "LayerNorm dbeta into f32");
   }
 }
 

@@ -87,10 +87,3 @@ if(MDTP_CUDA)
   add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers test_gpu_gpt bench_gemm_cuda
                     bench_gpt_cuda mdtp)
 endif()
-
-# Host-only, in every build (no GPU, no CUDA toolkit needed, so not labelled gpu): the bf16/f16
-# conversions of the kernels and of host staging (src/cuda/narrow_float.hpp, host_convert.cpp, both
-# plain C++) against a brute-force nearest-value reference.
-mdtp_add_mpi_test(narrow_float
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_narrow_float.cpp ${CMAKE_SOURCE_DIR}/src/cuda/host_convert.cpp
-  RANKS 1 LIBS mdtp_core)

@@ -320,3 +320,109 @@ TEST_CASE("initial parameters are init_value's numbers in every mode (bitwise in
       }
     }
 }
+
+// bf16 and f16 storage (the host kernels' widened path): the same definitions from the values as
+// stored; each output rounded once, so within a few units in the last place of the format.
+namespace {
+
+double unit_roundoff(DType dt) { return dt == DType::bf16 ? 0x1p-8 : 0x1p-11; }
+
+}  // namespace
+
+TEST_CASE("16-bit embedding: rows copied as stored, gradients added in token order into f32 or 16 bits",
+          "[train][ops][lowp]") {
+  auto be = make_host_backend();
+  auto kernels = make_host_gpt_kernels(*be);
+  for (DType dt : {DType::bf16, DType::f16})
+    for (DType gt : {dt, DType::f32}) {
+      INFO(dtype_name(dt) << " into " << dtype_name(gt));
+      Tensor table = be->from_f64({30, 31, 40, 41, 50, 51}, {3, 2}, dt, MemCategory::other);
+      const std::vector<std::int32_t> ids{4, 1, 3, 4, 6};
+      Tensor out = be->empty({5, 2}, dt, MemCategory::other);
+      kernels->embedding_forward(table, ids, 3, out);
+      CHECK(be->to_f64(out) == std::vector<double>{40, 41, 0, 0, 30, 31, 40, 41, 0, 0});
+      Tensor grad = be->from_f64({0.5, 0, 0, 0, 0, 0}, {3, 2}, gt, MemCategory::other);
+      Tensor dy = be->from_f64({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2}, dt, MemCategory::other);
+      kernels->embedding_backward(dy, ids, 3, grad);
+      CHECK(be->to_f64(grad) == std::vector<double>{5.5, 6, 1 + 7, 2 + 8, 0, 0});
+    }
+  Tensor dy = be->zeros({1, 2}, DType::f32, MemCategory::other), grad = be->zeros({3, 2}, DType::bf16, MemCategory::other);
+  const std::vector<std::int32_t> one{3};
+  CHECK_THROWS_WITH(kernels->embedding_backward(dy, one, 3, grad), Catch::Contains("mixed dtypes f32 and bf16"));
+}
+
+TEST_CASE("16-bit cross-entropy over several row blocks matches float64 of the stored logits", "[train][ops][lowp]") {
+  auto be = make_host_backend();
+  auto kernels = make_host_gpt_kernels(*be);
+  // 50021 columns (50000 valid) take 20 rows per block: 47 rows are three blocks, the last partial.
+  const std::int64_t rows = 47, cols = 50021, valid = 50000, col0 = 1000;
+  std::vector<std::int32_t> targets(rows);
+  for (std::int64_t i = 0; i < rows; ++i) targets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(col0 + (i * 7919) % (valid + 300) - 150);
+  for (DType dt : {DType::bf16, DType::f16}) {
+    INFO(dtype_name(dt));
+    auto lv = uniform_values(static_cast<std::size_t>(rows * cols), 77);
+    for (auto& v : lv) v *= 6.0;
+    Tensor logits = be->from_f64(lv, {rows, cols}, dt, MemCategory::other);
+    lv = be->to_f64(logits);
+    Tensor mx = be->empty({rows}, DType::f64, MemCategory::other), sums = be->empty({rows, 2}, DType::f64, MemCategory::other);
+    kernels->xent_row_max(logits, valid, mx);
+    kernels->xent_partial_sums(logits, valid, mx, targets, col0, sums);
+    const auto m = be->to_f64(mx), s = be->to_f64(sums);
+    std::vector<double> lse(static_cast<std::size_t>(rows));
+    double worst_sum = 0.0;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      double top = -kInf, ref = 0.0;
+      for (std::int64_t j = 0; j < valid; ++j) top = std::max(top, lv[static_cast<std::size_t>(i * cols + j)]);
+      CHECK(m[static_cast<std::size_t>(i)] == top);
+      for (std::int64_t j = 0; j < valid; ++j) ref += std::exp(lv[static_cast<std::size_t>(i * cols + j)] - top);
+      worst_sum = std::max(worst_sum, std::abs(s[static_cast<std::size_t>(2 * i)] - ref) / ref);
+      const std::int64_t t = targets[static_cast<std::size_t>(i)] - col0;
+      CHECK(s[static_cast<std::size_t>(2 * i + 1)] == (t >= 0 && t < valid ? lv[static_cast<std::size_t>(i * cols + t)] : 0.0));
+      lse[static_cast<std::size_t>(i)] = top + std::log(ref);
+    }
+    CHECK(worst_sum <= 1e-6);  // exps in f32 of the stored logits, summed in f64
+    Tensor z = be->from_f64(lse, {rows}, DType::f64, MemCategory::other), d = be->empty({rows, cols}, dt, MemCategory::other);
+    kernels->xent_backward(logits, valid, z, targets, col0, 0.5, d);
+    std::vector<double> ref(static_cast<std::size_t>(rows * cols), 0.0);
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < valid; ++j)
+        ref[static_cast<std::size_t>(i * cols + j)] =
+            0.5 * (std::exp(lv[static_cast<std::size_t>(i * cols + j)] - lse[static_cast<std::size_t>(i)]) -
+                   (col0 + j == targets[static_cast<std::size_t>(i)] ? 1.0 : 0.0));
+    CHECK(relative_error(be->to_f64(d), ref) <= unit_roundoff(dt));
+  }
+}
+
+TEST_CASE("16-bit host attention matches float64 attention of the stored values", "[train][ops][attention][lowp]") {
+  auto be = make_host_backend();
+  auto kernels = make_host_gpt_kernels(*be);
+  const AttentionShape shapes[] = {{1, 1, 1, 1}, {2, 65, 2, 5}, {3, 130, 3, 8}};
+  unsigned seed = 300;
+  for (const AttentionShape& sh : shapes)
+    for (DType dt : {DType::bf16, DType::f16}) {
+      const std::int64_t C = sh.heads * sh.d, N = sh.sequences * sh.T;
+      INFO("sequences " << sh.sequences << " T " << sh.T << " heads " << sh.heads << " d " << sh.d << " "
+                        << dtype_name(dt));
+      auto qv = uniform_values(static_cast<std::size_t>(N * 3 * C), seed++);
+      for (auto& v : qv) v *= 2.0;
+      Tensor qkv = be->from_f64(qv, {N, 3 * C}, dt, MemCategory::other);
+      Tensor dy = be->from_f64(uniform_values(static_cast<std::size_t>(N * C), seed++), {N, C}, dt, MemCategory::other);
+      Tensor y = be->empty({N, C}, dt, MemCategory::other);
+      Tensor probs = be->empty({sh.sequences, sh.heads, sh.T, sh.T}, dt, MemCategory::other);
+      kernels->attention_forward(qkv, sh.T, sh.heads, y, probs);
+      Tensor dqkv = be->empty({N, 3 * C}, dt, MemCategory::other);
+      kernels->attention_backward(dy, qkv, probs, sh.T, sh.heads, dqkv);
+      const AttentionRef ref = attention_reference(sh, be->to_f64(qkv), be->to_f64(dy));
+      const double u = unit_roundoff(dt);
+      const double ey = relative_error(be->to_f64(y), ref.y), ep = relative_error(be->to_f64(probs), ref.probs);
+      const double ed = relative_error(be->to_f64(dqkv), ref.dqkv);
+      INFO("errors y " << ey << ", probs " << ep << ", dqkv " << ed << " (unit roundoff " << u << ")");
+      CHECK(ey <= u);      // from the f32 probabilities, rounded once
+      CHECK(ep <= u);
+      CHECK(ed <= 4 * u);  // from the stored (rounded) probabilities
+      const std::vector<double> p = be->to_f64(probs);
+      for (std::int64_t m = 0; m < sh.sequences * sh.heads; ++m)
+        for (std::int64_t i = 0; i < sh.T; ++i)
+          for (std::int64_t j = i + 1; j < sh.T; ++j) CHECK(p[static_cast<std::size_t>((m * sh.T + i) * sh.T + j)] == 0.0);
+    }
+}

@@ -301,6 +301,12 @@ TEST_CASE("validate refuses each rule with a message naming the member", "[spec]
       {[](RunSpec& s) { s.precision.params = DType::f64; },
        "run spec: precision.grad_reduce=f32 is narrower than precision.params=f64; gradients are reduced in the "
        "parameters' dtype or a wider one"},
+      {[](RunSpec& s) {
+         s.precision.params = DType::bf16;
+         s.precision.grad_reduce = DType::f16;
+       },
+       "run spec: precision.grad_reduce=f16 with precision.params=bf16; 16-bit gradients are the parameters' own "
+       "format (or use f32)"},
       {[](RunSpec& s) { s.optimizer.lr = 0; }, "run spec: optimizer.lr must be > 0; got 0"},
       {[](RunSpec& s) { s.optimizer.beta1 = 1; }, "run spec: optimizer.beta1 must lie in [0, 1); got 1"},
       {[](RunSpec& s) { s.optimizer.beta2 = -0.5; }, "run spec: optimizer.beta2 must lie in [0, 1); got -0.5"},
@@ -628,4 +634,11 @@ TEST_CASE("a spec file is read, or refused naming its path", "[spec][json]") {
 
   const std::string missing = temp_path("missing.json");
   CHECK_THROWS_WITH(read_run_spec_file(missing), Equals("run spec: cannot read '" + missing + "'"));
+}
+
+TEST_CASE("precision_for: f32 gradients under bf16 and f16, the parameters' own otherwise", "[spec]") {
+  CHECK(precision_for(DType::bf16) == Precision{DType::bf16, DType::f32});
+  CHECK(precision_for(DType::f16) == Precision{DType::f16, DType::f32});
+  CHECK(precision_for(DType::f32) == Precision{DType::f32, DType::f32});
+  CHECK(precision_for(DType::f64) == Precision{DType::f64, DType::f64});
 }

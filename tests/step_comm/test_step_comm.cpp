@@ -151,6 +151,27 @@ std::vector<GridCase> ci_grid() {
     t.spec.recompute = Recompute::full;
     g.push_back(with("3d tp8 recompute full", t));
   }
+  // Mixed precision: bf16 activations and values on the wire, f32 gradient sums (SUMMA's dW
+  // reduces, 3D's reduce-scatter over the weight group, 2.5D's depth sums, ZeRO's buckets), or
+  // bf16 gradient sums with --grad-reduce-dtype bf16.
+  const auto bf16 = [](TrainConfig t, DType grads = DType::f32) {
+    t.spec.precision = {DType::bf16, grads};
+    return t;
+  };
+  g.push_back(with("2d tp4 pp1 dp2 bf16 zero2", bf16(zero(base(TpMode::d2, 4, 1, 4, 1), 2))));
+  g.push_back(with("3d tp8 bf16", bf16(base(TpMode::d3, 8, 1, 4, 1))));
+  {
+    TrainConfig t = bf16(base(TpMode::d2p5, 8, 1, 4, 1));
+    t.spec.layout.depth = 2;
+    g.push_back(with("2.5d tp8 d2 bf16", t));
+  }
+  g.push_back(with("1d-sp tp2 pp2 dp2 1f1b m2 bf16 zero3", bf16(zero(base(TpMode::d1_sp, 2, 2, 4, 2), 3))));
+  g.push_back(with("1d tp2 pp1 dp4 bf16 grads bf16 zero1", bf16(zero(base(TpMode::d1, 2, 1, 8, 1), 1), DType::bf16)));
+  {
+    TrainConfig t = bf16(zero(base(TpMode::none, 1, 1, 8, 1), 2, 0.004));
+    t.spec.zero.offload = true;
+    g.push_back(with("none tp1 pp1 dp8 bf16 zero2 offload", t));
+  }
   return g;
 }
 
@@ -278,6 +299,15 @@ void check_case(const GridCase& c) {
   }
   CHECK(measured_bytes == model_bytes);
   CHECK(model_bytes > 0);
+  // Memory too: what every category holds equals the bucket plan's model, and the activations
+  // theirs, on every rank.
+  for (std::size_t i = 0; i < result.memory_held.size(); ++i) {
+    if (result.memory_model[i].second < 0) continue;
+    INFO(c.label << ", rank " << world_rank() << ": memory " << mem_category_name(result.memory_held[i].first));
+    CHECK(result.memory_held[i].second == result.memory_model[i].second);
+  }
+  INFO(c.label << ": activation and gradient peaks against their models");
+  CHECK(result.kept_activations.equal_on_every_rank);
 }
 
 void run_grid(const std::vector<GridCase>& grid) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "modes/registry.hpp"
+#include "spec/run_spec.hpp"
 #include "run/root_task.hpp"
 #include "support/whole_model.hpp"
 
@@ -68,7 +69,8 @@ GptRun::GptRun(const ModeCase& c, const ModelShape& config, std::int64_t global_
                std::uint64_t seed)
     : backend(make_host_backend()) {
   mesh = std::make_unique<Mesh>(c.config, comm, ledger);
-  mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, seed, {}});
+  // Mixed precision for 16-bit parameters: their gradients in f32, as mdtp train keeps them.
+  mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, seed, {}, false, precision_for(dtype).grad_reduce});
   const int dp = mesh->comm("dp").size();
   require(global_batch % dp == 0, "test: global batch ", global_batch, " does not divide over dp=", dp);
   model = std::make_unique<GptModel>(*mode, config, global_batch / dp);

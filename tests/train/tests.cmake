@@ -25,3 +25,8 @@ if(MDTP_SHAPE_PYTHON)
            COMMAND ${MDTP_SHAPE_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_trainer_shape.py ${CMAKE_SOURCE_DIR}/src/train)
   set_tests_properties(train_shape_check PROPERTIES LABELS "train;layers")
 endif()
+# Mixed precision (bf16 parameters and activations, f32 gradients and masters) through mdtp train:
+# every mode and a pipeline with ZeRO-3 against mode none at bf16 and the f64 serial run (per
+# tensor ≤ 2e-2); checkpoints (f32 masters) resumed bitwise and across precisions.
+mdtp_add_mpi_test(train_bf16 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_train_bf16.cpp
+                  RANKS 2 4 8 LABELS train checkpoint TIMEOUT 600)

@@ -13,7 +13,7 @@ namespace {
 
 BucketInput param(const char* name, std::int64_t numel, int unit, bool decays = true, std::vector<std::string> partial = {},
                   DType dtype = DType::f64) {
-  return BucketInput{name, numel, std::move(partial), decays, dtype, unit, "", 0};
+  return BucketInput{name, numel, std::move(partial), decays, dtype, unit, "", 0, {}};
 }
 
 std::vector<std::string> names(const Bucket& b, const std::vector<BucketInput>& in) {
@@ -65,9 +65,9 @@ TEST_CASE("parameters and shards start aligned; buckets pad to dp shards", "[zer
     CHECK(b.padded >= b.used);
     CHECK(b.padded - b.used < 8 * dp);
     CHECK(b.shard * dp == b.padded);
-    CHECK(b.shard_bytes() % 64 == 0);
-    CHECK(plan.padded_bytes() == b.padded * 8);
-    CHECK(plan.shard_bytes() == b.shard * 8);
+    CHECK(b.value_shard_bytes() % 64 == 0);
+    CHECK(plan.padded_value_bytes() == b.padded * 8);
+    CHECK(plan.value_shard_bytes() == b.shard * 8);
   }
   // f32: 16 elements per 64 bytes.
   BucketOptions o;
@@ -75,7 +75,7 @@ TEST_CASE("parameters and shards start aligned; buckets pad to dp shards", "[zer
   const BucketPlan f32 = plan_buckets({param("a", 5, 0, true, {}, DType::f32), param("b", 3, 0, true, {}, DType::f32)}, o);
   CHECK(f32.buckets[0].slots[1].offset == 16);
   CHECK(f32.buckets[0].padded == 48);
-  CHECK(f32.buckets[0].bytes() == 192);
+  CHECK(f32.buckets[0].value_bytes() == 192);
 }
 
 TEST_CASE("the cap closes a bucket; a parameter over the cap is alone", "[zero][plan]") {

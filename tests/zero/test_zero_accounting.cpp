@@ -90,10 +90,10 @@ TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_bat
     const bool many = b.shards > 1;
     // One reduce-scatter per step, or per micro-batch when stages 2–3 reduce every micro-batch.
     const int rounds = z.stage >= 2 && z.reduce_per_micro_batch ? micro_batches : 1;
-    if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.bytes(), rounds);
-    for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.shard_bytes());
-    if (z.stage < 3 && many) add(m, "optimizer", group(i), CollectiveOp::all_gather, b.bytes());
-    if (z.stage == 3 && many && z.keep_parameters) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.bytes());
+    if (many) add(m, "grad-sync", group(i), CollectiveOp::reduce_scatter, b.grad_bytes(), rounds);
+    for (const std::string& g : b.partial_groups) add(m, "grad-sync", mesh.comm(g).name(), CollectiveOp::all_reduce, b.grad_shard_bytes());
+    if (z.stage < 3 && many) add(m, "optimizer", group(i), CollectiveOp::all_gather, b.value_bytes());
+    if (z.stage == 3 && many && z.keep_parameters) add(m, "param-gather", group(i), CollectiveOp::all_gather, b.value_bytes());
   }
   if (dp > 1) add(m, "optimizer", "dp", CollectiveOp::all_reduce, 8);
   if (mesh.comm(z.model_parallel_group).size() > 1) add(m, "optimizer", mesh.comm(z.model_parallel_group).name(), CollectiveOp::all_reduce, 8);
@@ -102,7 +102,7 @@ TrafficMap expected_traffic(const ZeroEngine& e, const Mesh& mesh, int micro_bat
       for (const auto& reads : unit_reads(e, units, backward))
         for (std::size_t b : reads)
           if (e.plan().buckets[b].shards > 1)
-            add(m, "param-gather", group(b), CollectiveOp::all_gather, e.plan().buckets[b].bytes(), micro_batches);
+            add(m, "param-gather", group(b), CollectiveOp::all_gather, e.plan().buckets[b].value_bytes(), micro_batches);
   return m;
 }
 
@@ -132,7 +132,7 @@ std::int64_t largest_pair(const ZeroEngine& e, int units) {
       const int next = backward ? u - 1 : u + 1;
       if (next >= 0 && next < units) both.insert(reads[static_cast<std::size_t>(next)].begin(), reads[static_cast<std::size_t>(next)].end());
       std::int64_t bytes = 0;
-      for (std::size_t b : both) bytes += e.plan().buckets[b].bytes();
+      for (std::size_t b : both) bytes += e.plan().buckets[b].value_bytes();
       worst = std::max(worst, bytes);
     }
   }
@@ -196,7 +196,7 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
             CHECK(tracker.current(MemCategory::communication) == communication);
             if (z.stage == 3 && !z.keep_parameters) {
               const std::int64_t peak = tracker.peak(MemCategory::parameters) - before.parameters;
-              CHECK(peak <= run.engine->plan().shard_bytes() + largest_pair(*run.engine, units));
+              CHECK(peak <= run.engine->plan().value_shard_bytes() + largest_pair(*run.engine, units));
             }
           }
           if (world_rank() == 0 && kind == OptimizerKind::adamw && !z.keep_parameters)
@@ -213,7 +213,15 @@ TEST_CASE("a ZeRO engine holds and sends what its bucket plan says, to the byte"
 // tests/gpu/train_parity.sh hold the device allocator to zero_device_bytes.
 TEST_CASE("offload: what ZeRO holds is the device's part plus the host's, category by category", "[zero][accounting]") {
   std::vector<BucketInput> params;
-  for (int i = 0; i < 5; ++i) params.push_back({"p" + std::to_string(i), 1000 + 37 * i, {}, i % 2 == 0, DType::f32, i});
+  for (int i = 0; i < 5; ++i) {
+    BucketInput p;
+    p.name = "p";
+    p.name += std::to_string(i);  // not "p" + to_string: GCC 12 warns falsely (-Wrestrict)
+    p.numel = 1000 + 37 * i;
+    p.decays = i % 2 == 0;
+    p.unit = i;
+    params.push_back(p);
+  }
   for (int dp : {1, 2, 3}) {
     BucketOptions o;
     o.dp = dp;
@@ -234,9 +242,9 @@ TEST_CASE("offload: what ZeRO holds is the device's part plus the host's, catego
             CHECK(host == ZeroHeldBytes{});
           } else {
             CHECK(host.parameters == 0);
-            CHECK(host.gradients == plan.shard_bytes());
-            CHECK(host.master_weights == plan.shard_bytes());
-            CHECK(host.optimizer_state == (moments ? 2 * plan.shard_bytes() : 0));
+            CHECK(host.gradients == plan.state_shard_bytes());
+            CHECK(host.master_weights == plan.state_shard_bytes());
+            CHECK(host.optimizer_state == (moments ? 2 * plan.state_shard_bytes() : 0));
             CHECK(device.optimizer_state == 0);
             CHECK(device.master_weights == 0);
             // The device's gradients are those of the same stage without offload.

@@ -25,14 +25,6 @@ using namespace mdtp::testing;
 
 namespace {
 
-// Whether ZeRO's sums are the unsharded optimizer's own (see the header).
-bool same_sums(const GptRun& base) {
-  if (base.mesh->comm("dp").size() > 2) return false;
-  for (const ModelParam& p : base.model->parameters())
-    for (const std::string& g : p.param->partial_grad_over)
-      if (base.mesh->comm(g).size() > 1) return false;
-  return true;
-}
 
 struct Trajectory {
   ParamMap after_one, last, exp_avg, exp_avg_sq;

@@ -99,7 +99,7 @@ TEST_CASE("ZeRO under a two-stage pipeline sums the tied embedding on its shards
               bytes += e.logical_bytes;
             }
           CHECK(calls == 1);
-          CHECK(bytes == wte.shard_bytes());
+          CHECK(bytes == wte.value_shard_bytes());
           CHECK(wte.partial_groups == std::vector<std::string>{"embedding"});
           // The two copies of wte are the same numbers.
           Communicator& tied = base.mesh->comm("embedding");

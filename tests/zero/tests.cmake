@@ -4,12 +4,14 @@
 #  - zero: the bucket plan; memory and ledger bytes against the plan; checkpoints; the overlap of
 #    stage 2's reduce-scatters with backward; hooks; refused configurations; the planner's ZeRO
 #    memory against the plan;
-#  - zero_parity: every stage, with and without offload, against the unsharded optimizer.
+#  - zero_parity: every stage, with and without offload, against the unsharded optimizer; bf16 with
+#    f32 masters (values = rounded masters after every step, stages against stage 0).
 set(MDTP_ZERO_HARNESS ${CMAKE_CURRENT_LIST_DIR}/zero_harness.cpp)
 mdtp_add_mpi_test(zero SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bucket_plan.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_accounting.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_checkpoint.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_engine.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_zero_pipeline.cpp ${CMAKE_CURRENT_LIST_DIR}/test_zero_step_model.cpp
                   ${MDTP_ZERO_HARNESS}
                   RANKS 1 2 3 4 8 LABELS zero TIMEOUT 300)
-mdtp_add_mpi_test(zero_parity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_zero_parity.cpp ${MDTP_ZERO_HARNESS}
+mdtp_add_mpi_test(zero_parity SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_zero_parity.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_zero_bf16.cpp ${MDTP_ZERO_HARNESS}
                   RANKS 1 2 3 4 8 LABELS zero TIMEOUT 300)

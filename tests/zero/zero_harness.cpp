@@ -131,6 +131,14 @@ bool bit_identical_all(const ParamMap& got, const ParamMap& ref) {
   return all == 1;
 }
 
+bool same_sums(const GptRun& base) {
+  if (base.mesh->comm("dp").size() > 2) return false;
+  for (const ModelParam& p : base.model->parameters())
+    for (const std::string& g : p.param->partial_grad_over)
+      if (base.mesh->comm(g).size() > 1) return false;
+  return true;
+}
+
 OptimizerSpec test_adamw(double grad_clip) {
   OptimizerSpec c;
   c.kind = OptimizerKind::adamw;

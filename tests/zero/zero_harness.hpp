@@ -54,6 +54,10 @@ bool bit_identical(const ParamMap& got, const ParamMap& ref);
 double max_relative_error_all(const ParamMap& got, const ParamMap& ref);
 bool bit_identical_all(const ParamMap& got, const ParamMap& ref);
 
+// Whether ZeRO takes the unsharded optimizer's own sums on this mesh: dp <= 2 (a two-rank sum is
+// the same in either order) and no partial-sum group of more than one rank.
+bool same_sums(const GptRun& base);
+
 // AdamW with a larger learning rate than the default, so ten steps move every parameter.
 OptimizerSpec test_adamw(double grad_clip = 0.0);
 

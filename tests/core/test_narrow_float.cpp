@@ -1,7 +1,7 @@
-// The bf16/f16 conversions of the GPU path (src/cuda/narrow_float.hpp, which the kernels use, and
-// convert_host, which host staging uses) against a brute-force reference: the nearest value of
-// the 16-bit format, ties to the even bit pattern, found by bisection over all its values.  Plain
-// host code: this runs in the host test suite, with no GPU and no CUDA toolkit.
+// The bf16/f16 conversions (core/narrow_float.hpp, which the CUDA kernels use too, and convert_host
+// with its vectorised f32 paths, which the host backend's 16-bit storage and host staging use)
+// against a brute-force reference: the nearest value of the 16-bit format, ties to the even bit
+// pattern, found by bisection over all its values.
 //
 // The cases that matter are doubles within a hair of a midpoint of the 16-bit format: as floats
 // they become the midpoint itself, so converting through float (the old code) rounds twice and
@@ -14,8 +14,8 @@
 #include <random>
 #include <vector>
 
-#include "cuda/host_convert.hpp"
-#include "cuda/narrow_float.hpp"
+#include "core/convert.hpp"
+#include "core/narrow_float.hpp"
 
 using namespace mdtp;
 
@@ -210,4 +210,49 @@ TEST_CASE("convert_host: single rounding between all four dtypes, any alignment"
   for (std::size_t i = 0; i < n; ++i) REQUIRE(bf16[i] == reference(kBf16, decode(kF16, f16[i])));
   convert_host(DType::bf16, bf16.data(), DType::f16, f16.data(), n);
   for (std::size_t i = 0; i < n; ++i) REQUIRE(f16[i] == reference(kF16, decode(kBf16, bf16[i])));
+}
+
+// The vectorised f32 <-> 16-bit loops against the one-rounding reference from the double: every
+// bf16 high half with the low halves that decide rounding (ties, just below and above), every f16
+// midpoint and its neighbours, a stride through all 2^32 float patterns, NaNs and infinities.
+TEST_CASE("widen_to_f32 / narrow_from_f32: the vectorised paths give the reference's bits", "[narrow]") {
+  std::vector<std::uint32_t> patterns;
+  for (std::uint32_t hi = 0; hi < 0x10000u; ++hi)
+    for (std::uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu}) patterns.push_back(hi << 16 | lo);
+  for (std::uint32_t h = 0; h < 0x10000u; ++h) {  // f16 midpoints between h and h + 1, as floats
+    const double a = narrow::f16_to_double(static_cast<std::uint16_t>(h));
+    const double b = narrow::f16_to_double(static_cast<std::uint16_t>(h + 1));
+    if (!std::isfinite(a) || !std::isfinite(b) || std::signbit(a) != std::signbit(b)) continue;
+    const float mid = static_cast<float>((a + b) / 2);
+    for (float f : {mid, std::nextafter(mid, -INFINITY), std::nextafter(mid, INFINITY)}) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      patterns.push_back(bits);
+    }
+  }
+  for (std::uint64_t b = 0; b < (1ull << 32); b += 4099) patterns.push_back(static_cast<std::uint32_t>(b));
+  std::vector<float> floats(patterns.size());
+  std::memcpy(floats.data(), patterns.data(), 4 * patterns.size());
+  for (const Format* f : {&kBf16, &kF16}) {
+    INFO(f->name);
+    std::vector<std::uint16_t> narrow_bits(floats.size());
+    narrow_from_f32(floats.data(), f->dtype, narrow_bits.data(), floats.size());
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < floats.size(); ++i) {
+      const std::uint16_t want = f->from_double(static_cast<double>(floats[i]));
+      if (narrow_bits[i] != want && wrong++ < 5)
+        FAIL_CHECK("0x" << std::hex << patterns[i] << " -> 0x" << narrow_bits[i] << ", expected 0x" << want);
+    }
+    CHECK(wrong == 0);
+    // Widening every 16-bit pattern is exact (NaNs stay NaNs).
+    std::vector<std::uint16_t> all(0x10000);
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) all[h] = static_cast<std::uint16_t>(h);
+    std::vector<float> wide(all.size());
+    widen_to_f32(f->dtype, all.data(), wide.data(), all.size());
+    for (std::uint32_t h = 0; h < 0x10000u; ++h) {
+      const double want = f->to_double(static_cast<std::uint16_t>(h));
+      if (std::isnan(want)) REQUIRE(std::isnan(wide[h]));
+      else REQUIRE(static_cast<double>(wide[h]) == want);
+    }
+  }
 }
