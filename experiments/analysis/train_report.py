@@ -195,6 +195,29 @@ def plot_activations(runs, path):
                  path)
 
 
+def plot_losses(runs, path):
+    """Every run's loss per step (a 16-bit run beside f32 shows what the precision costs); an f16
+    run's overflow-skipped steps are marked where the loss scale backed off."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for r in runs:
+        steps = r.tables["steps"]
+        dtype = r.attrs.get("dtype", "")
+        dtype = dtype.decode() if isinstance(dtype, bytes) else str(dtype)
+        label = f"{r.name}: {describe(r)} {dtype} seed {r.attrs.get('seed', '?')}"
+        ax.plot(steps["step"], steps["loss"], linewidth=1, label=label)
+        if "loss_scale" in steps.dtype.names and "grad_norm" in steps.dtype.names:
+            skipped = ~np.isfinite(steps["grad_norm"])
+            if skipped.any():
+                ax.scatter(steps["step"][skipped], steps["loss"][skipped], marker="x", s=12, color="red", zorder=3)
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title("Training loss (x: steps skipped for an f16 overflow or a non-finite gradient)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def plan_lines(plan_json, top=8):
     with open(plan_json) as f:
         plan = json.load(f)
@@ -252,7 +275,8 @@ def report(runs, out_dir, plan_json=None):
         plot_bytes(runs, os.path.join(out_dir, "train_bytes.png"))
         plot_memory(runs, os.path.join(out_dir, "train_memory.png"))
         plot_activations(runs, os.path.join(out_dir, "train_activations.png"))
-        pictures += ["train_bytes.png", "train_memory.png", "train_activations.png"]
+        plot_losses(runs, os.path.join(out_dir, "loss_curves.png"))
+        pictures += ["train_bytes.png", "train_memory.png", "train_activations.png", "loss_curves.png"]
         import timeline  # the pipeline timeline picture (timeline.py, beside this file)
         for r in runs:
             if int(r.attrs.get("pp", 1)) > 1 and len(r.tables.get("timeline", [])) > 0:

@@ -176,12 +176,31 @@ void SpecFlags::add_precision() {
   // --dtype sets the gradient reduction as Megatron does (fp32 under a 16-bit dtype) unless
   // --grad-reduce-dtype, registered after it so that its edit applies last, says otherwise.
   named("--dtype", "parameter and activation dtype: f32, f64, bf16, f16", parse_dtype,
-        [](RunSpec& s, DType v) { s.precision = precision_for(v); })
+        [](RunSpec& s, DType v) {
+          s.precision.params = v;
+          s.precision.grad_reduce = precision_for(v).grad_reduce;
+        })
       ->default_str(dtype_name(defaults_.precision.params))
       ->type_name("DTYPE");
   named("--grad-reduce-dtype", "dtype of the gradients and of every gradient sum (default: f32 under bf16 and f16, else --dtype)", parse_dtype,
         [](RunSpec& s, DType v) { s.precision.grad_reduce = v; })
       ->type_name("DTYPE");
+  const LossScaling& l = defaults_.precision.loss_scaling;
+  flag<double>("--loss-scale", "f16: a fixed loss scale (1: unscaled) instead of the dynamic one",
+               [](RunSpec& s, double v) { s.precision.loss_scaling.fixed = v; })
+      ->type_name("S");
+  flag<double>("--initial-loss-scale", "f16, dynamic loss scale: where it starts",
+               [](RunSpec& s, double v) { s.precision.loss_scaling.initial = v; })
+      ->default_str(shown(l.initial));
+  flag<double>("--min-loss-scale", "f16, dynamic loss scale: its floor",
+               [](RunSpec& s, double v) { s.precision.loss_scaling.min = v; })
+      ->default_str(shown(l.min));
+  flag<std::int64_t>("--loss-scale-window", "f16, dynamic loss scale: clean steps before it doubles",
+                     [](RunSpec& s, std::int64_t v) { s.precision.loss_scaling.window = v; })
+      ->default_str(std::to_string(l.window));
+  flag<int>("--hysteresis", "f16, dynamic loss scale: overflows counted before it halves",
+            [](RunSpec& s, int v) { s.precision.loss_scaling.hysteresis = v; })
+      ->default_str(std::to_string(l.hysteresis));
   flag<double>("--dropout", "dropout probability (mdtp's engine runs without; the cost model counts the masks)",
                [](RunSpec& s, double v) { s.dropout = v; })
       ->default_str(shown(defaults_.dropout));

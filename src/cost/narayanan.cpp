@@ -28,7 +28,7 @@ StepConfig narayanan_config(const NarayananRow& row) {
   c.set_micro_batch(1);
   c.spec.zero.stage = 0;
   c.spec.recompute = Recompute::full;
-  c.spec.precision = {DType::f16, DType::f16};  // fp16 with fp16 gradients, as those runs reduced them
+  c.spec.precision = {DType::f16, DType::f16, {}};  // fp16 with fp16 gradients, as those runs reduced them
   c.spec.dropout = 0.1;  // GPT-3 and Megatron train with dropout 0.1
   c.overlap.dp_gradients = false;
   c.overlap.pp_p2p = false;

@@ -415,18 +415,31 @@ std::optional<std::string> H5File::string_attribute(const std::string& object, c
   return value;
 }
 
-std::optional<std::int64_t> H5File::int_attribute(const std::string& object, const std::string& name) const {
+// A scalar numeric attribute of `object` (nullopt when absent), which must be of class `expected`,
+// read as `native`.
+template <class T>
+std::optional<T> H5File::numeric_attribute(const std::string& object, const std::string& name, int expected,
+                                           std::int64_t native, const char* kind) const {
   hid_t o = object_of(static_cast<hid_t>(id_), object);
   if (o < 0) return std::nullopt;
   Closer oc{o, H5Oclose};
   if (H5Aexists(o, name.c_str()) <= 0) return std::nullopt;
   Closer attr{H5Aopen(o, name.c_str(), H5P_DEFAULT), H5Aclose};
   Closer type{H5Aget_type(attr.id), H5Tclose};
-  require(H5Tget_class(type.id) == H5T_INTEGER, what_, " file '", path_, "': attribute '", name, "' of '",
-          object.empty() ? "/" : object, "' must be an integer");
-  std::int64_t v = 0;
-  require(H5Aread(attr.id, H5T_NATIVE_INT64, &v) >= 0, what_, " file '", path_, "': cannot read attribute '", name, "'");
+  require(H5Tget_class(type.id) == static_cast<H5T_class_t>(expected), what_, " file '", path_, "': attribute '", name,
+          "' of '", object.empty() ? "/" : object, "' must be ", kind);
+  T v{};
+  require(H5Aread(attr.id, static_cast<hid_t>(native), &v) >= 0, what_, " file '", path_, "': cannot read attribute '",
+          name, "'");
   return v;
+}
+
+std::optional<std::int64_t> H5File::int_attribute(const std::string& object, const std::string& name) const {
+  return numeric_attribute<std::int64_t>(object, name, H5T_INTEGER, H5T_NATIVE_INT64, "an integer");
+}
+
+std::optional<double> H5File::real_attribute(const std::string& object, const std::string& name) const {
+  return numeric_attribute<double>(object, name, H5T_FLOAT, H5T_NATIVE_DOUBLE, "a real number");
 }
 
 void H5File::create_group(const std::string& group) {

@@ -44,6 +44,7 @@ class H5File {
   std::vector<double> read_real(const std::string& dataset) const;        // any float type
   std::vector<std::int32_t> read_int32(const std::string& dataset) const;  // any integer type that fits
   std::optional<std::int64_t> int_attribute(const std::string& object, const std::string& name) const;
+  std::optional<double> real_attribute(const std::string& object, const std::string& name) const;  // a float attribute
   std::optional<std::string> string_attribute(const std::string& object, const std::string& name) const;
   // Whether `dataset` carries a checksum (then every whole read of it verifies the checksum).
   bool has_checksum(const std::string& dataset) const;
@@ -73,6 +74,10 @@ class H5File {
  private:
   H5File(long long id, std::string path, std::string what) : id_(id), path_(std::move(path)), what_(std::move(what)) {}
   long long open_dataset(const std::string& dataset) const;  // caller closes
+  // A scalar attribute of HDF5 class `expected` read as the native type `native` (h5_file.cpp).
+  template <class T>
+  std::optional<T> numeric_attribute(const std::string& object, const std::string& name, int expected,
+                                     std::int64_t native, const char* kind) const;
   // The bytes of one stored element of `dataset` (whose type is `stored_type`); an mdtp::Error
   // naming the dataset past 8 bytes, which no conversion to a double or an int64 keeps.
   std::size_t stored_element_size(const std::string& dataset, long long stored_type, const char* kind) const;

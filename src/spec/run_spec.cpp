@@ -136,7 +136,7 @@ void validate_optimizer(const OptimizerSpec& o) {
 }  // namespace
 
 Precision precision_for(DType params) {
-  return {params, is_16bit(params) ? DType::f32 : params};
+  return {params, is_16bit(params) ? DType::f32 : params, {}};
 }
 
 void validate(const RunSpec& s) {
@@ -150,6 +150,17 @@ void validate(const RunSpec& s) {
   require(dtype_size(s.precision.grad_reduce) >= dtype_size(s.precision.params), "run spec: precision.grad_reduce=",
           dtype_name(s.precision.grad_reduce), " is narrower than precision.params=", dtype_name(s.precision.params),
           "; gradients are reduced in the parameters' dtype or a wider one");
+  const LossScaling& l = s.precision.loss_scaling;
+  require(std::isfinite(l.fixed) && l.fixed >= 0, "run spec: precision.loss_scale must be >= 0 (0: dynamic under f16); got ",
+          l.fixed);
+  require(l.fixed == 0 || s.precision.params == DType::f16, "run spec: precision.loss_scale=", l.fixed,
+          " applies to f16 training only; got ", dtype_name(s.precision.params),
+          s.precision.params == DType::bf16 ? " (bf16 has f32's exponent range and needs no loss scaling)" : "");
+  require(std::isfinite(l.min) && l.min > 0 && std::isfinite(l.initial) && l.initial >= l.min,
+          "run spec: the dynamic loss scale needs 0 < min_loss_scale <= initial_loss_scale; got ", l.min, " and ",
+          l.initial);
+  require(l.window >= 1, "run spec: precision.loss_scale_window must be >= 1 step; got ", l.window);
+  require(l.hysteresis >= 1, "run spec: precision.hysteresis must be >= 1; got ", l.hysteresis);
   require(!is_16bit(s.precision.grad_reduce) || s.precision.grad_reduce == s.precision.params,
           "run spec: precision.grad_reduce=", dtype_name(s.precision.grad_reduce), " with precision.params=",
           dtype_name(s.precision.params), "; 16-bit gradients are the parameters' own format (or use f32)");
@@ -183,6 +194,10 @@ std::string describe(const RunSpec& s) {
   if (s.zero.keep_parameters) os << " keep-params";
   os << " recompute=" << recompute_name(s.recompute) << " " << dtype_name(s.precision.params);
   if (s.precision.grad_reduce != s.precision.params) os << " (grads " << dtype_name(s.precision.grad_reduce) << ")";
+  if (s.precision.params == DType::f16) {
+    if (s.precision.loss_scaling.fixed > 0) os << " loss-scale=" << s.precision.loss_scaling.fixed;
+    else os << " dynamic-loss-scale";
+  }
   if (s.dropout > 0) os << " dropout=" << s.dropout;
   os << " | " << optimizer_kind_name(s.optimizer.kind) << " lr=" << s.optimizer.lr;
   if (s.optimizer.grad_clip > 0) os << " clip=" << s.optimizer.grad_clip;

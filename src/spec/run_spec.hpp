@@ -102,9 +102,24 @@ struct ZeroOptions {
 // in: the gradient buffers, the weight gradients' partial sums inside the modes and the
 // data-parallel reduction (never fewer bytes than the parameters; 16-bit gradients only in the
 // parameters' own format).  Under bf16/f16 the optimizer keeps f32 master weights and moments.
+// Loss scaling for f16 training (bf16 has f32's exponent range and needs none): Megatron's
+// DynamicGradScaler with its defaults — start at 2^32; after an overflow (a non-finite gradient
+// norm) skip the step, and once `hysteresis` overflows have been counted since the scale last grew,
+// halve it (not below `min`); after `window` clean steps in a row, double it and restore the
+// hysteresis — or a fixed scale (`fixed` > 0; 1 runs unscaled).
+struct LossScaling {
+  double fixed = 0.0;              // > 0: this scale throughout (f16 only); 0: dynamic under f16, none otherwise
+  double initial = 4294967296.0;   // 2^32
+  double min = 1.0;
+  std::int64_t window = 1000;      // clean steps before the scale doubles
+  int hysteresis = 2;              // overflows counted before the scale halves
+  bool operator==(const LossScaling&) const = default;
+};
+
 struct Precision {
   DType params = DType::f32;
   DType grad_reduce = DType::f32;
+  LossScaling loss_scaling;
   bool operator==(const Precision&) const = default;
 };
 // Parameters in `params`, gradients kept and reduced in f32 under bf16 and f16 (Megatron's

@@ -59,6 +59,11 @@ J write(const RunSpec& s) {
   J precision;
   precision["params"] = dtype_name(s.precision.params);
   precision["grad_reduce"] = dtype_name(s.precision.grad_reduce);
+  precision["loss_scale"] = s.precision.loss_scaling.fixed;
+  precision["initial_loss_scale"] = s.precision.loss_scaling.initial;
+  precision["min_loss_scale"] = s.precision.loss_scaling.min;
+  precision["loss_scale_window"] = s.precision.loss_scaling.window;
+  precision["hysteresis"] = s.precision.loss_scaling.hysteresis;
 
   const OptimizerSpec& o = s.optimizer;
   J optimizer;
@@ -270,9 +275,15 @@ RunSpec run_spec_from_json(const nlohmann::json& json, const RunSpec& defaults) 
 
   top.read_name("recompute", s.recompute, parse_recompute);
 
-  const Section precision = top.section("precision", {"params", "grad_reduce"});
+  const Section precision = top.section("precision", {"params", "grad_reduce", "loss_scale", "initial_loss_scale",
+                                                      "min_loss_scale", "loss_scale_window", "hysteresis"});
   precision.read_name("params", s.precision.params, parse_dtype);
   precision.read_name("grad_reduce", s.precision.grad_reduce, parse_dtype);
+  precision.read("loss_scale", s.precision.loss_scaling.fixed);
+  precision.read("initial_loss_scale", s.precision.loss_scaling.initial);
+  precision.read("min_loss_scale", s.precision.loss_scaling.min);
+  precision.read("loss_scale_window", s.precision.loss_scaling.window);
+  precision.read("hysteresis", s.precision.loss_scaling.hysteresis);
 
   const Section optimizer =
       top.section("optimizer", {"kind", "lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip"});

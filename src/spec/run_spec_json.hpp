@@ -10,7 +10,8 @@
 //                 "group_size", "pp_layers", "stage_mapping"},
 //    "zero": {"stage", "bucket_mb", "offload", "keep_parameters", "reduce_per_micro_batch"},
 //    "recompute": "none",
-//    "precision": {"params", "grad_reduce"},
+//    "precision": {"params", "grad_reduce", "loss_scale", "initial_loss_scale", "min_loss_scale",
+//                  "loss_scale_window", "hysteresis"},
 //    "optimizer": {"kind", "lr", "beta1", "beta2", "eps", "weight_decay", "grad_clip"},
 //    "dropout": 0.0, "seed": 1234}
 //

@@ -35,6 +35,7 @@ void write_config(H5File& file, const ModelShape& c) {
 struct StreamedPart {
   std::string prefix;
   ZeroTensor what;
+  double divide_by = 1.0;  // the gradients' loss scale (f16), divided out before writing
 };
 
 // Writes `path` through a temporary file renamed into place, on world rank 0: `header`, then each
@@ -55,7 +56,10 @@ void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine
       stream_stage_tensors(
           params.size(),
           [&](std::size_t i) {
-            return NamedTensor{params[i].name(), params[i].checkpoint_shape(), engine.gather_full(i, part.what)};
+            std::vector<double> values = engine.gather_full(i, part.what);
+            if (part.divide_by != 1.0)
+              for (double& v : values) v /= part.divide_by;
+            return NamedTensor{params[i].name(), params[i].checkpoint_shape(), std::move(values)};
           },
           [&](NamedTensor&& t) {
             if (file == nullptr || !error.empty() || !written.insert(part.prefix + t.name).second) return;
@@ -162,6 +166,13 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
     file.set_attribute("optim", "step", state.step);
     file.set_attribute("optim", "data_position", state.data_position);
     file.set_attribute("optim", "rng_state", static_cast<std::int64_t>(state.rng_state));
+    // The optimizer's own count (AdamW's bias correction): the steps it applied, which a skipped
+    // step (an f16 overflow, --skip-nonfinite) is not, unlike `step`.
+    file.set_attribute("optim", "optimizer_steps", engine.step_count());
+    // f16's dynamic loss scale, so that a resumed run continues with the same scale and counts.
+    file.set_attribute("optim", "loss_scale", state.loss_scaler.scale);
+    file.set_attribute("optim", "loss_scale_growth_tracker", state.loss_scaler.growth_tracker);
+    file.set_attribute("optim", "loss_scale_hysteresis_tracker", state.loss_scaler.hysteresis_tracker);
     file.set_attribute("optim", "optimizer", std::string(optimizer_kind_name(engine.optimizer_config().kind)));
     if (moments) {
       file.create_group("optim/exp_avg");
@@ -207,6 +218,7 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
             "': lm_head.weight differs from transformer.wte.weight; this GPT ties the LM head to the token embedding");
   }
   TrainingState state;
+  std::int64_t optimizer_steps = 0;
   std::vector<std::vector<double>> m, v;
   bool moments = false;
   if (file.has("optim")) {
@@ -217,8 +229,15 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
       return *value;
     };
     state.step = attr("step");
+    optimizer_steps = file.int_attribute("optim", "optimizer_steps").value_or(state.step);  // older files: every step
     state.data_position = attr("data_position");
     state.rng_state = static_cast<std::uint64_t>(attr("rng_state"));
+    if (const auto scale = file.real_attribute("optim", "loss_scale")) {  // checkpoints from before have none
+      state.loss_scaler.scale = *scale;
+      state.loss_scaler.growth_tracker = attr("loss_scale_growth_tracker");
+      state.loss_scaler.hysteresis_tracker = file.int_attribute("optim", "loss_scale_hysteresis_tracker").value_or(0);
+      state.has_loss_scaler = true;
+    }
     moments = engine.has_moments() && file.has("optim/exp_avg");
     if (moments)
       for (const ModelParam& p : params) {
@@ -264,13 +283,13 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
     }
   }
   // A different optimizer (or none saved) starts its own step count; the data position carries on.
-  engine.set_step_count(moments || !engine.has_moments() ? state.step : 0);
+  engine.set_step_count(moments || !engine.has_moments() ? optimizer_steps : 0);
   return state;
 }
 
 void dump_gradients(const std::string& path, GptModel& model, ZeroEngine& engine, std::int64_t step, double loss,
-                    MPI_Comm world) {
-  write_streamed(path, model, engine, world, {{"", ZeroTensor::grad}}, [&](H5File& file) {
+                    MPI_Comm world, double loss_scale) {
+  write_streamed(path, model, engine, world, {{"", ZeroTensor::grad, loss_scale}}, [&](H5File& file) {
     write_config(file, model.config());
     file.set_attribute("/", "step", step);
     file.set_attribute("/", "loss", loss);

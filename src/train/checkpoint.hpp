@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "train/loss_scaler.hpp"
 #include "model/gpt.hpp"
 #include "zero/zero_engine.hpp"
 
@@ -27,6 +28,8 @@ struct TrainingState {
   std::int64_t step = 0;           // optimizer steps completed
   std::int64_t data_position = 0;  // first row of the next global batch
   std::uint64_t rng_state = 0;     // seed of the counter-based generator (training draws nothing)
+  LossScalerState loss_scaler;     // f16's dynamic loss scale (train/loss_scaler.hpp)
+  bool has_loss_scaler = false;    // a loaded checkpoint carried one
 };
 
 // The root attributes, validated (present, integers, positive).
@@ -44,8 +47,9 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
 
 // Every parameter's reduced gradient (between the engine's finish_gradients and step), full and in
 // checkpoint layout, with the config attributes and `step`/`loss` attributes (to compare with
-// PyTorch).  Collective like save_checkpoint.
+// PyTorch); gradients scaled by an f16 loss scale are written unscaled.  Collective like
+// save_checkpoint.
 void dump_gradients(const std::string& path, GptModel& model, ZeroEngine& engine, std::int64_t step, double loss,
-                    MPI_Comm world);
+                    MPI_Comm world, double loss_scale = 1.0);
 
 }  // namespace mdtp

@@ -63,6 +63,7 @@ void write_train_results(const TrainConfig& tc, const TrainPlan& plan, TrainRig&
   const Attributes training = training_attributes(plan);
   attrs.insert(training.begin(), training.end());
   attrs["skipped_nonfinite_steps"] = ending.skipped_nonfinite;
+  attrs["overflow_skipped_steps"] = ending.overflow_steps;
   attrs["stopped_by"] = ending.stopped_by;
   attrs["setup_model_seconds"] = result.setup_model_seconds;
   attrs["setup_optimizer_seconds"] = result.setup_optimizer_seconds;

@@ -18,6 +18,7 @@ namespace mdtp {
 struct RunEnding {
   std::string stopped_by;  // "non-finite", a signal's name, or ""
   std::int64_t skipped_nonfinite = 0;
+  std::int64_t overflow_steps = 0;  // f16's dynamic loss scaling
 };
 
 // Collective over the world.  Appends the run to config.out (which must not be empty).

@@ -38,8 +38,6 @@ ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
 // planner still take it).
 void require_engine_supports(const RunSpec& spec) {
   const DType dtype = spec.precision.params;
-  require(dtype != DType::f16, "--dtype f16 needs loss scaling, which mdtp train does not have yet; train in bf16 "
-          "(same 2 bytes, f32's exponent range), f32 or f64 (mdtp cost and mdtp plan model f16)");
   // Under bf16 the gradients are f32 (the default) or bf16; otherwise the parameters' own dtype.
   require(spec.precision.grad_reduce == dtype || (is_16bit(dtype) && spec.precision.grad_reduce == DType::f32),
           "--grad-reduce-dtype ", dtype_name(spec.precision.grad_reduce), " with --dtype ", dtype_name(dtype),

@@ -8,6 +8,7 @@
 
 #include "train/comm_audit.hpp"
 #include "train/fault_guard.hpp"
+#include "train/loss_scaler.hpp"
 #include "train/memory_audit.hpp"
 #include "train/pipeline_report.hpp"
 #include "train/results_writer.hpp"
@@ -28,7 +29,7 @@ double seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 
 Table step_table() {
   Table t;
-  t.integer("step").real("loss").real("grad_norm").real("seconds").real("tokens_per_s");
+  t.integer("step").real("loss").real("grad_norm").real("seconds").real("tokens_per_s").real("loss_scale");
   return t;
 }
 
@@ -85,6 +86,7 @@ struct StepLoop {
   CommAudit& comm;
   PipelineReport& pipeline;
   FaultGuard& faults;
+  LossScaler& scaler;
   std::ostream* progress;
   int replica = 0;
 
@@ -105,38 +107,52 @@ bool run_step(StepLoop& loop, bool first) {
   rig.ledger().set_step(state.step + 1);  // named by the collective watchdog
   const auto t0 = Clock::now();
   rig.engine().begin_step();
-  const StageStepResult run = rig.executor().run_step(batch.micro_batches, rig.model().loss_scale(m));
+  // The backward pass is seeded with the loss gradient times the loss scale (1 outside f16).
+  const double scale = loop.scaler.scale();
+  const StageStepResult run = rig.executor().run_step(batch.micro_batches, rig.model().loss_scale(m) * scale);
   rig.engine().finish_gradients();
   const double loss = step_loss(rig.model(), rig.mesh(), run, loop.plan.schedule);
   switch (loop.faults.check_loss(loss, state.step + 1, rig, loop.result, loop.progress)) {
     case FaultGuard::LossVerdict::stop: return false;
     case FaultGuard::LossVerdict::skip:  // counted (step numbers stay unique), not applied
       loop.advance();
-      loop.steps.row()(state.step)(loss)(std::nan(""))(0.0)(0.0);
+      loop.steps.row()(state.step)(loss)(std::nan(""))(0.0)(0.0)(scale);
       return !loop.faults.stop_signalled(rig, loop.result);
     case FaultGuard::LossVerdict::update: break;
   }
   const auto t1 = Clock::now();
   if (first && !loop.config.dump_grads.empty()) {
     rig.ledger().set_enabled(false);
-    dump_gradients(loop.config.dump_grads, rig.model(), rig.engine(), state.step + 1, loss, rig.world());
+    dump_gradients(loop.config.dump_grads, rig.model(), rig.engine(), state.step + 1, loss, rig.world(), scale);
     rig.ledger().set_enabled(true);
   }
   const auto t2 = Clock::now();
-  const double norm = rig.engine().step();
+  const double norm = rig.engine().step(scale);
   const auto t3 = Clock::now();
   loop.advance();
+  // f16's dynamic scaling: a non-finite norm is an overflow the scale answers for (the engine
+  // applied nothing); the scale backs off or grows as the scaler says.
+  const bool overflow = loop.scaler.dynamic() && !std::isfinite(norm);
+  loop.scaler.update(overflow);
+  state.loss_scaler = loop.scaler.state();
+  if (overflow) loop.result.overflow_steps += 1;
   // The slowest rank's step time, the gradient dump excluded.
-  StepRecord r{state.step, loss, norm, world_max({seconds((t1 - t0) + (t3 - t2))}, rig.mesh(), rig.backend())[0], 0};
+  StepRecord r{state.step, loss, norm, world_max({seconds((t1 - t0) + (t3 - t2))}, rig.mesh(), rig.backend())[0], 0,
+               scale, overflow};
   r.tokens_per_second = static_cast<double>(loop.plan.spec.global_batch * loop.plan.spec.model.seq) / r.seconds;
   loop.result.steps.push_back(r);
-  loop.steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second);
+  loop.steps.row()(r.step)(r.loss)(r.grad_norm)(r.seconds)(r.tokens_per_second)(r.loss_scale);
   loop.comm.after_step(r.step, first, rig, loop.result);
   loop.pipeline.add_step(r.step, run);
   if (loop.progress)
-    *loop.progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s\n", r.step,
-                                  r.loss, r.grad_norm, r.seconds * 1e3, r.tokens_per_second)
+    *loop.progress << fmt::format("step {:5d}  loss {:.6f}  grad-norm {:.4f}  {:8.1f} ms  {:10.0f} tok/s{}\n", r.step,
+                                  r.loss, r.grad_norm, r.seconds * 1e3, r.tokens_per_second,
+                                  !loop.scaler.dynamic() ? std::string()
+                                  : overflow ? fmt::format("  overflow: skipped, loss scale {:g} -> {:g}", scale,
+                                                           loop.scaler.scale())
+                                             : fmt::format("  loss scale {:g}", scale))
                    << (first ? loop.comm.first_step_lines() : std::string()) << std::flush;
+  if (overflow) return !loop.faults.stop_signalled(rig, loop.result);
   return !loop.faults.stop_after_update(norm, state.step, rig, loop.result, loop.progress);
 }
 
@@ -162,7 +178,10 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   CommAudit comm(plan);
   PipelineReport pipeline(plan.schedule, rig.mesh(), world);
   FaultGuard faults(tc);
-  StepLoop loop{tc, plan, rig, result, steps, comm, pipeline, faults, progress, rig.mesh().comm(group::dp).rank()};
+  LossScaler scaler(plan.spec.precision.params, plan.spec.precision.loss_scaling);
+  if (result.state.has_loss_scaler) scaler.restore(result.state.loss_scaler);
+  result.state.loss_scaler = scaler.state();
+  StepLoop loop{tc, plan, rig, result, steps, comm, pipeline, faults, scaler, progress, rig.mesh().comm(group::dp).rank()};
   rig.backend().allocator().tracker().start_window();  // the steps' own peaks
   for (std::int64_t s = 0; s < tc.steps; ++s)
     if (!run_step(loop, s == 0)) break;
@@ -172,7 +191,7 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   if (!tc.save.empty() && !faults.stopped_on_nonfinite())
     save_checkpoint(tc.save, rig.model(), rig.engine(), result.state, world);
   if (!tc.out.empty())
-    write_train_results(tc, plan, rig, result, {faults.stopped_by(result), result.skipped_nonfinite}, comm,
+    write_train_results(tc, plan, rig, result, {faults.stopped_by(result), result.skipped_nonfinite, result.overflow_steps}, comm,
                         {{"steps", steps}, {"ledger", comm.table()}, {"pipeline", pipeline.pipeline()},
                          {"timeline", pipeline.timeline()}, {"memory", memory}});
   faults.raise_if_nonfinite();

@@ -63,9 +63,11 @@ struct TrainConfig {
 struct StepRecord {
   std::int64_t step = 0;  // 1-based, counting the checkpoint's steps
   double loss = 0.0;
-  double grad_norm = 0.0;
+  double grad_norm = 0.0;  // of the true (unscaled) gradients; non-finite on an f16 overflow
   double seconds = 0.0;  // slowest rank
   double tokens_per_second = 0.0;
+  double loss_scale = 1.0;  // the scale this step's backward ran with (1 outside f16)
+  bool overflow = false;    // f16's dynamic scaling found a non-finite norm: the step was skipped
 };
 
 struct TrainResult {
@@ -110,6 +112,8 @@ struct TrainResult {
   // checkpoint are written all the same), and the steps skipped for a non-finite loss.
   int stop_signal = 0;
   std::int64_t skipped_nonfinite = 0;
+  // f16 with dynamic loss scaling: the steps skipped for an overflow (their scale then backed off).
+  std::int64_t overflow_steps = 0;
   // Wall seconds on the slowest rank to build the model (parameters allocated and drawn; at
   // ZeRO-3 nothing is drawn yet) and then the optimizer (the ZeRO engine's buffers, state, and
   // at ZeRO-3 the shards' draw); a checkpoint load is not included.

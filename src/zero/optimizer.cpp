@@ -70,13 +70,13 @@ void Optimizer::refresh_value(std::size_t i) {
   if (has_masters()) backend_.convert(masters_.at(i), params_.at(i).param->value);
 }
 
-double Optimizer::step() {
+double Optimizer::step(double loss_scale) {
   PhaseScope phase(mesh_.ledger(), phase::optimizer);
   std::vector<Parameter*> raw;
   for (const ModelParam& p : params_) raw.push_back(p.param);
-  const double norm = global_grad_norm(raw, mesh_, backend_, group_);
+  const double norm = global_grad_norm(raw, mesh_, backend_, group_) / loss_scale;
   if (!std::isfinite(norm)) return norm;  // seen before the update: nothing is applied, on every rank
-  const double scale = clip_scale(config_, norm);
+  const double scale = clip_scale(config_, norm) / loss_scale;
   ++steps_;
   Tensor none;
   for (std::size_t i = 0; i < params_.size(); ++i) {

@@ -44,8 +44,10 @@ class Optimizer {
   Optimizer(const OptimizerSpec& config, std::vector<ModelParam> params, const Mesh& mesh, const Backend& backend,
             std::string model_parallel_group = group::tp_pp);
   // Clips and applies one update from the (reduced) gradients; returns the global gradient norm
-  // before clipping.  Collective over the model-parallel group (the norm).
-  double step();
+  // before clipping.  Collective over the model-parallel group (the norm).  The gradients are
+  // `loss_scale` times the true ones (f16's loss scaling): it is divided out of the norm and the
+  // update.  A non-finite norm applies nothing.
+  double step(double loss_scale = 1.0);
 
   const OptimizerSpec& config() const { return config_; }
   bool has_moments() const { return config_.kind == OptimizerKind::adamw; }

@@ -120,21 +120,22 @@ void ZeroEngine::finish_gradients() {
   phase_ = Phase::reduced;
 }
 
-double ZeroEngine::step() {
+double ZeroEngine::step(double loss_scale) {
   require(phase_ == Phase::reduced, "ZeroEngine: step() needs finish_gradients() first");
-  const double norm = unsharded_ ? unsharded_->step() : sharded_step();
+  require(loss_scale > 0.0, "ZeroEngine: the loss scale must be positive; got ", loss_scale);
+  const double norm = unsharded_ ? unsharded_->step(loss_scale) : sharded_step(loss_scale);
   // A non-finite norm applied nothing: the reduced gradients stay readable, so that the caller can
   // name the first non-finite element (train/fault_guard.hpp); the next begin_step starts afresh.
   phase_ = std::isfinite(norm) ? Phase::idle : Phase::reduced;
   return norm;
 }
 
-double ZeroEngine::sharded_step() {
+double ZeroEngine::sharded_step(double loss_scale) {
   PhaseScope phase(mesh_.ledger(), phase::optimizer);
-  const double norm = sharded_->grad_norm();
+  const double norm = sharded_->grad_norm() / loss_scale;
   // Every rank holds the same norm (all-reduced): a non-finite one applies nothing, everywhere.
   if (!std::isfinite(norm)) return norm;
-  sharded_->update(clip_scale(optimizer_, norm));
+  sharded_->update(clip_scale(optimizer_, norm) / loss_scale);
   if (zero_.stage < 3) {
     // Every rank's updated shard into every full bucket, in place (the shard is its own slot),
     // over the group the bucket is sharded over.

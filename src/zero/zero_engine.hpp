@@ -50,8 +50,9 @@ class ZeroEngine {
   void finish_gradients();
   // Returns the global gradient norm before clipping.  Collective (phase optimizer).  A
   // non-finite norm (the same on every rank) applies no update, and the reduced gradients stay
-  // readable until the next begin_step.
-  double step();
+  // readable until the next begin_step.  `loss_scale`: the factor the backward pass was seeded
+  // with (f16's loss scale, train/loss_scaler.hpp), divided out of the norm and the update.
+  double step(double loss_scale = 1.0);
   // Stage 3: frees every gathered bucket now (finish_gradients does it within a step; this is for
   // passes outside one, such as an evaluation forward with keep_parameters).
   void release_parameters();
@@ -108,7 +109,7 @@ class ZeroEngine {
   void after_pass(int unit, int direction);
   const std::vector<std::size_t>& reads(int unit, int direction) const;
   // Bucket b's shard of `what` and the backend it lives on.
-  double sharded_step();  // stages 1-3: the norm, then (when finite) the update and the gathers
+  double sharded_step(double loss_scale);  // stages 1-3: the norm, then (when finite) the update and the gathers
   Tensor& shard_of(std::size_t b, ZeroTensor what, const Backend*& on);
 
   ZeroConfig zero_;

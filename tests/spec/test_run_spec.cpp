@@ -57,8 +57,9 @@ RunSpec everything_changed() {
   s.zero.keep_parameters = true;
   s.zero.reduce_per_micro_batch = true;
   s.recompute = Recompute::selective;
-  s.precision.params = DType::bf16;
+  s.precision.params = DType::f16;
   s.precision.grad_reduce = DType::f64;
+  s.precision.loss_scaling = LossScaling{1024.0, 65536.0, 2.0, 500, 3};
   s.optimizer.kind = OptimizerKind::sgd;
   s.optimizer.lr = 3e-4;
   s.optimizer.beta1 = 0.8;
@@ -135,7 +136,7 @@ TEST_CASE("the default spec is valid and describes itself in one line", "[spec]"
   CHECK(describe(c) ==
         "GPT l=8 h=96 a=6 s=48 V=1000 ffn=256 kv=2 rmsnorm rope untied-head B=48 | 2.5d tp=8 d=2 pp=2 dp=3 interleaved "
         "m=4 v=2 N=2 layers=1,3,3,1 | zero=3 bucket=12.5MiB offload reduce-per-micro-batch keep-params "
-        "recompute=selective bf16 (grads f64) dropout=0.1 | sgd lr=0.0003 clip=1 | seed=9007199254740993");
+        "recompute=selective f16 (grads f64) loss-scale=1024 dropout=0.1 | sgd lr=0.0003 clip=1 | seed=9007199254740993");
 }
 
 TEST_CASE("every enum name parses back to its value, and unknown names are refused", "[spec]") {
@@ -307,6 +308,19 @@ TEST_CASE("validate refuses each rule with a message naming the member", "[spec]
        },
        "run spec: precision.grad_reduce=f16 with precision.params=bf16; 16-bit gradients are the parameters' own "
        "format (or use f32)"},
+      {[](RunSpec& s) {
+         s.precision.params = DType::bf16;
+         s.precision.loss_scaling.fixed = 8;
+       },
+       "run spec: precision.loss_scale=8 applies to f16 training only; got bf16 (bf16 has f32's exponent range and "
+       "needs no loss scaling)"},
+      {[](RunSpec& s) { s.precision.loss_scaling.fixed = -1; },
+       "run spec: precision.loss_scale must be >= 0 (0: dynamic under f16); got -1"},
+      {[](RunSpec& s) { s.precision.loss_scaling.min = 1e10; },
+       "run spec: the dynamic loss scale needs 0 < min_loss_scale <= initial_loss_scale; got 1e+10 and 4.29497e+09"},
+      {[](RunSpec& s) { s.precision.loss_scaling.window = 0; },
+       "run spec: precision.loss_scale_window must be >= 1 step; got 0"},
+      {[](RunSpec& s) { s.precision.loss_scaling.hysteresis = 0; }, "run spec: precision.hysteresis must be >= 1; got 0"},
       {[](RunSpec& s) { s.optimizer.lr = 0; }, "run spec: optimizer.lr must be > 0; got 0"},
       {[](RunSpec& s) { s.optimizer.beta1 = 1; }, "run spec: optimizer.beta1 must lie in [0, 1); got 1"},
       {[](RunSpec& s) { s.optimizer.beta2 = -0.5; }, "run spec: optimizer.beta2 must lie in [0, 1); got -0.5"},
@@ -416,6 +430,11 @@ TEST_CASE("the JSON writes every member, explicitly, with a version", "[spec][js
       "/parallel/stage_mapping",
       "/parallel/tp",
       "/precision/grad_reduce",
+      "/precision/hysteresis",
+      "/precision/initial_loss_scale",
+      "/precision/loss_scale",
+      "/precision/loss_scale_window",
+      "/precision/min_loss_scale",
       "/precision/params",
       "/recompute",
       "/seed",
@@ -453,7 +472,8 @@ TEST_CASE("the JSON writes every member, explicitly, with a version", "[spec][js
   CHECK(c["parallel"]["mode"] == "2.5d");
   CHECK(c["parallel"]["schedule"] == "interleaved");
   CHECK(c["recompute"] == "selective");
-  CHECK(c["precision"]["params"] == "bf16");
+  CHECK(c["precision"]["params"] == "f16");
+  CHECK(c["precision"]["loss_scale"] == 1024.0);
   CHECK(c["optimizer"]["kind"] == "sgd");
   CHECK(c["parallel"]["pp_layers"] == Json::array({1, 3, 3, 1}));
   // Doubles in their shortest form; the seed as an unsigned integer, exactly.
@@ -527,7 +547,7 @@ TEST_CASE("a missing key takes the default given; a missing section all of them"
   const RunSpec base = everything_changed();
   const Json full = to_json(base), defaults = to_json(RunSpec{});
   const std::vector<std::string> every = paths(defaults, false);
-  CHECK(every.size() == 40 + 5);  // the leaves and the five sections
+  CHECK(every.size() == 45 + 5);  // the leaves and the five sections
   for (const std::string& p : every) {
     INFO(p);
     const Json::json_pointer at(p);
@@ -637,8 +657,8 @@ TEST_CASE("a spec file is read, or refused naming its path", "[spec][json]") {
 }
 
 TEST_CASE("precision_for: f32 gradients under bf16 and f16, the parameters' own otherwise", "[spec]") {
-  CHECK(precision_for(DType::bf16) == Precision{DType::bf16, DType::f32});
-  CHECK(precision_for(DType::f16) == Precision{DType::f16, DType::f32});
-  CHECK(precision_for(DType::f32) == Precision{DType::f32, DType::f32});
-  CHECK(precision_for(DType::f64) == Precision{DType::f64, DType::f64});
+  CHECK(precision_for(DType::bf16) == Precision{DType::bf16, DType::f32, {}});
+  CHECK(precision_for(DType::f16) == Precision{DType::f16, DType::f32, {}});
+  CHECK(precision_for(DType::f32) == Precision{DType::f32, DType::f32, {}});
+  CHECK(precision_for(DType::f64) == Precision{DType::f64, DType::f64, {}});
 }

@@ -155,7 +155,7 @@ std::vector<GridCase> ci_grid() {
   // reduces, 3D's reduce-scatter over the weight group, 2.5D's depth sums, ZeRO's buckets), or
   // bf16 gradient sums with --grad-reduce-dtype bf16.
   const auto bf16 = [](TrainConfig t, DType grads = DType::f32) {
-    t.spec.precision = {DType::bf16, grads};
+    t.spec.precision = {DType::bf16, grads, {}};
     return t;
   };
   g.push_back(with("2d tp4 pp1 dp2 bf16 zero2", bf16(zero(base(TpMode::d2, 4, 1, 4, 1), 2))));

@@ -6,7 +6,7 @@
 //  - the bf16 gradients are not the f32 run's;
 //  - a bf16 checkpoint resumes bit for bit (1 + 1 steps against 2), and an f32 checkpoint loads
 //    into a bf16 run and back.
-// Rank counts: 2, 4 and 8.
+// And f16 with dynamic loss scaling (train/loss_scaler.hpp).  Rank counts: 2, 4 and 8.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,6 +14,8 @@
 
 #include "file_error.hpp"
 #include "support/gpt_harness.hpp"
+#include "io/h5_file.hpp"
+#include "train/loss_scaler.hpp"
 #include "train/trainer.hpp"
 
 using namespace mdtp;
@@ -160,4 +162,74 @@ TEST_CASE("bf16 checkpoints: masters resume bit for bit, and load across precisi
   CHECK(b.steps.size() == 1);
   CHECK(std::isfinite(a.steps.front().loss));
   CHECK(std::isfinite(b.steps.front().loss));
+}
+
+// f16 with dynamic loss scaling (Megatron's DynamicGradScaler): from the default 2^32 the first
+// steps overflow (f16's largest value is 65504) and are skipped while the scale backs off; a short
+// window then grows it until it overflows again mid-run.  Every step's scale must follow the rule
+// from the run's own overflows (LossScaler replayed), the overflows be skipped and counted, nothing
+// non-finite reach the masters, and a checkpoint carry the scaler so that a resumed run is the
+// straight one bit for bit.
+TEST_CASE("f16 with dynamic loss scaling: overflows skipped, the scale as specified, resumed bitwise",
+          "[train][f16][loss-scale]") {
+  const Bf16Case c = cases_for(world_size()).front();
+  for (int hysteresis : {1, 2}) {
+    DYNAMIC_SECTION("hysteresis " << hysteresis) {
+      TrainConfig t = config_for(c, DType::f16);
+      t.steps = 24;
+      t.spec.precision.loss_scaling.window = 3;
+      t.spec.precision.loss_scaling.hysteresis = hysteresis;
+      const std::string tag = "f16-" + c.label + "-h" + std::to_string(hysteresis);
+      t.save = shared_path(tag + "-straight.h5");
+      const TrainResult r = train(t, MPI_COMM_WORLD);
+      MPI_Barrier(MPI_COMM_WORLD);
+      REQUIRE(r.steps.size() == 24);
+      LossScaler replay(DType::f16, t.spec.precision.loss_scaling);
+      std::int64_t overflows = 0, after_clean = 0;
+      bool clean_seen = false;
+      for (const StepRecord& s : r.steps) {
+        INFO("step " << s.step << " scale " << s.loss_scale << (s.overflow ? " overflow" : ""));
+        CHECK(s.loss_scale == replay.scale());
+        CHECK(s.overflow == !std::isfinite(s.grad_norm));
+        CHECK(std::isfinite(s.loss));
+        replay.update(s.overflow);
+        overflows += s.overflow;
+        if (s.overflow && clean_seen) ++after_clean;
+        clean_seen = clean_seen || !s.overflow;
+      }
+      CHECK(r.overflow_steps == overflows);
+      CHECK(r.steps.front().overflow);  // 2^32 overflows at once
+      // Hysteresis 2 absorbs the first overflow; hysteresis 1 halves at it.
+      CHECK(r.steps[1].loss_scale == (hysteresis == 2 ? r.steps[0].loss_scale : r.steps[0].loss_scale / 2));
+      CHECK(after_clean >= 1);  // an overflow after growth, mid-run
+      CHECK(r.state.loss_scaler == replay.state());
+      // The masters stayed finite through every overflow.
+      const H5File saved = H5File::open_read(t.save, "test");
+      for (const std::string& key : saved.children("/"))
+        if (key != "optim")
+          for (double v : saved.read_real(key)) REQUIRE(std::isfinite(v));
+      // 12 steps, then 12 more from the checkpoint: the scaler's state travels with it.
+      TrainConfig half = t;
+      half.steps = 12;
+      half.save = shared_path(tag + "-half.h5");
+      train(half, MPI_COMM_WORLD);
+      TrainConfig rest = half;
+      rest.init_from = half.save;
+      rest.save = shared_path(tag + "-resumed.h5");
+      const TrainResult resumed = train(rest, MPI_COMM_WORLD);
+      MPI_Barrier(MPI_COMM_WORLD);
+      REQUIRE(resumed.steps.size() == 12);
+      for (std::size_t i = 0; i < 12; ++i) CHECK(resumed.steps[i].loss_scale == r.steps[12 + i].loss_scale);
+      CHECK(file_error(rest.save, t.save) == 0.0);
+    }
+  }
+  // A fixed scale: --loss-scale 1 runs unscaled, and nothing is treated as an overflow.
+  TrainConfig fixed = config_for(c, DType::f16);
+  fixed.steps = 3;
+  fixed.spec.precision.loss_scaling.fixed = 1.0;
+  const TrainResult f = train(fixed, MPI_COMM_WORLD);
+  for (const StepRecord& s : f.steps) {
+    CHECK(s.loss_scale == 1.0);
+    CHECK(!s.overflow);
+  }
 }

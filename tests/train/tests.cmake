@@ -30,3 +30,15 @@ endif()
 # tensor ≤ 2e-2); checkpoints (f32 masters) resumed bitwise and across precisions.
 mdtp_add_mpi_test(train_bf16 SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_train_bf16.cpp
                   RANKS 2 4 8 LABELS train checkpoint TIMEOUT 600)
+# The f16 loss scaler against Megatron's DynamicGradScaler rules (no MPI traffic).
+mdtp_add_mpi_test(loss_scaler SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_loss_scaler.cpp RANKS 1 LIBS mdtp_train LABELS train)
+# bf16 and f16 (dynamic loss scaling) against f32 over 200 steps on the shipped corpus, 2 ranks:
+# the mean of the last 20 losses within max(1 %, twice f32's seed-to-seed spread); the loss curves
+# drawn by the report (loss_curves.png).
+if(MDTP_ANALYSIS_PYTHON)
+  add_test(NAME train_precision_convergence_np2
+           COMMAND ${MDTP_ANALYSIS_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/test_precision_convergence.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE} --report ${CMAKE_SOURCE_DIR}/experiments/analysis/report.py
+                   --out ${CMAKE_BINARY_DIR}/test-precision-convergence --steps 200 --ranks 2)
+  set_tests_properties(train_precision_convergence_np2 PROPERTIES LABELS "train;mpi" TIMEOUT 600)
+endif()
