@@ -12,6 +12,7 @@
 #include "run/rank_stats.hpp"
 #include "run/root_task.hpp"
 #include "train/checkpoint_provenance.hpp"
+#include "train/hf_checkpoint.hpp"
 #include "train/stage_gather.hpp"
 
 namespace mdtp {
@@ -135,6 +136,7 @@ bool equal_streamed(const H5File& file, const std::string& a, const std::string&
 }  // namespace
 
 ModelShape read_checkpoint_config(const std::string& path) {
+  if (is_hf_checkpoint(path)) return read_hf_config(path);
   H5File file = H5File::open_read(path, "checkpoint");
   ModelShape c;
   std::map<std::string, std::int64_t> values;
@@ -155,6 +157,7 @@ ModelShape read_checkpoint_config(const std::string& path) {
 
 void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, const TrainingState& state,
                      MPI_Comm world) {
+  if (is_hf_checkpoint(path)) return save_hf_checkpoint(path, model, engine, world);
   const bool moments = engine.has_moments();
   std::vector<StreamedPart> parts{{"", ZeroTensor::value}};
   if (moments)
@@ -182,6 +185,10 @@ void save_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engin
 }
 
 TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world) {
+  if (is_hf_checkpoint(path)) {
+    load_hf_checkpoint(path, model, engine);
+    return {};  // weights only: step 0, fresh optimizer state
+  }
   const ModelShape saved = read_checkpoint_config(path);
   require(saved == model.config(), "checkpoint '", path, "' holds a model of ", describe(saved),
           "; this run builds ", describe(model.config()));

@@ -13,6 +13,8 @@
 // Saving writes a temporary file renamed into place (a failed run never truncates an existing
 // checkpoint); loading reads on every rank and validates everything before changing the model,
 // so a bad file fails on every rank with the same message.
+// A path ending in .safetensors (or a safetensors index, .json) is a Hugging Face checkpoint
+// instead: weights only, in transformers' GPT-2 names and layout (train/hf_checkpoint.hpp).
 #include <mpi.h>
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include "io/output_path.hpp"
 #include "plan/schedule_sim.hpp"
+#include "train/hf_checkpoint.hpp"
 
 namespace mdtp {
 namespace {
@@ -51,7 +52,7 @@ void require_engine_supports(const RunSpec& spec) {
 // otherwise lose a whole run's results.
 void check_outputs(const TrainConfig& tc) {
   if (!tc.out.empty()) check_hdf5_output(tc.out, "--out");
-  if (!tc.save.empty()) check_hdf5_output(tc.save, "--save");
+  if (!tc.save.empty() && !is_hf_checkpoint(tc.save)) check_hdf5_output(tc.save, "--save");  // else once the model is known
   if (!tc.dump_grads.empty()) check_hdf5_output(tc.dump_grads, "--dump-grads");
 }
 
@@ -93,6 +94,7 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   if (text) plan.data = text_corpus_tokens(tc.data.empty() ? find_default_corpus() : tc.data, spec.model.seq);
   if (spec.model.vocab == 0) spec.model.vocab = plan.data.vocab;
   validate(spec.model);
+  if (!tc.save.empty() && is_hf_checkpoint(tc.save)) check_hf_output(tc.save, spec.model, "--save");
   check_token_data(plan.data, spec.model.vocab, spec.model.seq, spec.global_batch);
 
   plan.partition = StagePartition(static_cast<int>(spec.model.layers), layout.pp, layout.chunks, layout.pp_layers,

@@ -42,3 +42,36 @@ if(MDTP_ANALYSIS_PYTHON)
                    --out ${CMAKE_BINARY_DIR}/test-precision-convergence --steps 200 --ranks 2)
   set_tests_properties(train_precision_convergence_np2 PROPERTIES LABELS "train;mpi" TIMEOUT 600)
 endif()
+# Hugging Face safetensors checkpoints through mdtp train (train/hf_checkpoint.hpp): saved equal to
+# the HDF5 checkpoint (Conv1D weights transposed), reloaded bitwise under ZeRO-3 + pipeline and 2D,
+# files written by numpy in the hub's shape and as index-linked shards giving the same first loss,
+# and bad files, configs and --save targets refused in one line.  4 ranks.
+mdtp_add_mpi_test(hf_checkpoint SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_hf_checkpoint.cpp
+                  RANKS 4 LABELS train checkpoint TIMEOUT 300)
+target_compile_definitions(test_hf_checkpoint PRIVATE MDTP_NUMPY_PYTHON="${MDTP_NUMPY_PYTHON}"
+                           MDTP_HF_SCRIPT="${CMAKE_CURRENT_LIST_DIR}/write_hf_gpt2.py")
+# The same with Hugging Face transformers itself (GPT2LMHeadModel, save_pretrained, shards, bf16,
+# the bare GPT2Model): first losses equal to 1e-12 in f64.  Registered where a python3 imports
+# torch, transformers and h5py (PyPI; not in CI): set MDTP_HF_PYTHON to one (a venv's python).
+if(NOT MDTP_HF_PYTHON)
+  foreach(candidate IN ITEMS /usr/bin/python3 ${MDTP_ANY_PYTHON})
+    if(EXISTS ${candidate})
+      execute_process(COMMAND ${candidate} -c "import torch, transformers, h5py" RESULT_VARIABLE _mdtp_hf_rc
+                      OUTPUT_QUIET ERROR_QUIET)
+      if(_mdtp_hf_rc EQUAL 0)
+        set(MDTP_HF_PYTHON ${candidate} CACHE FILEPATH "python3 with torch, transformers, h5py (hf_transformers_interop)")
+        break()
+      endif()
+    endif()
+  endforeach()
+endif()
+if(MDTP_HF_PYTHON)
+  add_test(NAME hf_transformers_interop_np2
+           COMMAND ${MDTP_HF_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_transformers_interop.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(hf_transformers_interop_np2 PROPERTIES LABELS "train;checkpoint;interop" TIMEOUT 300
+                       SKIP_RETURN_CODE 77 PROCESSORS 2)
+else()
+  message(STATUS "mdtp: no python3 with torch + transformers + h5py: hf_transformers_interop not registered "
+                 "(-DMDTP_HF_PYTHON=/path/to/venv/bin/python3)")
+endif()
