@@ -257,7 +257,10 @@ std::vector<double> ZeroEngine::gather_full(std::size_t param, ZeroTensor what) 
 void ZeroEngine::check_loadable(std::size_t param, ZeroTensor what) const {
   require(param < parameters().size(), "ZeroEngine: parameter index ", param, " out of range (", parameters().size(),
           " parameters)");
-  require(what != ZeroTensor::grad, "ZeroEngine: gradients are computed, not loaded (", parameters()[param].name(), ")");
+  // A gradient is replaced only where the step would read it: between finish_gradients and step
+  // (tests inject the same gradients into every mode and stage).
+  require(what != ZeroTensor::grad || phase_ == Phase::reduced, "ZeroEngine: the gradient of ",
+          parameters()[param].name(), " is loaded between finish_gradients() and step()");
   require(what == ZeroTensor::value || has_moments(), "ZeroEngine: cannot load ", tensor_name(what), " of ",
           parameters()[param].name(), ": the optimizer is ", optimizer_kind_name(optimizer_.kind), " (no moments)");
 }
@@ -270,6 +273,7 @@ void ZeroEngine::load_full(std::size_t param, ZeroTensor what, const std::vector
     // The weights go to the masters where there are (16-bit parameters), which then round into the
     // parameter.
     Tensor& target = weights ? (unsharded_->has_masters() ? unsharded_->master(param) : p.param->value)
+                     : what == ZeroTensor::grad    ? p.param->grad
                      : what == ZeroTensor::exp_avg ? unsharded_->exp_avg(param)
                                                    : unsharded_->exp_avg_sq(param);
     Tensor local = backend_.empty(target.shape(), target.dtype(), MemCategory::communication);

@@ -87,7 +87,8 @@ class ZeroEngine {
   // AdamW moment.  Collective over the shard group and tp.
   std::vector<double> gather_full(std::size_t param, ZeroTensor what);
   // Sets a parameter's value or moment from its full tensor (every rank passes the same values);
-  // each rank keeps its shard.  No communication.
+  // each rank keeps its shard.  No communication.  Also its reduced gradient (ZeroTensor::grad),
+  // between finish_gradients and step: the step then applies the given gradient.
   void load_full(std::size_t param, ZeroTensor what, const std::vector<double>& full);
   // Stage 3: whether load_shard is how a checkpoint is loaded (values and moments live only in the
   // shards, so each rank reads only the parts of the checkpoint its shards hold).
