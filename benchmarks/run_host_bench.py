@@ -5,14 +5,18 @@
    f64, sizes 256..4096, forms NN/NT/TN (target: >= 95 % of the direct call);
 2. training: `mdtp train --tp-mode none` on one rank against the same GPT-2 in PyTorch on one
    thread (torch_gpt.py), at two model sizes (target: >= 1.0x at both, 1.5x at the small one), and
-   on two ranks (`--tp-mode 1d --tp 2` and dp = 2) against PyTorch on two threads (target >= 1.0x).
+   on two ranks (`--tp-mode 1d --tp 2` and dp = 2) against PyTorch on two threads (target >= 1.0x);
+3. with --bf16, mixed precision on one thread: mdtp's bf16 GEMM against the direct sgemm on the
+   widened values (target >= 95 %) and against torch.matmul on bf16 tensors (torch_matmul.py), and
+   `mdtp train --dtype bf16` against torch.autocast("cpu", dtype=torch.bfloat16) on the small model,
+   with each side's f32 -> bf16 speed-up and the CPU's bf16-relevant flags.
 
 tokens/s is the median over the steps after the first (warm-up).  mdtp and PyTorch runs alternate
 (--rounds N repeats the pair and keeps each side's best median) so that load from other processes
 on a shared machine hits both alike; the load average is printed before and after.
 
     benchmarks/run_host_bench.py [--build build] [--quick] [--rounds 1] [--skip-gemm] [--skip-train]
-                                 [--sizes small,large] [--ranks 1,2]
+                                 [--sizes small,large] [--ranks 1,2] [--bf16] [--torch-python PY]
 """
 import argparse
 import os
@@ -25,6 +29,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TORCH_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+ARGS = None  # the parsed command line (main)
 
 # name, layers, embd, heads, seq, batch, steps (first one skipped)
 SIZES = {"small": ("L4/H256/T128 B8", 4, 256, 8, 128, 8, 6), "large": ("L12/H768/T256 B4", 12, 768, 12, 256, 4, 4)}
@@ -39,6 +44,9 @@ def parse():
     p.add_argument("--skip-train", action="store_true")
     p.add_argument("--sizes", default="small,large", help="model sizes: small, large")
     p.add_argument("--ranks", default="1,2", help="training comparisons: 1 (one rank vs one thread), 2 (two ranks vs two threads)")
+    p.add_argument("--bf16", action="store_true", help="also the bf16 comparisons (GEMM and training, one thread)")
+    p.add_argument("--torch-python", default=os.environ.get("MDTP_TORCH_PYTHON", TORCH_PYTHON),
+                   help="the python3 that imports torch (default: $MDTP_TORCH_PYTHON, else /usr/bin/python3)")
     return p.parse_args()
 
 
@@ -95,22 +103,83 @@ def mdtp_rate(args, size, ranks, mode_args, steps):
             setup_ms(lines, r"set-up: .*optimizer in ([\d.]+) ms"))
 
 
-def torch_rate(size, threads, steps, banner):
+def torch_rate(size, threads, steps, banner, dtype="f32"):
     _, L, H, nh, T, B, _ = SIZES[size]
-    cmd = [TORCH_PYTHON, os.path.join(HERE, "torch_gpt.py"), "--layers", str(L), "--embd", str(H), "--heads", str(nh),
-           "--seq", str(T), "--batch", str(B), "--steps", str(steps), "--threads", str(threads)]
+    cmd = [ARGS.torch_python, os.path.join(HERE, "torch_gpt.py"), "--layers", str(L), "--embd", str(H), "--heads",
+           str(nh), "--seq", str(T), "--batch", str(B), "--steps", str(steps), "--threads", str(threads), "--dtype", dtype]
     res = run(cmd)
     if res.returncode == 3:
         return None, None, res.stdout.strip()
     lines = res.stdout.splitlines()
     if banner is not None:
-        banner.extend(l for l in lines if l.startswith("torch ") or l.startswith("torch BLAS"))
+        banner.extend(l for l in lines if l.startswith("torch ") or l.startswith("torch BLAS") or l.startswith("torch bf16"))
     m = [l for l in lines if l.startswith("torch-tokens/s")]
     return (float(m[-1].split()[1]) if m else None), setup_ms(lines, r"model built and initialised in ([\d.]+) ms"), None
 
 
+def cpu_flags():
+    """The CPU flags that decide how bf16 can be computed."""
+    wanted = ("avx2", "fma", "f16c", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16", "amx_tile")
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+    except OSError:
+        flags = []
+    return ", ".join(f"{w} {'yes' if w in flags else 'no'}" for w in wanted)
+
+
+def bf16_section(args):
+    """mdtp's bf16 against its direct library call and against PyTorch, one thread."""
+    print(f"\n## bf16 on one thread (CPU flags: {cpu_flags()})\n", flush=True)
+    sizes = [512, 1024] if args.quick else [512, 1024, 2048]
+    exe = os.path.join(args.build, "mdtp_bench_host")
+    out = run([exe, "--dtypes", "bf16", "--min-size", str(sizes[0]), "--max-size", str(sizes[-1]), "--samples", "3"],
+              env=dict(os.environ, OPENBLAS_NUM_THREADS="1")).stdout
+    mdtp = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[0] in ("bf16", "bf16>f32") and f[1] == "NN":
+            mdtp[(f[0], int(f[2]))] = (float(f[3]), float(f[4]))
+    res = run([args.torch_python, os.path.join(HERE, "torch_matmul.py"), "--dtype", "bf16", "--sizes",
+               ",".join(map(str, sizes)), "--threads", "1"])
+    torch_gf = {int(f[2]): float(f[3]) for f in (l.split() for l in res.stdout.splitlines()) if f[:1] == ["torch-matmul"]}
+    for line in res.stdout.splitlines():
+        if line.startswith("torch "):
+            print(f"# {line}")
+    print("| n (square, NN) | mdtp bf16 GFLOP/s | direct sgemm on the widened values | mdtp / direct "
+          "| mdtp bf16>f32 | torch.matmul bf16 | mdtp / torch |")
+    print("|---|---|---|---|---|---|---|")
+    for n in sizes:
+        m, d = mdtp.get(("bf16", n), (0.0, 0.0))
+        m32 = mdtp.get(("bf16>f32", n), (0.0, 0.0))[0]
+        t = torch_gf.get(n)
+        print(f"| {n} | {m:.1f} | {d:.1f} | {100 * m / d if d else 0:.1f} % | {m32:.1f} | "
+              f"{f'{t:.1f}' if t else 'skipped'} | {f'{m / t:.1f}x' if t else '-'} |")
+    size = "small"
+    steps = SIZES[size][6] - (2 if args.quick else 0)
+    rates = {}
+    banner = []
+    for dtype in ("f32", "bf16"):
+        rates[("mdtp", dtype)] = mdtp_rate(args, size, 1, ["--tp-mode", "none", "--dtype", dtype], steps)[0]
+        rates[("torch", dtype)] = torch_rate(size, 1, steps, banner, dtype)[0]
+    for line in dict.fromkeys(banner):  # each line once: both torch runs print the same banner
+        print(f"# {line}")
+    print(f"\n| model | dtype | mdtp tok/s | PyTorch tok/s (bf16: autocast) | mdtp / PyTorch |")
+    print("|---|---|---|---|---|")
+    for dtype in ("f32", "bf16"):
+        m, t = rates[("mdtp", dtype)], rates[("torch", dtype)]
+        print(f"| {SIZES[size][0]} | {dtype} | {m or 0:.0f} | {f'{t:.0f}' if t else 'skipped'} | "
+              f"{f'{m / t:.2f}x' if m and t else '-'} |")
+    for who in ("mdtp", "torch"):
+        a, b = rates[(who, "f32")], rates[(who, "bf16")]
+        if a and b:
+            print(f"{who}: f32 -> bf16 step speed-up {b / a:.2f}x")
+
+
 def main():
+    global ARGS
     args = parse()
+    ARGS = args
     print(f"# machine: {cpu_model()}, {os.cpu_count()} cores; load average before: {loadavg()}")
     if not args.skip_gemm:
         exe = os.path.join(args.build, "mdtp_bench_host")
@@ -119,6 +188,8 @@ def main():
         cmd = [exe] + (["--max-size", "1024", "--samples", "3"] if args.quick else [])
         print("\n## GEMM: mdtp host backend vs direct CBLAS call (best of several samples)\n", flush=True)
         subprocess.run(cmd, check=True)
+    if args.bf16:
+        bf16_section(args)
     if args.skip_train:
         return
     sizes = ["small"] if args.quick else [s.strip() for s in args.sizes.split(",") if s.strip()]

@@ -29,6 +29,9 @@ def parse():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--corpus", default=os.path.join(os.path.dirname(__file__), "..", "data", "corpus.txt"))
     p.add_argument("--vocab", type=int, default=0, help="vocabulary size (default: the corpus' characters)")
+    p.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
+                   help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16), f32 weights "
+                        "and optimizer (PyTorch's mixed precision, the peer of mdtp train --dtype bf16)")
     return p.parse_args()
 
 
@@ -123,6 +126,17 @@ def blas_libraries():
         return "unknown"
 
 
+def onednn_status():
+    """Whether torch's oneDNN (mkldnn) path is on, and whether it has native bf16 on this CPU."""
+    mkldnn = torch.backends.mkldnn
+    native = "?"
+    try:
+        native = str(bool(torch.ops.mkldnn._is_mkldnn_bf16_supported()))
+    except (AttributeError, RuntimeError):
+        pass
+    return f"oneDNN available {mkldnn.is_available()}, enabled {mkldnn.enabled}, native bf16 {native}"
+
+
 def tokens(corpus, vocab):
     try:
         with open(corpus, encoding="utf-8") as f:
@@ -158,6 +172,8 @@ def main():
     capability = re.search(r"CPU capability usage: (\S+)", config)
     print("torch BLAS:", ", ".join(f"{k}={v}" for k, v in settings.items()),
           f"CPU capability {capability.group(1) if capability else '?'}, loaded {blas_libraries()}")
+    if args.dtype == "bf16":
+        print("torch bf16: autocast cpu bf16,", onednn_status())
     rates = []
     pos = 0
     for step in range(1, args.steps + 1):
@@ -167,7 +183,8 @@ def main():
         pos += B * (T + 1)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = model(chunk[:, :-1], chunk[:, 1:])
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+            loss = model(chunk[:, :-1], chunk[:, 1:])
         loss.backward()
         opt.step()
         dt = time.perf_counter() - t0
