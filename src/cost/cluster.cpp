@@ -103,6 +103,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   c.description = top.has("description") ? top.text("description") : "";
   c.source = top.text("source");
   c.gpus_per_node = top.integer("gpus_per_node", 1, 1024);
+  c.nics_per_node = top.has("nics_per_node") ? top.integer("nics_per_node", 1, 1024) : 1;
   c.library = parse_collective_library(top.text("library"));
 
   const Reader gpu = top.object("gpu");
@@ -184,6 +185,7 @@ TimeModel cluster_time_model(const Cluster& c) {
   m.gemm_flops.clear();
   for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency;
   m.algorithms.library = c.library;
+  m.nics_per_node = c.nics_per_node;
   return m;
 }
 
@@ -227,6 +229,7 @@ std::string cluster_json(const Cluster& c) {
                     {"description", c.description},
                     {"source", c.source},
                     {"gpus_per_node", c.gpus_per_node},
+                    {"nics_per_node", c.nics_per_node},
                     {"library", collective_library_name(c.library)},
                     {"gpu",
                      {{"name", c.gpu_name},

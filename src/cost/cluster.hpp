@@ -39,6 +39,9 @@ struct Cluster {
   std::string name, description, source;
   std::string path;  // the file it was read from ("" when built in memory)
   int gpus_per_node = 1;
+  // Compute NICs per node, each with the inter-node link's bandwidth (rail-optimised DGX: one per
+  // GPU); a group with k GPUs per node spreads over min(k, nics_per_node) (TimeModel).  1 if absent.
+  int nics_per_node = 1;
   std::string gpu_name;
   std::map<DType, double> peak_flops;  // flop/s
   double gemm_efficiency = 1.0;

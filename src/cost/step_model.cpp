@@ -20,7 +20,10 @@ Placement place(const StepConfig& c, const Cluster& cluster) {
   mesh.tp_depth = c.spec.layout.depth;
   mesh.ranks_per_node = cluster.gpus_per_node;
   const Topology topology(mesh);
-  return {topology.link_class(group::tp), topology.link_class(group::dp), topology.link_class(group::pp)};
+  const int nics = cluster.nics_per_node;
+  return {topology.link_class(group::tp), topology.link_class(group::dp), topology.link_class(group::pp),
+          parallel_nics(topology, group::tp, nics), parallel_nics(topology, group::dp, nics),
+          parallel_nics(topology, group::pp, nics)};
 }
 
 namespace {
@@ -51,9 +54,9 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
   return w;
 }
 
-double seconds(CollectiveOp op, int n, double bytes, DType dtype, LinkClass link, const TimeModel& model) {
+double seconds(CollectiveOp op, int n, double bytes, DType dtype, LinkClass link, int nics, const TimeModel& model) {
   const auto elements = static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(dtype_size(dtype))));
-  return predict_on_link(op, n, elements, dtype, link, model).seconds;
+  return predict_on_link(op, n, elements, dtype, link, model, nics).seconds;
 }
 
 }  // namespace
@@ -107,9 +110,9 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   if (c.spec.layout.pp > 1) {
     const bool scatter_gather = c.spec.layout.mode == TpMode::d1 && c.spec.layout.tp > 1;
     const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
-    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
+    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, e.placement.pp_nics, model);
     if (scatter_gather)
-      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
+      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, e.placement.tp_nics, model);
     // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
     const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
     p2p = 2.0 * chunk_passes * one;
@@ -132,7 +135,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
   if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
     auto gather_seconds = [&](double elements) {
-      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, model);
+      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
     };
     const double gather = gather_seconds(stage_params);
     zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
@@ -141,7 +144,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     } else {
       const double scatter =
           c.spec.zero.reduce_per_micro_batch
-              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
+              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model)
               : 0.0;
       zero3_exposed += static_cast<double>(m) * std::max(0.0, 2 * gather + scatter - slowest->seconds());
     }
@@ -158,12 +161,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
   if (c.head_holds_wte_copy()) {  // the tied wte copies: one all-reduce over the first and last stage
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, model);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, e.placement.pp_nics, model);
     e.traffic.pp_bytes += costs.wte_params * g;
   }
   if (c.parameter_copies() == 2) {  // DualPipe: every gradient summed with its mirror stage's copy (shards under ZeRO)
     const double mirrored = stage_params * g / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), e.placement.pp, model);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), e.placement.pp, e.placement.pp_nics, model);
     e.traffic.pp_bytes += mirrored;
   }
   e.traffic.tp_bytes = mb * (slowest->forward.comm_bytes + slowest->backward_input.comm_bytes +
@@ -178,17 +181,17 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   if (c.spec.layout.dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = c.spec.zero.stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
+    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model);
     double exposed = reduction;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
-          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
+          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model);
       const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
       exposed = std::max(last_bucket, reduction - window);
     }
     e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
     if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2)
-      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(), e.placement.dp, model);
+      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
   }
   if (c.spec.layout.dp > 1) {
     // The gradient reduction, once per step or per micro-batch, and ZeRO-1/2's updated parameters.

@@ -55,6 +55,8 @@ struct TrafficSplit {
 
 struct Placement {
   LinkClass tp = LinkClass::intra_node, dp = LinkClass::intra_node, pp = LinkClass::intra_node;
+  // NICs per node each group spreads over where it crosses nodes (time_model.hpp parallel_nics).
+  int tp_nics = 1, dp_nics = 1, pp_nics = 1;
 };
 // The link classes of the config's tp, dp and pp groups on the cluster's nodes.
 Placement place(const StepConfig& config, const Cluster& cluster);

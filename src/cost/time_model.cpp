@@ -144,6 +144,19 @@ LinkParams TimeModel::link(LinkClass link_class) const {
   return it->second;
 }
 
+LinkParams TimeModel::link(LinkClass link_class, int nics) const {
+  LinkParams p = link(link_class);
+  if (link_class != LinkClass::inter_node || nics <= 1) return p;
+  const double feed = 1.0 / link(LinkClass::intra_node).beta;
+  p.beta = 1.0 / std::min(static_cast<double>(nics) / p.beta, std::max(feed, 1.0 / p.beta));
+  return p;
+}
+
+int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node) {
+  if (topology.link_class(group) != LinkClass::inter_node) return 1;
+  return std::max(1, std::min(topology.ranks_per_node_in(group), nics_per_node));
+}
+
 double TimeModel::gemm_rate(DType dtype) const {
   if (auto it = calibration.gemm_flops.find(dtype); it != calibration.gemm_flops.end()) return it->second;
   auto it = gemm_flops.find(dtype);
@@ -152,7 +165,7 @@ double TimeModel::gemm_rate(DType dtype) const {
 }
 
 CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link_class,
-                             const TimeModel& model) {
+                             const TimeModel& model, int nics) {
   CallEstimate e;
   e.link = link_class;
   const std::int64_t bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
@@ -163,7 +176,7 @@ CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t eleme
       return e;
     }
   }
-  const LinkParams link = model.link(e.link);
+  const LinkParams link = model.link(e.link, nics);
   // The all-gather/reduce-scatter algorithms are chosen, as in MPICH, on the whole buffer.
   e.algorithm = model.algorithms.library == CollectiveLibrary::nccl
                     ? select_nccl_algorithm(op, group_size, bytes, link)
@@ -173,7 +186,8 @@ CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t eleme
 }
 
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model) {
-  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, topology.link_class(call.group), model);
+  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, topology.link_class(call.group), model,
+                         parallel_nics(topology, call.group, model.nics_per_node));
 }
 
 std::vector<PredictedTotals> predict_plan(const std::vector<PlannedCall>& plan, const Topology& topology,

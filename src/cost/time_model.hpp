@@ -101,6 +101,16 @@ struct TimeModel {
   std::map<DType, double> gemm_flops = {{DType::f32, 141e9}, {DType::f64, 64e9}};
   AlgorithmSelection algorithms;
   Calibration calibration;  // takes precedence over everything above
+  // NICs a node sends through in parallel (rail-optimised: one per GPU).  A group with k ranks on
+  // each of its nodes spreads its traffic over min(k, nics_per_node) of them (NCCL opens a channel
+  // per GPU pair, each leaving through its GPU's own NIC), capped by the intra-node link that feeds
+  // them.  1: one NIC per node, as a host cluster of MPI ranks has.
+  int nics_per_node = 1;
+
+  // The link a group crossing nodes with `nics` NICs per node in parallel sees: the inter-node
+  // link's latency, min(nics x its bandwidth, the intra-node bandwidth).  The link class's own
+  // parameters for nics = 1 or an intra-node group.
+  LinkParams link(LinkClass link_class, int nics) const;
 
   LinkParams link(LinkClass link_class) const;
   double gemm_rate(DType dtype) const;  // flop/s; mdtp::Error when unknown for that dtype
@@ -112,11 +122,15 @@ struct CallEstimate {
   LinkClass link = LinkClass::intra_node;
 };
 
-// One call on the topology's link class for its group.
+// One call on the topology's link class for its group (and the NICs it spreads over).
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model);
-// The same for a call whose group's link class is known (the whole-step model's dp and pp groups).
+// The same for a call whose group's link class is known (the whole-step model's dp and pp groups),
+// spreading over `nics` NICs per node where it crosses nodes.
 CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link,
-                             const TimeModel& model);
+                             const TimeModel& model, int nics = 1);
+// The NICs per node a group of that name spreads over: min(its ranks per node, nics_per_node)
+// where it crosses nodes, else 1.
+int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node);
 
 // The plan's time per (phase, group, op), with the ledger's byte totals beside it.
 struct PredictedTotals {

@@ -1,5 +1,7 @@
 #include "mesh/topology.hpp"
 
+#include <map>
+
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -233,6 +235,16 @@ bool Topology::crosses_nodes(const std::string& name) const {
     for (int r : group)
       if (node_of(r) != node_of(group.front())) return true;
   return false;
+}
+
+int Topology::ranks_per_node_in(const std::string& name) const {
+  int fewest = 0;
+  for (const auto& group : groups(name)) {
+    std::map<int, int> on_node;
+    for (int r : group) ++on_node[node_of(r)];
+    for (const auto& [node, count] : on_node) fewest = fewest == 0 ? count : std::min(fewest, count);
+  }
+  return fewest;
 }
 
 LinkClass Topology::link_class(const std::string& name) const {

@@ -97,6 +97,10 @@ class Topology {
   int node_of(int rank) const;
   bool crosses_nodes(const std::string& name) const;  // some group of that name spans nodes
   LinkClass link_class(const std::string& name) const;
+  // The fewest ranks of one group of that name on any node it touches (over every such group):
+  // how many GPUs, and so NICs, a group spanning nodes leaves each node through.  The group size
+  // for a group inside one node.
+  int ranks_per_node_in(const std::string& name) const;
 
   // {"world", "order", "sizes": {"tp","pp","dp","cp"}, "groups": {TOKEN: [[ranks]...]},
   //  "tp_groups": {NAME: [[ranks]...]}}: the eight tokens plus "embedding", "tp" plus the

@@ -9,6 +9,8 @@
 
 #include "core/error.hpp"
 #include "cost/cluster.hpp"
+#include "cost/time_model.hpp"
+#include "mesh/topology.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
@@ -91,4 +93,58 @@ TEST_CASE("a cluster from a calibration keeps the measured rates beside the decl
   CHECK(c.inter_node.params().alpha == Approx(2e-6));  // no inter-node measurement: the intra-node one
   declared.peak_flops[DType::f32] = 10e9;
   CHECK_THROWS_WITH(cluster_from_calibration(calibration, declared, DType::f32), Catch::Contains("declared peak"));
+}
+
+// Rail-optimised nodes (one NIC per GPU): a group crossing nodes with k GPUs on each node runs k
+// NCCL channels, each through its own GPU's NIC, so it sees k NICs' bandwidth, capped by the
+// NVLink that feeds them; with one GPU per node, one NIC.  First principles, no fitted figure.
+TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each node, capped by NVLink",
+          "[cost][cluster]") {
+  const Cluster a100 = load_cluster(find_cluster("dgx-a100"));
+  CHECK(a100.nics_per_node == 8);
+  const TimeModel model = cluster_time_model(a100);
+  auto topology = [](int world, int tp) {
+    MeshConfig mesh;
+    mesh.world = world;
+    mesh.tp = tp;
+    mesh.tp_mode = TpMode::d1;
+    mesh.ranks_per_node = 8;
+    return Topology(mesh);
+  };
+  // tp 16 over two nodes of eight: eight GPUs of the group on each node.
+  const Topology two_nodes = topology(16, 16);
+  CHECK(two_nodes.ranks_per_node_in("tp") == 8);
+  CHECK(parallel_nics(two_nodes, "tp", a100.nics_per_node) == 8);
+  // tp 8 dp 2 on two nodes: each dp group has one GPU per node; the tp groups stay inside.
+  const Topology one_each = topology(16, 8);
+  CHECK(one_each.ranks_per_node_in("dp") == 1);
+  CHECK(parallel_nics(one_each, "dp", a100.nics_per_node) == 1);
+  CHECK(parallel_nics(one_each, "tp", a100.nics_per_node) == 1);  // inside a node: NVLink
+
+  const double nic = 25e9 * 0.9, nvlink = 300e9 * 0.8;
+  CHECK(model.link(LinkClass::inter_node, 1).beta == Approx(1.0 / nic));
+  CHECK(model.link(LinkClass::inter_node, 8).beta == Approx(1.0 / (8 * nic)));  // 180 GB/s < NVLink's 240
+  CHECK(model.link(LinkClass::inter_node, 8).alpha == model.link(LinkClass::inter_node).alpha);
+  CHECK(model.link(LinkClass::intra_node, 8).beta == model.link(LinkClass::intra_node).beta);
+
+  // A 1 GiB ring all-reduce over 16 ranks: eight times quicker (in its bandwidth term) spread over
+  // eight NICs than through one.
+  const std::int64_t elements = (std::int64_t{1} << 30) / 4;
+  const double eight = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, LinkClass::inter_node, model, 8).seconds;
+  const double one = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, LinkClass::inter_node, model, 1).seconds;
+  const double bandwidth_term = 2.0 * 15.0 / 16.0 * (std::int64_t{1} << 30);
+  CHECK(eight == Approx(bandwidth_term / (8 * nic)).epsilon(0.02));
+  CHECK(one == Approx(bandwidth_term / nic).epsilon(0.02));
+  // A planned call on the tp group finds its NICs from the topology.
+  const PlannedCall call{"forward", "tp", CollectiveOp::all_reduce, 16, elements, DType::f32};
+  CHECK(predict_call(call, two_nodes, model).seconds == eight);
+
+  // Faster NICs than NVLink can feed: capped at the intra-node bandwidth.
+  Cluster fast = a100;
+  fast.inter_node.bandwidth = 100e9;
+  CHECK(cluster_time_model(fast).link(LinkClass::inter_node, 8).beta == Approx(1.0 / nvlink));
+  // A cluster file without nics_per_node: one NIC per node.
+  const Cluster plain = parse_edited("\"nics_per_node\": 8,", "");
+  CHECK(plain.nics_per_node == 1);
+  CHECK(parallel_nics(two_nodes, "tp", plain.nics_per_node) == 1);
 }
