@@ -29,7 +29,6 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 TORCH_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-ARGS = None  # the parsed command line (main)
 
 # name, layers, embd, heads, seq, batch, steps (first one skipped)
 SIZES = {"small": ("L4/H256/T128 B8", 4, 256, 8, 128, 8, 6), "large": ("L12/H768/T256 B4", 12, 768, 12, 256, 4, 4)}
@@ -103,9 +102,9 @@ def mdtp_rate(args, size, ranks, mode_args, steps):
             setup_ms(lines, r"set-up: .*optimizer in ([\d.]+) ms"))
 
 
-def torch_rate(size, threads, steps, banner, dtype="f32"):
+def torch_rate(python, size, threads, steps, banner, dtype="f32"):
     _, L, H, nh, T, B, _ = SIZES[size]
-    cmd = [ARGS.torch_python, os.path.join(HERE, "torch_gpt.py"), "--layers", str(L), "--embd", str(H), "--heads",
+    cmd = [python, os.path.join(HERE, "torch_gpt.py"), "--layers", str(L), "--embd", str(H), "--heads",
            str(nh), "--seq", str(T), "--batch", str(B), "--steps", str(steps), "--threads", str(threads), "--dtype", dtype]
     res = run(cmd)
     if res.returncode == 3:
@@ -161,7 +160,7 @@ def bf16_section(args):
     banner = []
     for dtype in ("f32", "bf16"):
         rates[("mdtp", dtype)] = mdtp_rate(args, size, 1, ["--tp-mode", "none", "--dtype", dtype], steps)[0]
-        rates[("torch", dtype)] = torch_rate(size, 1, steps, banner, dtype)[0]
+        rates[("torch", dtype)] = torch_rate(args.torch_python, size, 1, steps, banner, dtype)[0]
     for line in dict.fromkeys(banner):  # each line once: both torch runs print the same banner
         print(f"# {line}")
     print(f"\n| model | dtype | mdtp tok/s | PyTorch tok/s (bf16: autocast) | mdtp / PyTorch |")
@@ -177,9 +176,7 @@ def bf16_section(args):
 
 
 def main():
-    global ARGS
     args = parse()
-    ARGS = args
     print(f"# machine: {cpu_model()}, {os.cpu_count()} cores; load average before: {loadavg()}")
     if not args.skip_gemm:
         exe = os.path.join(args.build, "mdtp_bench_host")
@@ -216,7 +213,7 @@ def main():
             best_m = m if best_m is None or (m and m > best_m) else best_m
             key = (size, threads)
             if key not in torch_cache or args.rounds > 1:
-                t, t_setup, skipped = torch_rate(size, threads, steps, banner if not banner else None)
+                t, t_setup, skipped = torch_rate(args.torch_python, size, threads, steps, banner if not banner else None)
                 prev = torch_cache.get(key)
                 torch_cache[key] = t if prev is None or (t and t > prev) else prev
                 if t_setup is not None:

@@ -152,9 +152,18 @@ LinkParams TimeModel::link(LinkClass link_class, int nics) const {
   return p;
 }
 
-int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node) {
-  if (topology.link_class(group) != LinkClass::inter_node) return 1;
+namespace {
+
+// parallel_nics for a group already known to cross nodes.
+int crossing_nics(const Topology& topology, const std::string& group, int nics_per_node) {
+  if (nics_per_node <= 1) return 1;  // one NIC per node: nothing to count
   return std::max(1, std::min(topology.ranks_per_node_in(group), nics_per_node));
+}
+
+}  // namespace
+
+int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node) {
+  return topology.link_class(group) == LinkClass::inter_node ? crossing_nics(topology, group, nics_per_node) : 1;
 }
 
 double TimeModel::gemm_rate(DType dtype) const {
@@ -186,8 +195,9 @@ CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t eleme
 }
 
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model) {
-  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, topology.link_class(call.group), model,
-                         parallel_nics(topology, call.group, model.nics_per_node));
+  const LinkClass link = topology.link_class(call.group);
+  const int nics = link == LinkClass::inter_node ? crossing_nics(topology, call.group, model.nics_per_node) : 1;
+  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, link, model, nics);
 }
 
 std::vector<PredictedTotals> predict_plan(const std::vector<PlannedCall>& plan, const Topology& topology,

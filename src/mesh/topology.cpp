@@ -1,6 +1,5 @@
 #include "mesh/topology.hpp"
 
-#include <map>
 
 #include <algorithm>
 #include <set>
@@ -238,11 +237,16 @@ bool Topology::crosses_nodes(const std::string& name) const {
 }
 
 int Topology::ranks_per_node_in(const std::string& name) const {
+  // One count per node, reused for every group: the planner asks this for each call it prices.
+  std::vector<int> on_node(static_cast<std::size_t>(nodes()), 0);
   int fewest = 0;
   for (const auto& group : groups(name)) {
-    std::map<int, int> on_node;
-    for (int r : group) ++on_node[node_of(r)];
-    for (const auto& [node, count] : on_node) fewest = fewest == 0 ? count : std::min(fewest, count);
+    for (int r : group) ++on_node[static_cast<std::size_t>(node_of(r))];
+    for (int r : group) {
+      int& count = on_node[static_cast<std::size_t>(node_of(r))];
+      if (count > 0) fewest = fewest == 0 ? count : std::min(fewest, count);
+      count = 0;  // each node counted once, and clean for the next group
+    }
   }
   return fewest;
 }

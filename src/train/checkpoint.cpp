@@ -93,11 +93,6 @@ void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine
   });
 }
 
-bool is_buffer(const std::string& key) {
-  auto ends_with = [&](const std::string& s) { return key.size() >= s.size() && key.compare(key.size() - s.size(), s.size(), s) == 0; };
-  return ends_with(".attn.bias") || ends_with(".attn.masked_bias");  // nanoGPT / HF causal-mask buffers
-}
-
 // Checks that `key` exists with the expected shape; the error names the file, the key and both shapes.
 void check_param(const H5File& file, const std::string& key, const Shape& expected) {
   require(file.has(key), "checkpoint '", file.path(), "' has no dataset '", key, "' (expected shape ",
@@ -209,7 +204,7 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
   // Every dataset is a parameter of the model: held here, or (a pipeline stage holds a part of the
   // model) by another stage.
   for (const std::string& key : file.children("/"))
-    require(known.count(key) || is_buffer(key) || unit_of_parameter(key, saved) >= 0, "checkpoint '", path,
+    require(known.count(key) || is_attention_mask_buffer(key) || unit_of_parameter(key, saved) >= 0, "checkpoint '", path,
             "' holds '", key, "', which is not a parameter of this model (", describe(saved), ")");
   if (file.has("lm_head.weight") && file.has("transformer.wte.weight")) {
     const Shape wte_shape = file.shape("transformer.wte.weight");

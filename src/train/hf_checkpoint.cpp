@@ -23,10 +23,6 @@ using nlohmann::json;
 
 const std::string kPrefix = "transformer.";
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // One tensor of GPT2LMHeadModel's state dict: its key (with the transformer. prefix, which is also
 // mdtp's parameter name) and its shape in the file.  The Conv1D weights are [in, out] there and
 // mdtp's checkpoint layout is their transpose.
@@ -111,7 +107,11 @@ json hf_config(const ModelShape& m, DType storage) {
 
 }  // namespace
 
-bool is_hf_checkpoint(const std::string& path) { return ends_with(path, ".safetensors") || ends_with(path, ".json"); }
+bool is_hf_checkpoint(const std::string& path) { return path.ends_with(".safetensors") || path.ends_with(".json"); }
+
+bool is_attention_mask_buffer(const std::string& key) {
+  return key.ends_with(".attn.bias") || key.ends_with(".attn.masked_bias");
+}
 
 ModelShape read_hf_config(const std::string& path) {
   const std::string file = config_path(path);
@@ -181,7 +181,7 @@ ModelShape read_hf_config(const std::string& path) {
 }
 
 void check_hf_output(const std::string& path, const ModelShape& model, const std::string& option) {
-  require(ends_with(path, ".safetensors"), option, " '", path,
+  require(path.ends_with(".safetensors"), option, " '", path,
           "': mdtp writes a Hugging Face checkpoint as one .safetensors file (an index .json is read only)");
   check_text_output(path, option);  // a writable place, not a directory
   std::error_code ec;
@@ -292,8 +292,7 @@ void load_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
   }
   const std::string block_prefix = prefix + "h.";
   for (const std::string& key : file.names()) {
-    const bool mask_buffer = key.compare(0, block_prefix.size(), block_prefix) == 0 &&
-                             (ends_with(key, ".attn.bias") || ends_with(key, ".attn.masked_bias"));
+    const bool mask_buffer = key.starts_with(block_prefix) && is_attention_mask_buffer(key);
     require(expected.count(key) || key == "lm_head.weight" || mask_buffer, where, " holds '", key,
             "', which is not a tensor of this GPT-2 (", describe(saved), ")");
   }
@@ -304,15 +303,17 @@ void load_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
             "; mdtp's GPT-2 ties the LM head to the token embedding");
   }
   const auto& params = engine.parameters();
+  std::vector<const HfTensor*> of_param;
   for (const ModelParam& p : params) {
     const HfTensor& hf = tensor_named(tensors, p.name());
     require(p.checkpoint_shape() == hf.mdtp_shape(), "parameter '", p.name(), "' has shape ",
             shape_string(p.checkpoint_shape()), "; Hugging Face's GPT-2 needs ", shape_string(hf.mdtp_shape()));
+    of_param.push_back(&hf);
   }
 
   // One tensor at a time: each rank keeps its shard of it (no communication).
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const HfTensor& hf = tensor_named(tensors, params[i].name());
+    const HfTensor& hf = *of_param[i];
     std::vector<double> values = file.read(key_of(hf.name));
     if (hf.conv1d) values = transposed(values, hf.shape[0], hf.shape[1]);
     engine.load_full(i, ZeroTensor::value, values);

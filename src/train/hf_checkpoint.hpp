@@ -32,6 +32,10 @@ namespace mdtp {
 // (a ".json" file, model.safetensors.index.json by Hugging Face's convention).
 bool is_hf_checkpoint(const std::string& path);
 
+// The causal-mask buffers nanoGPT and Hugging Face's GPT-2 keep beside the weights
+// (h.<i>.attn.bias, h.<i>.attn.masked_bias): not parameters, ignored on load.
+bool is_attention_mask_buffer(const std::string& key);
+
 // The config.json in the checkpoint's directory, as a model shape; an error names the file and
 // the field for anything missing, malformed or not implemented.
 ModelShape read_hf_config(const std::string& path);

@@ -7,10 +7,6 @@
 namespace mdtp {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The model shape: explicit values, else the checkpoint's (explicit ones must then agree), else
 // the data's vocabulary and row length, else the defaults.
 ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
@@ -88,7 +84,7 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   validate(plan.zero, spec.optimizer);
   check_outputs(tc);
 
-  const bool text = tc.data.empty() || ends_with(tc.data, ".txt");
+  const bool text = tc.data.empty() || tc.data.ends_with(".txt");
   if (!text) plan.data = read_token_file(tc.data);
   spec.model = resolve_model(tc, text ? nullptr : &plan.data);
   if (text) plan.data = text_corpus_tokens(tc.data.empty() ? find_default_corpus() : tc.data, spec.model.seq);

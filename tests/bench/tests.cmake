@@ -11,26 +11,8 @@ mdtp_add_mpi_test(bench_units SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_bench_units
 mdtp_add_mpi_test(bench_sync_timing SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sync_timing_bench.cpp RANKS 2 4
                   LABELS bench TIMEOUT 120)
 
-# A python3 that imports h5py, numpy and matplotlib: Debian's first (a pyenv python3 earlier on
-# PATH usually lacks h5py).
-find_program(MDTP_ANY_PYTHON NAMES python3)
-if(NOT MDTP_ANALYSIS_PYTHON)
-  set(_mdtp_candidates "")
-  if(EXISTS /usr/bin/python3)
-    list(APPEND _mdtp_candidates /usr/bin/python3)
-  endif()
-  if(MDTP_ANY_PYTHON)
-    list(APPEND _mdtp_candidates ${MDTP_ANY_PYTHON})
-  endif()
-  foreach(candidate IN LISTS _mdtp_candidates)
-    execute_process(COMMAND ${candidate} -c "import h5py, numpy, matplotlib" RESULT_VARIABLE _mdtp_py_rc
-                    OUTPUT_QUIET ERROR_QUIET)
-    if(_mdtp_py_rc EQUAL 0)
-      set(MDTP_ANALYSIS_PYTHON ${candidate} CACHE FILEPATH "python3 with h5py, numpy and matplotlib (analysis tests)")
-      break()
-    endif()
-  endforeach()
-endif()
+# A python3 that imports h5py, numpy and matplotlib.
+mdtp_find_python(MDTP_ANALYSIS_PYTHON "h5py, numpy, matplotlib" "python3 with h5py, numpy and matplotlib (analysis tests)")
 
 set(_bench_dir ${CMAKE_BINARY_DIR}/test-bench)
 set(_mdtp_run ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG})

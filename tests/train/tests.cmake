@@ -53,18 +53,7 @@ target_compile_definitions(test_hf_checkpoint PRIVATE MDTP_NUMPY_PYTHON="${MDTP_
 # The same with Hugging Face transformers itself (GPT2LMHeadModel, save_pretrained, shards, bf16,
 # the bare GPT2Model): first losses equal to 1e-12 in f64.  Registered where a python3 imports
 # torch, transformers and h5py (PyPI; not in CI): set MDTP_HF_PYTHON to one (a venv's python).
-if(NOT MDTP_HF_PYTHON)
-  foreach(candidate IN ITEMS /usr/bin/python3 ${MDTP_ANY_PYTHON})
-    if(EXISTS ${candidate})
-      execute_process(COMMAND ${candidate} -c "import torch, transformers, h5py" RESULT_VARIABLE _mdtp_hf_rc
-                      OUTPUT_QUIET ERROR_QUIET)
-      if(_mdtp_hf_rc EQUAL 0)
-        set(MDTP_HF_PYTHON ${candidate} CACHE FILEPATH "python3 with torch, transformers, h5py (hf_transformers_interop)")
-        break()
-      endif()
-    endif()
-  endforeach()
-endif()
+mdtp_find_python(MDTP_HF_PYTHON "torch, transformers, h5py" "python3 with torch, transformers, h5py (hf_transformers_interop)")
 if(MDTP_HF_PYTHON)
   add_test(NAME hf_transformers_interop_np2
            COMMAND ${MDTP_HF_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_transformers_interop.py --mdtp $<TARGET_FILE:mdtp>
