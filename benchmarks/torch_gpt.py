@@ -4,7 +4,11 @@ tanh, tied LM head, causal softmax attention) in float32, trained with AdamW on 
 character-level corpus, on a fixed number of CPU threads.  Prints one line per step and a last
 line `torch-tokens/s MEDIAN` (first step skipped as warm-up) that run_host_bench.py reads.
 
-Run with /usr/bin/python3 on Debian (python3-torch).  The BLAS thread count follows --threads:
+Run with /usr/bin/python3 on Debian (python3-torch).  `--device cuda` runs the same model on a GPU
+(the peer of bench_gpt_cuda): times are then taken between device synchronisations, and the last
+lines give the model TFLOP/s by bench_gpt_cuda's count (6·N + 12·L·H·T per token, N without the
+position embedding).  `--attention explicit` replaces PyTorch's fused scaled_dot_product_attention
+(FlashAttention on a GPU) by nanoGPT's written-out T×T softmax, the form mdtp computes.  The BLAS thread count follows --threads:
 OpenBLAS (Debian's torch uses it through libblas.so.3) reads OPENBLAS_NUM_THREADS when it is
 loaded, so the variable is set before torch is imported; otherwise "one thread" would still let
 OpenBLAS use every core.
@@ -32,6 +36,9 @@ def parse():
     p.add_argument("--dtype", choices=("f32", "bf16"), default="f32",
                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16), f32 weights "
                         "and optimizer (PyTorch's mixed precision, the peer of mdtp train --dtype bf16)")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--attention", choices=("sdpa", "explicit"), default="sdpa",
+                   help="sdpa: F.scaled_dot_product_attention (fused); explicit: the T x T scores written out")
     return p.parse_args()
 
 
@@ -66,7 +73,7 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        if hasattr(F, "scaled_dot_product_attention"):
+        if args.attention == "sdpa" and hasattr(F, "scaled_dot_product_attention"):
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:  # torch < 2.0: nanoGPT's explicit attention
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
@@ -109,7 +116,7 @@ class GPT(nn.Module):
 
     def forward(self, idx, targets):
         T = idx.size(1)
-        x = self.wte(idx) + self.wpe(torch.arange(T, dtype=torch.long))
+        x = self.wte(idx) + self.wpe(torch.arange(T, dtype=torch.long, device=idx.device))
         for block in self.h:
             x = block(x)
         logits = self.lm_head(self.ln_f(x))
@@ -156,9 +163,13 @@ def main():
     ids, V = tokens(args.corpus, args.vocab)
     ids = ids % V
     T, B = args.seq, args.batch
+    if ids.numel() < B * (T + 1):  # a corpus shorter than one batch: random tokens (timing runs)
+        ids = torch.randint(0, V, (4 * B * (T + 1),), generator=torch.Generator().manual_seed(0))
     built = time.perf_counter()
-    model = GPT(V, args.layers, args.embd, args.heads, T)
+    model = GPT(V, args.layers, args.embd, args.heads, T).to(args.device)
     built = time.perf_counter() - built
+    ids = ids.to(args.device)
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
@@ -166,7 +177,8 @@ def main():
     print(f"torch {torch.__version__}, threads {torch.get_num_threads()} "
           f"(OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', 'default')}), vocab {V}, "
           f"{args.layers} layers, embd {args.embd}, {args.heads} heads, seq {T}, batch {B}, "
-          f"attention {'sdpa' if hasattr(F, 'scaled_dot_product_attention') else 'explicit softmax'}")
+          f"attention {'sdpa' if args.attention == 'sdpa' and hasattr(F, 'scaled_dot_product_attention') else 'explicit softmax'}"
+          f", device {args.device}{' (' + torch.cuda.get_device_name() + ')' if args.device == 'cuda' else ''}")
     config = torch.__config__.show()
     settings = dict(re.findall(r"(BLAS_INFO|LAPACK_INFO|USE_MKLDNN|USE_OPENMP)=([^,\s]+)", config))
     capability = re.search(r"CPU capability usage: (\S+)", config)
@@ -181,12 +193,14 @@ def main():
             pos = 0
         chunk = ids[pos:pos + B * (T + 1)].view(B, T + 1)
         pos += B * (T + 1)
+        sync()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
+        with torch.autocast(args.device, dtype=torch.bfloat16, enabled=args.dtype == "bf16"):
             loss = model(chunk[:, :-1], chunk[:, 1:])
         loss.backward()
         opt.step()
+        sync()
         dt = time.perf_counter() - t0
         rate = B * T / dt
         if step > 1:
@@ -199,6 +213,12 @@ def main():
         print(f"set-up: model built and initialised in {built * 1e3:.1f} ms "
               f"({100 * built / median_step:.0f} % of the median step after the first, {median_step * 1e3:.1f} ms)")
         print(f"torch-setup-seconds {built:.6f}")
+        # Model FLOPs as bench_gpt_cuda counts them: 6 N + 12 L H T per token, N every parameter
+        # but the position embedding (the tied wte once).
+        n = sum(p.numel() for p in model.parameters()) - model.wpe.weight.numel()
+        flops_per_token = 6 * n + 12 * args.layers * args.embd * T
+        print(f"torch model: {n} parameters without wpe, {flops_per_token:.4g} FLOPs per token; "
+              f"{median_step * 1e3:.2f} ms/step, {statistics.median(rates) * flops_per_token / 1e12:.2f} model TFLOP/s")
         print(f"torch-tokens/s {statistics.median(rates):.1f}")
 
 

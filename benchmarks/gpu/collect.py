@@ -66,7 +66,7 @@ def main():
 
     gpt = []
     for name in sorted(log):
-        if name.startswith("gpt_") or name.startswith("train_cuda"):
+        if name.startswith(("gpt_", "train_cuda", "torch_gpt")):
             lines = [l for l in log[name].splitlines() if re.search(r"MFU|model:|peak per GPU|ms/step|step ", l)]
             if lines:
                 gpt.append((name, lines))
@@ -91,6 +91,13 @@ def main():
             gg.create_dataset("backend_tflops", data=np.array([r[4] for r in gemm]))
             gg.create_dataset("cublas_tflops", data=np.array([r[5] for r in gemm]))
             gg.create_dataset("ratio", data=np.array([r[6] for r in gemm]))
+        sweep = gemm_rows(log.get("gemm_sweep_bf16", ""))
+        if sweep:
+            gs = h.create_group("gemm_sweep")
+            gs.attrs["about"] = "bf16 GEMM rates over transformer layer shapes (8192 tokens), backend and bare cuBLAS"
+            gs.create_dataset("mnk", data=np.array([r[1:4] for r in sweep], dtype=np.int64))
+            gs.create_dataset("backend_tflops", data=np.array([r[4] for r in sweep]))
+            gs.create_dataset("cublas_tflops", data=np.array([r[5] for r in sweep]))
         for name, lines in gpt:
             gp = h.create_group(f"gpt/{name}")
             gp.attrs["output"] = "\n".join(lines)

@@ -10,8 +10,12 @@
 #                     already holds the programs
 #   --arch ARCH       CMAKE_CUDA_ARCHITECTURES when building (default: native)
 #   --only A,B,...    run only these stages (names as in the stage table: facts, gemm_bf16, gemm_f32,
-#                     ctest_gpu, gpt_medium_tf32, gpt_medium_bf16, gpt_small_f32,
-#                     train_parity, train_cuda_timed, gemm_tf32, gpt_xl_bf16, gpt_xl_tf32)
+#                     gpt_medium_tf32, gpt_medium_bf16, torch_gpt_medium_bf16,
+#                     torch_gpt_medium_bf16_sdpa, gpt_xl_bf16, gpt_small_f32, train_parity,
+#                     train_cuda_timed, train_cuda_timed_bf16, ctest_gpu, kernel_profile,
+#                     gemm_sweep_bf16, gemm_tf32,
+#                     gpt_xl_tf32)
+#   --ctest-exclude R leave the tests matching the regex R out of ctest_gpu (those an earlier call ran)
 #   --deadline S      stop starting stages S seconds after the start (default 540), and shorten a
 #                     stage's limit to what is left: the results are collected in any case
 #   PARITY_DEVICE=host (environment) runs the train-parity stage host against host: a check of this
@@ -33,6 +37,7 @@ bundle=""
 arch=native
 deadline=500
 only=""
+ctest_exclude=""
 out="${OUT:-results/gpu}"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -41,8 +46,9 @@ while [ $# -gt 0 ]; do
     --arch) arch="$2"; shift 2 ;;
     --deadline) deadline="$2"; shift 2 ;;
     --only) only=",$2,"; shift 2 ;;
+    --ctest-exclude) ctest_exclude="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    *) echo "run_all.sh: unknown option '$1' (expected --build-dir, --bundle, --arch, --deadline or --out)" >&2
+    *) echo "run_all.sh: unknown option '$1' (expected --build-dir, --bundle, --arch, --only, --ctest-exclude, --deadline or --out)" >&2
        exit 2 ;;
   esac
 done
@@ -97,6 +103,8 @@ if [ -n "$bundle" ]; then
     # The test programs find the sources' data (corpus, cluster presets) by the build machine's path.
     src_at="$(dirname "$built_at")"
     [ -e "$src_at/data" ] || ln -s "$repo/data" "$src_at/data"
+    # ctest's gpu_train_parity runs tests/gpu/train_parity.sh by its source path.
+    [ -e "$src_at/tests" ] || ln -s "$repo/tests" "$src_at/tests"
   fi
   rm -rf "$build_dir" && cp -r "$b/build" "$build_dir"
   launcher="$(cat "$b/mpiexec-path")"
@@ -167,6 +175,14 @@ stage gpt_medium_tf32 90 "$tests/bench_gpt_cuda" --layers 24 --embd 1024 --heads
 # the bf16 peak, the figure the GPU issue asks for (>= 35 % of 989 TFLOP/s dense on an H100 SXM).
 stage gpt_medium_bf16 90 "$tests/bench_gpt_cuda" --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 \
   --dtype bf16 --warmup 2 --reps 5
+# The same model in PyTorch on the same GPU (the peer): bf16 autocast, AdamW, with attention written
+# out as mdtp computes it (T x T scores) and with PyTorch's fused scaled_dot_product_attention.
+stage torch_gpt_medium_bf16 60 "$python" "$repo/benchmarks/torch_gpt.py" --device cuda --dtype bf16 \
+  --attention explicit --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 --vocab 50304 --steps 6
+stage torch_gpt_medium_bf16_sdpa 60 "$python" "$repo/benchmarks/torch_gpt.py" --device cuda --dtype bf16 \
+  --attention sdpa --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 --vocab 50304 --steps 6
+stage gpt_xl_bf16 120 "$tests/bench_gpt_cuda" --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 8 \
+  --dtype bf16 --warmup 1 --reps 3
 stage gpt_small_f32 90 "$tests/bench_gpt_cuda" --layers 12 --embd 768 --heads 12 --seq 1024 --batch 8 \
   --dtype f32 --warmup 1 --reps 3
 # ---- mdtp train on the device against the host run of the same spec ------------------------------
@@ -186,14 +202,47 @@ with h5py.File('$work/tokens.h5', 'w') as f:
 "
 stage train_cuda_timed 60 "$mpiexec" -n 1 "$mdtp" train --device cuda --data "$work/tokens.h5" --layers 12 \
   --hidden 768 --heads 12 --seq 1024 --global-batch 8 --dtype f32 --steps 4 --out "$work/train-timed.h5"
+stage train_cuda_timed_bf16 90 "$mpiexec" -n 1 "$mdtp" train --device cuda --data "$work/tokens.h5" --layers 24 \
+  --hidden 1024 --heads 16 --seq 1024 --global-batch 8 --dtype bf16 --steps 5 --out "$work/train-timed-bf16.h5"
 
 # ---- the GPU tests (gpu_tp_layers_np1 alone takes about 150 s: 42 meshes of NCCL communicators) --
-stage ctest_gpu 300 ctest --test-dir "$build_dir" -L gpu --output-on-failure --timeout 240
+# ctest's gpu_train_parity is the train_parity stage's script on the same programs: run once.
+if grep -qP '^train_parity\tpass\t' "$stages"; then
+  ctest_exclude="^gpu_train_parity\$${ctest_exclude:+|$ctest_exclude}"
+  say "ctest_gpu: gpu_train_parity left out, it passed above as the train_parity stage"
+fi
+ctest_skip=()
+[ -n "$ctest_exclude" ] && ctest_skip=(-E "$ctest_exclude")
+stage ctest_gpu 300 ctest --test-dir "$build_dir" -L gpu "${ctest_skip[@]}" --output-on-failure --timeout 240
+
+# ---- where a bf16 step's GPU time goes, kernel by kernel (Nsight Compute, where the machine has it):
+# two layers of GPT-2 medium's shape, two steps (one warm-up), every kernel's duration.
+kernel_profile() {
+  local ncu
+  ncu="$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -1)"
+  [ -n "$ncu" ] || { echo "kernel_profile: no ncu on this machine"; return 1; }
+  "$mpiexec" -n 1 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
+    "$tests/bench_gpt_cuda" --layers 2 --embd 1024 --heads 16 --seq 1024 --batch 8 --dtype bf16 --warmup 1 \
+    --reps 1 --peak-tflops 989 >"$work/kernels.csv" 2>"$work/ncu.err" || { tail -20 "$work/ncu.err"; return 1; }
+  "$python" "$repo/benchmarks/gpu/kernel_breakdown.py" "$work/kernels.csv" --steps 2
+}
+export -f kernel_profile
+stage kernel_profile 150 kernel_profile
+
+# ---- bf16 GEMM rates across a transformer layer's shapes (the data a per-kernel GEMM model is held to):
+# 8192 tokens; QKV, attention projection, MLP up and down for hidden sizes 1024..8192 split over
+# tp = 1, 2, 4, 8 (N or K divided), awkward sizes included (1600/8 = 200).
+sweep=()
+for h in 1024 1600 2048 4096 5120 8192; do
+  for tp in 1 2 4 8; do
+    sweep+=(--shape "8192x$((3 * h / tp))x$h" --shape "8192x${h}x$((h / tp))"
+            --shape "8192x$((4 * h / tp))x$h" --shape "8192x${h}x$((4 * h / tp))")
+  done
+done
+stage gemm_sweep_bf16 90 "$tests/bench_gemm_cuda" --dtype bf16 --iters 10 "${sweep[@]}"
 
 # ---- last, if time is left: TF32 GEMMs and GPT-2 XL (1.5B parameters, about 100 GB in f32) ---------
 stage gemm_tf32 60 "$tests/bench_gemm_cuda" --dtype tf32 --iters 20 "${gemm_shapes[@]}"
-stage gpt_xl_bf16 120 "$tests/bench_gpt_cuda" --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 8 \
-  --dtype bf16 --warmup 1 --reps 3
 stage gpt_xl_tf32 150 "$tests/bench_gpt_cuda" --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 8 \
   --dtype tf32 --warmup 1 --reps 3
 
