@@ -15,18 +15,20 @@ constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi), as on the host
 
 template <class T>
 __global__ void fill_kernel(T* x, std::int64_t n, T value) {
-  MDTP_GRID_STRIDE(i, n) x[i] = value;
+  grid_batched<T>(n, [&](std::int64_t) { return value; }, [&](std::int64_t i, T v) { x[i] = v; });
 }
 
 template <class S, class D>
 __global__ void convert_kernel(const S* src, D* dst, std::int64_t n) {
   // Through the wider accumulation type: exact for every widening, one rounding when narrowing.
-  MDTP_GRID_STRIDE(i, n) dst[i] = cast_to<D>(static_cast<double>(load(src, i)));
+  grid_batched<D>(n, [&](std::int64_t i) { return cast_to<D>(static_cast<double>(load(src, i))); },
+                  [&](std::int64_t i, D v) { dst[i] = v; });
 }
 
 template <class T, class G>
 __global__ void axpy_kernel(Acc<G> alpha, const T* x, G* y, std::int64_t n) {
-  MDTP_GRID_STRIDE(i, n) y[i] = cast_to<G>(load(y, i) + alpha * static_cast<Acc<G>>(load(x, i)));
+  grid_batched<G>(n, [&](std::int64_t i) { return cast_to<G>(load(y, i) + alpha * static_cast<Acc<G>>(load(x, i))); },
+                  [&](std::int64_t i, G v) { y[i] = v; });
 }
 
 template <class T>
@@ -34,9 +36,16 @@ __global__ void scale_kernel(T* x, std::int64_t n, Acc<T> alpha) {
   MDTP_GRID_STRIDE(i, n) x[i] = cast_to<T>(load(x, i) * alpha);
 }
 
+// Row-wise kernels walk a block per row and a thread per column: the element's row and column come
+// from the loops, not from a 64-bit division and remainder per element, which cost these kernels
+// more than their memory traffic.
 template <class T>
 __global__ void add_row_vector_kernel(T* y, const T* row, std::int64_t rows, std::int64_t cols) {
-  MDTP_GRID_STRIDE(i, rows * cols) y[i] = cast_to<T>(load(y, i) + load(row, i % cols));
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
+    T* yr = y + i * cols;
+    row_batched<T>(cols, [&](std::int64_t j) { return cast_to<T>(load(yr, j) + load(row, j)); },
+                   [&](std::int64_t j, T v) { yr[j] = v; });
+  }
 }
 
 // Column reductions: a block covers 32 columns (threadIdx.x) with kColumnRows row lanes
@@ -84,22 +93,26 @@ __global__ void sum_partials_kernel(double* partials, int parts) {
 template <class T>
 __global__ void gelu_forward_kernel(const T* x, T* y, std::int64_t n) {
   using A = Acc<T>;
-  MDTP_GRID_STRIDE(i, n) {
-    A v = load(x, i);
-    y[i] = cast_to<T>(A(0.5) * v * (A(1) + tanh(A(kGeluC) * (v + A(0.044715) * v * v * v))));
-  }
+  grid_batched<T>(n,
+      [&](std::int64_t i) {
+        A v = load(x, i);
+        return cast_to<T>(A(0.5) * v * (A(1) + tanh(A(kGeluC) * (v + A(0.044715) * v * v * v))));
+      },
+      [&](std::int64_t i, T v) { y[i] = v; });
 }
 
 template <class T>
 __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, std::int64_t n) {
   using A = Acc<T>;
-  MDTP_GRID_STRIDE(i, n) {
-    A v = load(x, i);
-    A u = A(kGeluC) * (v + A(0.044715) * v * v * v);
-    A th = tanh(u);
-    A du = A(kGeluC) * (A(1) + A(3 * 0.044715) * v * v);
-    dx[i] = cast_to<T>(load(dy, i) * (A(0.5) * (A(1) + th) + A(0.5) * v * (A(1) - th * th) * du));
-  }
+  grid_batched<T>(n,
+      [&](std::int64_t i) {
+        A v = load(x, i);
+        A u = A(kGeluC) * (v + A(0.044715) * v * v * v);
+        A th = tanh(u);
+        A du = A(kGeluC) * (A(1) + A(3 * 0.044715) * v * v);
+        return cast_to<T>(load(dy, i) * (A(0.5) * (A(1) + th) + A(0.5) * v * (A(1) - th * th) * du));
+      },
+      [&](std::int64_t i, T v) { dx[i] = v; });
 }
 
 // Two passes (mean, then squared deviations), as on the host: no cancellation in M2.
@@ -145,11 +158,19 @@ __global__ void merge_row_stats_kernel(const double* s, int parts, double count_
 template <class T>
 __global__ void layernorm_apply_kernel(const T* x, const double* mr, const T* gamma, const T* beta,
                                        T* xhat, T* y, std::int64_t rows, std::int64_t cols) {
-  MDTP_GRID_STRIDE(k, rows * cols) {
-    const std::int64_t i = k / cols, j = k % cols;
-    T h = cast_to<T>((static_cast<double>(load(x, k)) - mr[2 * i]) * mr[2 * i + 1]);
-    xhat[k] = h;
-    y[k] = cast_to<T>(load(&h, 0) * load(gamma, j) + load(beta, j));
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
+    const double mean = mr[2 * i], rstd = mr[2 * i + 1];
+    const std::int64_t base = i * cols;
+    struct Normalised { T h, y; };
+    row_batched<Normalised>(cols,
+        [&](std::int64_t j) {
+          T h = cast_to<T>((static_cast<double>(load(x, base + j)) - mean) * rstd);
+          return Normalised{h, cast_to<T>(load(&h, 0) * load(gamma, j) + load(beta, j))};
+        },
+        [&](std::int64_t j, Normalised v) {
+          xhat[base + j] = v.h;
+          y[base + j] = v.y;
+        });
   }
 }
 
@@ -176,12 +197,16 @@ template <class T>
 __global__ void layernorm_dx_kernel(const T* dy, const T* xhat, const T* gamma, const double* mr,
                                     const double* sums, double inv_n, T* dx, std::int64_t rows,
                                     std::int64_t cols) {
-  MDTP_GRID_STRIDE(k, rows * cols) {
-    const std::int64_t i = k / cols, j = k % cols;
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     const double rstd = mr[2 * i + 1], s1 = sums[2 * i] * inv_n, s2 = sums[2 * i + 1] * inv_n;
-    const double h = static_cast<double>(load(xhat, k));
-    const double v = static_cast<double>(load(dy, k)) * static_cast<double>(load(gamma, j));
-    dx[k] = cast_to<T>(rstd * (v - s1 - h * s2));
+    const std::int64_t base = i * cols;
+    row_batched<T>(cols,
+        [&](std::int64_t j) {
+          const double h = static_cast<double>(load(xhat, base + j));
+          const double v = static_cast<double>(load(dy, base + j)) * static_cast<double>(load(gamma, j));
+          return cast_to<T>(rstd * (v - s1 - h * s2));
+        },
+        [&](std::int64_t j, T v) { dx[base + j] = v; });
   }
 }
 
@@ -220,7 +245,7 @@ unsigned column_blocks(std::int64_t cols) { return grid_x((cols + 31) / 32); }
 void fill(DType type, void* x, std::int64_t n, double value, cudaStream_t stream) {
   if (n == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    fill_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(x), n, cast_to<T>(value)));
+    fill_kernel<T><<<grid_for_batched(n), kThreads, 0, stream>>>(static_cast<T*>(x), n, cast_to<T>(value)));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -229,7 +254,7 @@ void convert(DType src_type, const void* src, DType dst_type, void* dst, std::in
   if (n == 0) return;
   MDTP_DISPATCH_DTYPE(src_type, S,
     MDTP_DISPATCH_DTYPE(dst_type, D,
-      convert_kernel<S, D><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const S*>(src),
+      convert_kernel<S, D><<<grid_for_batched(n), kThreads, 0, stream>>>(static_cast<const S*>(src),
                                                                   static_cast<D*>(dst), n)));
   MDTP_CHECK_LAUNCH();
 }
@@ -237,7 +262,7 @@ void convert(DType src_type, const void* src, DType dst_type, void* dst, std::in
 void axpy(DType type, double alpha, const void* x, DType y_type, void* y, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   MDTP_DISPATCH_ACCUMULATOR(type, y_type, T, G,
-    axpy_kernel<T, G><<<grid_for(n), kThreads, 0, stream>>>(static_cast<Acc<G>>(alpha), static_cast<const T*>(x),
+    axpy_kernel<T, G><<<grid_for_batched(n), kThreads, 0, stream>>>(static_cast<Acc<G>>(alpha), static_cast<const T*>(x),
                                                              static_cast<G*>(y), n));
   MDTP_CHECK_LAUNCH();
 }
@@ -253,7 +278,7 @@ void add_row_vector(DType type, void* y, const void* row, std::int64_t rows, std
                     cudaStream_t stream) {
   if (rows * cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    add_row_vector_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+    add_row_vector_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
         static_cast<T*>(y), static_cast<const T*>(row), rows, cols));
   MDTP_CHECK_LAUNCH();
 }
@@ -279,7 +304,7 @@ void sum_squares(DType type, const void* x, std::int64_t n, double* workspace, c
 void gelu_forward(DType type, const void* x, void* y, std::int64_t n, cudaStream_t stream) {
   if (n == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    gelu_forward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n));
+    gelu_forward_kernel<T><<<grid_for_batched(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -287,7 +312,7 @@ void gelu_backward(DType type, const void* x, const void* dy, void* dx, std::int
                    cudaStream_t stream) {
   if (n == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    gelu_backward_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(
+    gelu_backward_kernel<T><<<grid_for_batched(n), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dx), n));
   MDTP_CHECK_LAUNCH();
 }
@@ -313,7 +338,7 @@ void layernorm_apply(DType type, const void* x, const double* mean_rstd, const v
                      cudaStream_t stream) {
   if (rows * cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    layernorm_apply_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+    layernorm_apply_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(x), mean_rstd, static_cast<const T*>(gamma), static_cast<const T*>(beta),
         static_cast<T*>(xhat), static_cast<T*>(y), rows, cols));
   MDTP_CHECK_LAUNCH();
@@ -334,7 +359,7 @@ void layernorm_backward(DType type, const void* dy, const void* xhat, const void
                         cudaStream_t stream) {
   if (rows * cols == 0) return;
   MDTP_DISPATCH_ACCUMULATOR(type, grad_type, T, G,
-    layernorm_dx_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+    layernorm_dx_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), mean_rstd,
         sums, 1.0 / static_cast<double>(n_total), static_cast<T*>(dx), rows, cols);
     MDTP_CHECK_LAUNCH();

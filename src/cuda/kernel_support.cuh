@@ -101,6 +101,44 @@ __device__ V block_reduce(V v, Op op, V identity, V* scratch) {
   return scratch[0];
 }
 
+// Streaming kernels keep several reads in flight per thread: one 2-byte read at a time per
+// thread, even at full occupancy, leaves HBM mostly idle (about 1 TB/s of 4.8 measured on an
+// H200: docs/GPU.md).  Each round a thread first reads kBatch elements (`load_at`, which may
+// compute from what it read), then writes them (`store_at`); the elements a thread visits, and
+// their order, are those of the plain loop, so results are bit for bit the same.  Reads of a round
+// come before its writes, which is what an in-place kernel (y aliasing x at the same index) needs.
+inline constexpr int kBatch = 4;
+
+// Over the columns of one row: j = threadIdx.x, + blockDim.x, ...
+template <class V, class Load, class Store>
+__device__ __forceinline__ void row_batched(std::int64_t cols, Load load_at, Store store_at) {
+  const std::int64_t step = blockDim.x;
+  for (std::int64_t j0 = threadIdx.x; j0 < cols; j0 += kBatch * step) {
+    V v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (j0 + u * step < cols) v[u] = load_at(j0 + u * step);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (j0 + u * step < cols) store_at(j0 + u * step, v[u]);
+  }
+}
+
+// Over n elements with a grid-stride loop: i = the thread's global index, + the grid's size, ...
+template <class V, class Load, class Store>
+__device__ __forceinline__ void grid_batched(std::int64_t n, Load load_at, Store store_at) {
+  const std::int64_t step = std::int64_t{gridDim.x} * blockDim.x;
+  for (std::int64_t i0 = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i0 < n; i0 += kBatch * step) {
+    V v[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (i0 + u * step < n) v[u] = load_at(i0 + u * step);
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u)
+      if (i0 + u * step < n) store_at(i0 + u * step, v[u]);
+  }
+}
+
 inline constexpr int kThreads = 256;
 // Grid-stride loops cover any n; the cap keeps the grid within limits and blocks busy.
 inline unsigned grid_for(std::int64_t n, int threads = kThreads) {
@@ -114,6 +152,15 @@ inline constexpr std::int64_t kMaxGridX = 0x7fffffff, kMaxGridY = 65535;
 inline unsigned grid_x(std::int64_t blocks) {
   require(blocks <= kMaxGridX, "CUDA kernel over ", blocks, " blocks along x; expected at most 2^31-1");
   return static_cast<unsigned>(blocks);
+}
+// Blocks for grid_batched kernels: kBatch elements per thread in one round where n allows.
+inline unsigned grid_for_batched(std::int64_t n, int threads = kThreads) {
+  return grid_for((n + kBatch - 1) / kBatch, threads);
+}
+// Blocks for kernels that stride a block per row over `rows` rows (for (i = blockIdx.x; i < rows;
+// i += gridDim.x)): one block per row up to a cap past which blocks take several rows.
+inline unsigned grid_rows(std::int64_t rows) {
+  return static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, 65535 * 16));
 }
 // Blocks along y, capped at 65535: kernels stride over the rest (j += gridDim.y * ...).
 inline unsigned grid_y(std::int64_t blocks) {

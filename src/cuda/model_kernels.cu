@@ -42,7 +42,8 @@ __global__ void xent_row_max_kernel(const T* logits, std::int64_t cols, std::int
   __shared__ double scratch[32];
   const std::int64_t base = blockIdx.x * cols;
   double m = -INFINITY;
-  for (std::int64_t j = threadIdx.x; j < valid_cols; j += blockDim.x) m = fmax(m, static_cast<double>(load(logits, base + j)));
+  row_batched<double>(valid_cols, [&](std::int64_t j) { return static_cast<double>(load(logits, base + j)); },
+                      [&](std::int64_t, double v) { m = fmax(m, v); });
   m = block_reduce(m, MaxOp{}, -static_cast<double>(INFINITY), scratch);
   if (threadIdx.x == 0) row_max[blockIdx.x] = m;
 }
@@ -55,7 +56,8 @@ __global__ void xent_partial_sums_kernel(const T* logits, std::int64_t cols, std
   const std::int64_t row = blockIdx.x, base = row * cols;
   const double mx = row_max[row];
   double s = 0.0;
-  for (std::int64_t j = threadIdx.x; j < valid_cols; j += blockDim.x) s += exp(static_cast<double>(load(logits, base + j)) - mx);
+  row_batched<double>(valid_cols, [&](std::int64_t j) { return static_cast<double>(load(logits, base + j)); },
+                      [&](std::int64_t, double v) { s += exp(v - mx); });
   s = block_reduce(s, SumOp{}, 0.0, scratch);
   if (threadIdx.x == 0) {
     const std::int64_t t = targets ? targets[row] - col0 : -1;
@@ -68,13 +70,18 @@ template <class T>
 __global__ void xent_backward_kernel(const T* logits, std::int64_t rows, std::int64_t cols, std::int64_t valid_cols,
                                      const double* lse, const std::int32_t* targets, std::int64_t col0, double scale,
                                      T* dlogits) {
-  for (std::int64_t k = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; k < rows * cols;
-       k += std::int64_t{gridDim.x} * blockDim.x) {
-    const std::int64_t i = k / cols, j = k % cols;
+  // A block per row: the row's target and log-sum-exp read once, no division per element.
+  for (std::int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     const std::int64_t t = targets ? targets[i] - col0 : -1;
-    double g = 0.0;
-    if (j < valid_cols) g = exp(static_cast<double>(load(logits, k)) - lse[i]) - (j == t ? 1.0 : 0.0);
-    dlogits[k] = cast_to<T>(scale * g);  // may alias logits: read before written, per element
+    const double row_lse = lse[i];
+    const std::int64_t base = i * cols;
+    row_batched<T>(cols,
+        [&](std::int64_t j) {
+          double g = 0.0;
+          if (j < valid_cols) g = exp(static_cast<double>(load(logits, base + j)) - row_lse) - (j == t ? 1.0 : 0.0);
+          return cast_to<T>(scale * g);
+        },
+        [&](std::int64_t j, T v) { dlogits[base + j] = v; });  // may alias logits: each round reads first
   }
 }
 
@@ -125,7 +132,7 @@ void xent_backward(DType type, const void* logits, std::int64_t rows, std::int64
                    std::int64_t col0, double scale, void* dlogits, cudaStream_t stream) {
   if (rows * cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    xent_backward_kernel<T><<<grid_for(rows * cols), kThreads, 0, stream>>>(
+    xent_backward_kernel<T><<<grid_rows(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(logits), rows, cols, valid_cols, lse, targets, col0, scale, static_cast<T*>(dlogits)));
   MDTP_CHECK_LAUNCH();
 }

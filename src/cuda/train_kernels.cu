@@ -34,6 +34,57 @@ __global__ void softmax_kernel(const T* x, T* y, std::int64_t cols, std::int64_t
     y[base + j] = cast_to<T>(j <= last ? exp(load(x, base + j) - mx) * inv : A(0));
 }
 
+// The same softmax with the row kept in shared memory (`cols` accumulators, when they fit): the
+// row is read from memory once and each exponential computed once, where the kernel above reads
+// the row three times and takes each exponential twice.  The same operations in the same order, so
+// the same bits.
+template <class T>
+__global__ void softmax_cached_kernel(const T* x, T* y, std::int64_t cols, std::int64_t causal_queries) {
+  using A = Acc<T>;
+  extern __shared__ unsigned char cache_bytes[];
+  A* row = reinterpret_cast<A*>(cache_bytes);
+  __shared__ A scratch[32];
+  const std::int64_t base = blockIdx.x * cols;
+  const std::int64_t last = last_column(blockIdx.x, cols, causal_queries);
+  A mx = -INFINITY;
+  row_batched<A>(last + 1 < cols ? last + 1 : cols, [&](std::int64_t j) { return load(x, base + j); },
+                 [&](std::int64_t j, A v) {
+                   row[j] = v;
+                   mx = max(mx, v);
+                 });
+  mx = block_reduce(mx, MaxOp{}, A(-INFINITY), scratch);
+  A s = 0;
+  for (std::int64_t j = threadIdx.x; j <= last && j < cols; j += blockDim.x) {
+    row[j] = exp(row[j] - mx);  // each thread reads back only the columns it wrote
+    s += row[j];
+  }
+  s = block_reduce(s, SumOp{}, A(0), scratch);
+  const A inv = s > A(0) ? A(1) / s : A(0);
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) y[base + j] = cast_to<T>(j <= last ? row[j] * inv : A(0));
+}
+
+// Backward with y and dy kept in shared memory: each read once (the kernel below reads both twice).
+template <class T>
+__global__ void softmax_backward_cached_kernel(const T* y, const T* dy, T* dx, std::int64_t cols, Acc<T> scale) {
+  using A = Acc<T>;
+  extern __shared__ unsigned char cache_bytes[];
+  A* yc = reinterpret_cast<A*>(cache_bytes);
+  A* dyc = yc + cols;
+  __shared__ A scratch[32];
+  const std::int64_t base = blockIdx.x * cols;
+  A dot = 0;
+  struct Pair { A y, dy; };
+  row_batched<Pair>(cols, [&](std::int64_t j) { return Pair{load(y, base + j), load(dy, base + j)}; },
+                    [&](std::int64_t j, Pair v) {
+                      yc[j] = v.y;
+                      dyc[j] = v.dy;
+                      dot += v.y * v.dy;
+                    });
+  dot = block_reduce(dot, SumOp{}, A(0), scratch);
+  for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    dx[base + j] = cast_to<T>(scale * yc[j] * (dyc[j] - dot));  // dx may alias dy
+}
+
 template <class T>
 __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, std::int64_t cols, Acc<T> scale) {
   using A = Acc<T>;
@@ -121,23 +172,39 @@ void launch_adamw(void* param, const void* grad, void* master, void* m, void* v,
       static_cast<S*>(v), n, c);
 }
 
+// Shared memory a row cache may take without opting in to more (48 KiB per block by default),
+// less the kernels' static reduction scratch.
+constexpr std::size_t kRowCacheBytes = 48 * 1024 - 512;
+
 }  // namespace
 
 void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::int64_t cols,
                   std::int64_t causal_queries, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  MDTP_DISPATCH_DTYPE(type, T,
-    softmax_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y),
-                                                                 cols, causal_queries));
+  MDTP_DISPATCH_DTYPE(type, T, {
+    const std::size_t cache = static_cast<std::size_t>(cols) * sizeof(Acc<T>);
+    if (cache <= kRowCacheBytes)
+      softmax_cached_kernel<T><<<grid_x(rows), kThreads, cache, stream>>>(static_cast<const T*>(x),
+                                                                           static_cast<T*>(y), cols, causal_queries);
+    else
+      softmax_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), cols,
+                                                                   causal_queries);
+  });
   MDTP_CHECK_LAUNCH();
 }
 
 void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, std::int64_t rows,
                            std::int64_t cols, double scale, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
-  MDTP_DISPATCH_DTYPE(type, T,
-    softmax_backward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
-        static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale)));
+  MDTP_DISPATCH_DTYPE(type, T, {
+    const std::size_t cache = 2 * static_cast<std::size_t>(cols) * sizeof(Acc<T>);
+    if (cache <= kRowCacheBytes)
+      softmax_backward_cached_kernel<T><<<grid_x(rows), kThreads, cache, stream>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale));
+    else
+      softmax_backward_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
+          static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale));
+  });
   MDTP_CHECK_LAUNCH();
 }
 
