@@ -49,31 +49,36 @@ void through_double(DType src_type, const void* src, DType dst_type, void* dst, 
   for (std::size_t i = 0; i < count; ++i) write(dst_type, dst, i, read(src_type, src, i));
 }
 
-// The vectorised loops read and write through memcpy'd chunks of 256 elements, so that any
-// alignment is fine and the inner loops see plain arrays.
-constexpr std::size_t kChunk = 256;
-
+// bf16 <-> f32 element by element through fixed-size memcpy, which the compiler turns into plain
+// (vectorised) loads and stores: any alignment is fine and no buffer is read through a pointer of
+// another type.  Staging through 256-element stack chunks instead ran 1.7-2x slower (0.25 against
+// 0.13 ns per element widening, 0.5 against 0.29 narrowing, one AVX2 core), which the host bf16
+// GEMM pays on every operand.
 void bf16_to_f32(const void* src, float* dst, std::size_t count) {
-  std::uint16_t in[kChunk];
-  std::uint32_t out[kChunk];
-  for (std::size_t i0 = 0; i0 < count; i0 += kChunk) {
-    const std::size_t n = count - i0 < kChunk ? count - i0 : kChunk;
-    std::memcpy(in, static_cast<const unsigned char*>(src) + i0 * 2, n * 2);
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint32_t>(in[i]) << 16;
-    std::memcpy(dst + i0, out, n * 4);
+  const auto* in = static_cast<const unsigned char*>(src);
+  auto* out = reinterpret_cast<unsigned char*>(dst);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint16_t half;
+    std::memcpy(&half, in + 2 * i, 2);
+    const std::uint32_t bits = static_cast<std::uint32_t>(half) << 16;
+    std::memcpy(out + 4 * i, &bits, 4);
   }
 }
 
 void f32_to_bf16(const float* src, void* dst, std::size_t count) {
-  std::uint32_t in[kChunk];
-  std::uint16_t out[kChunk];
-  for (std::size_t i0 = 0; i0 < count; i0 += kChunk) {
-    const std::size_t n = count - i0 < kChunk ? count - i0 : kChunk;
-    std::memcpy(in, src + i0, n * 4);
-    for (std::size_t i = 0; i < n; ++i) out[i] = bf16_from_f32_bits(in[i]);
-    std::memcpy(static_cast<unsigned char*>(dst) + i0 * 2, out, n * 2);
+  const auto* in = reinterpret_cast<const unsigned char*>(src);
+  auto* out = static_cast<unsigned char*>(dst);
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, in + 4 * i, 4);
+    const std::uint16_t half = bf16_from_f32_bits(bits);
+    std::memcpy(out + 2 * i, &half, 2);
   }
 }
+
+// f16 goes through memcpy'd chunks of 256 _Float16 (any alignment), which the conversion
+// instructions take whole.
+constexpr std::size_t kChunk = 256;
 
 #if defined(__FLT16_MAX__)
 // The compiler's _Float16: F16C instructions where the target has them, else libgcc's correctly
