@@ -20,15 +20,8 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/cblas.hpp"
 #include "core/host_info.hpp"
-
-#ifdef MDTP_HAVE_CBLAS
-#ifdef MDTP_CBLAS_MKL
-#include <mkl_cblas.h>
-#else
-#include <cblas.h>
-#endif
-#endif
 
 using namespace mdtp;
 

@@ -22,14 +22,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
-
-#ifdef MDTP_HAVE_CBLAS
-#ifdef MDTP_CBLAS_MKL
-#include <mkl_cblas.h>
-#else
-#include <cblas.h>
-#endif
-#endif
+#include "core/cblas.hpp"
 
 using namespace mdtp;
 

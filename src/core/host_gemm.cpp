@@ -6,15 +6,8 @@
 #include <limits>
 
 #include "core/blas_library.hpp"
+#include "core/cblas.hpp"
 #include "core/error.hpp"
-
-#ifdef MDTP_HAVE_CBLAS
-#ifdef MDTP_CBLAS_MKL
-#include <mkl_cblas.h>
-#else
-#include <cblas.h>
-#endif
-#endif
 
 namespace mdtp {
 namespace {
