@@ -109,26 +109,11 @@ __device__ V block_reduce(V v, Op op, V identity, V* scratch) {
 // come before its writes, which is what an in-place kernel (y aliasing x at the same index) needs.
 inline constexpr int kBatch = 4;
 
-// Over the columns of one row: j = threadIdx.x, + blockDim.x, ...
+// The thread's elements first, first + step, ... below n, in rounds of kBatch.
 template <class V, class Load, class Store>
-__device__ __forceinline__ void row_batched(std::int64_t cols, Load load_at, Store store_at) {
-  const std::int64_t step = blockDim.x;
-  for (std::int64_t j0 = threadIdx.x; j0 < cols; j0 += kBatch * step) {
-    V v[kBatch];
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (j0 + u * step < cols) v[u] = load_at(j0 + u * step);
-#pragma unroll
-    for (int u = 0; u < kBatch; ++u)
-      if (j0 + u * step < cols) store_at(j0 + u * step, v[u]);
-  }
-}
-
-// Over n elements with a grid-stride loop: i = the thread's global index, + the grid's size, ...
-template <class V, class Load, class Store>
-__device__ __forceinline__ void grid_batched(std::int64_t n, Load load_at, Store store_at) {
-  const std::int64_t step = std::int64_t{gridDim.x} * blockDim.x;
-  for (std::int64_t i0 = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i0 < n; i0 += kBatch * step) {
+__device__ __forceinline__ void strided_batched(std::int64_t first, std::int64_t step, std::int64_t n, Load load_at,
+                                                Store store_at) {
+  for (std::int64_t i0 = first; i0 < n; i0 += kBatch * step) {
     V v[kBatch];
 #pragma unroll
     for (int u = 0; u < kBatch; ++u)
@@ -137,6 +122,19 @@ __device__ __forceinline__ void grid_batched(std::int64_t n, Load load_at, Store
     for (int u = 0; u < kBatch; ++u)
       if (i0 + u * step < n) store_at(i0 + u * step, v[u]);
   }
+}
+
+// Over the columns of one row: j = threadIdx.x, + blockDim.x, ...
+template <class V, class Load, class Store>
+__device__ __forceinline__ void row_batched(std::int64_t cols, Load load_at, Store store_at) {
+  strided_batched<V>(threadIdx.x, blockDim.x, cols, load_at, store_at);
+}
+
+// Over n elements with a grid-stride loop: i = the thread's global index, + the grid's size, ...
+template <class V, class Load, class Store>
+__device__ __forceinline__ void grid_batched(std::int64_t n, Load load_at, Store store_at) {
+  strided_batched<V>(blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x, std::int64_t{gridDim.x} * blockDim.x, n,
+                     load_at, store_at);
 }
 
 inline constexpr int kThreads = 256;
