@@ -13,15 +13,15 @@
 #                     gpt_medium_tf32, gpt_medium_bf16, torch_gpt_medium_bf16,
 #                     torch_gpt_medium_bf16_sdpa, gpt_xl_bf16, gpt_small_f32, train_parity,
 #                     train_cuda_timed, train_cuda_timed_bf16, ctest_gpu, kernel_profile,
-#                     gemm_sweep_bf16, gemm_tf32,
-#                     gpt_xl_tf32)
+#                     gemm_sweep_bf16, gemm_tf32, gpt_xl_tf32)
 #   --ctest-exclude R leave the tests matching the regex R out of ctest_gpu (those an earlier call ran)
 #   --deadline S      stop starting stages S seconds after the start (default 540), and shorten a
 #                     stage's limit to what is left: the results are collected in any case
 #   PARITY_DEVICE=host (environment) runs the train-parity stage host against host: a check of this
 #                     script on a machine without a GPU (tests/gpu/train_parity.sh)
 #   --out DIR         where the results go (default results/gpu): all.log (every stage's output,
-#                     written as it runs), summary.md, gpu_results.h5, stage-logs.tar.gz
+#                     written as it runs), summary.md, gpu_results.h5, stage-logs.tar.gz and, from
+#                     kernel_profile, kernels.csv (every kernel's duration, as ncu wrote it)
 #
 # Stages, each under its own time limit so that one hang costs one stage: the machine's facts,
 # the build, GEMM through the backend against bare cuBLAS, `ctest -L gpu`, `mdtp train` on the
@@ -141,7 +141,7 @@ done
 python="${python:-python3}"
 mdtp="$repo/$build_dir/mdtp"
 tests="$repo/$build_dir/tests"
-export repo work mpiexec mdtp tests python
+export repo work out mpiexec mdtp tests python
 
 # ---- the machine --------------------------------------------------------------------------------
 facts() {
@@ -223,8 +223,8 @@ kernel_profile() {
   [ -n "$ncu" ] || { echo "kernel_profile: no ncu on this machine"; return 1; }
   "$mpiexec" -n 1 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv \
     "$tests/bench_gpt_cuda" --layers 2 --embd 1024 --heads 16 --seq 1024 --batch 8 --dtype bf16 --warmup 1 \
-    --reps 1 --peak-tflops 989 >"$work/kernels.csv" 2>"$work/ncu.err" || { tail -20 "$work/ncu.err"; return 1; }
-  "$python" "$repo/benchmarks/gpu/kernel_breakdown.py" "$work/kernels.csv" --steps 2
+    --reps 1 --peak-tflops 989 >"$out/kernels.csv" 2>"$work/ncu.err" || { tail -20 "$work/ncu.err"; return 1; }
+  "$python" "$repo/benchmarks/gpu/kernel_breakdown.py" "$out/kernels.csv" --steps 2
 }
 export -f kernel_profile
 stage kernel_profile 150 kernel_profile
