@@ -11,6 +11,7 @@
 
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
+#include "cli/preset_option.hpp"
 #include "cli/spec_flags.hpp"
 #include "cli/step_options.hpp"
 #include "cost/gpt_step_comm.hpp"
@@ -43,6 +44,7 @@ struct CostOptions {
   // The whole GPT step (given --heads or --config).
   StepAssumptions step;
   bool step_bytes = false;
+  PresetOption preset;  // --preset: a published model under the flags
   std::unique_ptr<SpecFlags> spec;
 };
 
@@ -88,6 +90,7 @@ cost::Workload layer_workload(const CostOptions& o, const RunSpec& spec, std::in
   w.rows = micro_batch_size * spec.model.seq;
   w.hidden = spec.model.hidden;
   w.ffn_hidden = spec.model.ffn();
+  w.block = cost::block_widths(spec.model);  // --model llama: its QKV and MLP widths, no biases, RMSNorm
   w.dtype = spec.precision.params;
   w.options.keep_gathered_3d = o.keep_gathered_3d;
   if (o.dp_grad_sync) w.data_parallel_group = group::dp;
@@ -153,15 +156,16 @@ int run_step_bytes(const RunSpec& spec, bool json) {
 // The whole step of one configuration; with --zero-table, a row per ZeRO stage (memory and the
 // exposed data-parallel time; TP and PP sharding applied first).
 int run_model(const CostOptions& o, const CLI::App& app) {
-  if (!o.spec->config_given())
+  if (!o.spec->config_given() && !o.preset.given())
     require_given(app, "the model of a GPT step", {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch"});
-  RunSpec spec = o.spec->resolve();
+  RunSpec spec = o.preset.resolve(*o.spec);
   resolve_world(spec, o.step, *o.spec);
   validate(spec);
   if (!o.spec->write_config_path().empty()) {
     check_text_output(o.spec->write_config_path(), "--write-config");
     o.spec->write_config(spec);
   }
+  if (!o.json) std::cout << o.preset.line(spec);
   if (o.step_bytes) return run_step_bytes(spec, o.json);
   const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.step.cluster));
   if (!o.zero_table) {
@@ -233,10 +237,13 @@ Command add_cost(CLI::App& root) {
       "            --micro-batch-size 1 --tp 8 --pp 64 --gpus 3072 --schedule interleaved --chunks 2\n"
       "            --recompute full --dtype bf16 --dropout 0.1 --cluster dgx-a100 [--zero-table] [--json]\n"
       "            (the whole GPT step, as mdtp plan evaluates it; --step-bytes: its exact bytes per (phase, group, op))\n"
+      "  mdtp cost --preset llama2-70b --tp 8 --pp 8 --gpus 512 --dtype bf16 --cluster dgx-h100\n"
+      "            (a published model; --model llama --kv-heads K --ffn-hidden F prices any Llama)\n"
       "  mdtp cost ... --write-config run.json; mpiexec -n N mdtp train --config run.json   (predict, then run)");
   o->spec = std::make_unique<SpecFlags>(*app, kAllSpecFlags, RunSpec{});
   add_layer_options(*app, *o);
   add_step_assumptions(*app, o->step);
+  o->preset.add(*app);
   CLI::Option* zero = app->add_flag("--zero-table", o->zero_table,
                                     "print the ZeRO stages 0-3 instead (--params, --dp; or a GPT step's, with --heads)");
   add(*app, "--params", o->zero_config.parameters, "--zero-table: parameters Psi")->default_str("");
@@ -254,7 +261,7 @@ Command add_cost(CLI::App& root) {
                            {"--world", "--dp (world = tp x pp x dp)"}});
   add_renamed_flags(*app, renamed_run_flags());
   return {app, false, [o, app](const std::string&) {
-            if (app->count("--heads") > 0 || o->spec->config_given()) return run_model(*o, *app);
+            if (app->count("--heads") > 0 || o->spec->config_given() || o->preset.given()) return run_model(*o, *app);
             if (o->zero_table) return run_zero(*o, *app);
             if (o->pipeline) return run_pipeline(*o, *app);
             return run_layer(*o, *app);

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "cli/commands.hpp"
+#include "cli/preset_option.hpp"
 #include "cli/spec_flags.hpp"
 #include "cli/step_options.hpp"
 #include "io/output_path.hpp"
@@ -25,6 +26,7 @@ struct PlanOptions {
   int top = 10, max_tp = 64, rank = 1;
   std::int64_t max_micro_batch = 16;
   std::vector<TpMode> modes;
+  PresetOption preset;  // --preset: a published model under the flags
   std::unique_ptr<SpecFlags> spec;
 };
 
@@ -93,10 +95,11 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
 }
 
 int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::App& app) {
-  const RunSpec spec = o.spec->resolve();
-  if (!o.spec->config_given())
+  const RunSpec spec = o.preset.resolve(*o.spec);
+  if (!o.spec->config_given() && !o.preset.given())
     for (const char* option : {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch", "--gpus"})
       require(app.count(option) > 0, "mdtp plan needs ", option, " (mdtp plan --help)");
+  if (o.preset.given()) require(app.count("--gpus") > 0, "mdtp plan needs --gpus (mdtp plan --help)");
   if (!o.spec->write_config_path().empty()) check_text_output(o.spec->write_config_path(), "--write-config");
   const cost::PlanRequest r = request(o, spec);
   const cost::PlanResult result = cost::plan(r, cluster);
@@ -117,6 +120,7 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::Ap
     chosen.zero.offload = chosen.zero.stage >= 1 && spec.zero.offload;
     o.spec->write_config(chosen);
   }
+  if (!o.json) std::cout << o.preset.line(spec);
   std::cout << (o.json ? cost::plan_json(r, result, cluster, o.top) : cost::plan_text(r, result, cluster, o.top));
   return 0;
 }
@@ -133,9 +137,11 @@ Command add_plan(CLI::App& root) {
       "  mdtp plan --layers 32 --hidden 4096 --heads 32 --seq 2048 --vocab 51200 --global-batch 512 --gpus 64\n"
       "  mdtp plan ... --tp 8 --pp 4 --dtype bf16 --dropout 0.1        (only tp 8, pp 4 layouts)\n"
       "  mdtp plan ... --write-config best.json [--rank 2]; mpiexec -n N mdtp train --config best.json\n"
+      "  mdtp plan --preset llama2-70b --gpus 512 --cluster dgx-h100   (a published model; flags override it)\n"
       "  mdtp plan --validate [--cluster dgx-a100]");
   o->spec = std::make_unique<SpecFlags>(*app, kAllSpecFlags, RunSpec{});
   add_step_assumptions(*app, o->step);
+  o->preset.add(*app);
   add_plan_options(*app, *o);
   add_renamed_flags(*app, renamed_run_flags());
   return {app, false, [o, app](const std::string&) {

@@ -71,6 +71,16 @@ SpecFlags::SpecFlags(CLI::App& app, unsigned groups, RunSpec defaults, std::stri
 }
 
 void SpecFlags::add_model(const std::string& model_note) {
+  named("--model",
+        "block family: gpt2 (LayerNorm, learned positions, GeLU MLP, biases, tied head) or llama (RMSNorm, rotary "
+        "positions, SwiGLU MLP, grouped-query attention, no biases, untied head unless --tie-embeddings)",
+        parse_model_family,
+        [](RunSpec& s, ModelFamily v) {
+          s.model.family = v;
+          s.model.tied_head = v == ModelFamily::gpt2;  // --tie-embeddings, applied last, may tie a llama
+        })
+      ->default_str(model_family_name(defaults_.model.family))
+      ->type_name("FAMILY");
   auto size = [&](const char* name, std::int64_t ModelShape::*member, const std::string& what) {
     const std::int64_t value = defaults_.model.*member;
     flag<std::int64_t>(name, what, [member](RunSpec& s, std::int64_t v) { s.model.*member = v; })
@@ -90,6 +100,11 @@ void SpecFlags::add_model(const std::string& model_note) {
                      [](RunSpec& s, std::int64_t v) { s.model.kv_heads = v; })
       ->check(at_least(0))
       ->default_str(std::to_string(defaults_.model.kv_heads));
+  flag<double>("--rope-theta", "llama: the rotary base theta", [](RunSpec& s, double v) { s.model.rope_theta = v; })
+      ->default_str(shown(defaults_.model.rope_theta));
+  flag<double>("--norm-eps", "the LayerNorm / RMSNorm epsilon", [](RunSpec& s, double v) { s.model.norm_eps = v; })
+      ->default_str(shown(defaults_.model.norm_eps));
+  app_.add_flag("--tie-embeddings", tie_embeddings_, "llama: tie the LM head to the token embedding (gpt2 always does)");
 }
 
 void SpecFlags::add_batch() {
@@ -224,6 +239,7 @@ void SpecFlags::add_optimizer() {
 RunSpec SpecFlags::resolve() const {
   RunSpec spec = config_path_.empty() ? defaults_ : read_run_spec_file(config_path_, defaults_);
   for (const auto& edit : edits_) edit(spec);
+  if (tie_embeddings_) spec.model.tied_head = true;
   require(!micro_batch_size_ || app_.count("--micro-batches") == 0,
           "give --micro-batches or --micro-batch-size, not both");
   return spec;

@@ -25,7 +25,8 @@ namespace mdtp::cli {
 
 // The groups of flags a command registers.
 enum SpecFlagGroup : unsigned {
-  kModelFlags = 1u << 0,      // --layers --hidden --heads --seq --vocab --ffn-hidden --kv-heads
+  kModelFlags = 1u << 0,      // --model --layers --hidden --heads --seq --vocab --ffn-hidden --kv-heads
+                              // --rope-theta --norm-eps --tie-embeddings
   kBatchFlags = 1u << 1,      // --global-batch --micro-batch-size
   kTpFlags = 1u << 2,         // --tp-mode --tp --tp-depth --dp
   kPipelineFlags = 1u << 3,   // --pp --schedule --micro-batches --chunks --group-size --pp-layers
@@ -78,6 +79,7 @@ class SpecFlags {
   std::vector<std::function<void(RunSpec&)>> edits_;
   std::string config_path_, write_config_path_;
   std::optional<std::int64_t> micro_batch_size_;
+  bool tie_embeddings_ = false;
 };
 
 // Old spellings refused with one line naming the new flag, e.g. {"--embd", "--hidden"}: the option is

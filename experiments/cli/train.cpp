@@ -75,6 +75,9 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
   }
   if (!flags.write_config_path().empty()) check_text_output(flags.write_config_path(), "--write-config");
   c.device = train_device(device);
+  require(device != "cuda" || c.spec.model.family != ModelFamily::llama,
+          "--model llama with --device cuda: the rotary embedding, SwiGLU and grouped-query attention have no CUDA "
+          "kernels yet; run it with --device host");
 #ifdef MDTP_HAVE_CUDA
   // NCCL matches point-to-point calls per peer in issue order, and the pipeline executor does not
   // yet issue the two directions of a stage pair in one agreed group (docs/pipeline.md, "NCCL"):

@@ -49,16 +49,16 @@ void TimedBackend::do_row_mean_m2(const Tensor& x, Tensor& stats) const {
   timed(kOther, [&] { inner_.row_mean_m2(x, stats); });
 }
 void TimedBackend::do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                                   Tensor& mean_rstd) const {
-  timed(kOther, [&] { inner_.merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd); });
+                                   Tensor& mean_rstd, bool centred) const {
+  timed(kOther, [&] { inner_.merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd, centred); });
 }
 void TimedBackend::do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
                                    const Tensor& beta, Tensor& xhat, Tensor& y) const {
   timed(kOther, [&] { inner_.layernorm_apply(x, mean_rstd, gamma, beta, xhat, y); });
 }
 void TimedBackend::do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
-                                           Tensor& sums) const {
-  timed(kOther, [&] { inner_.layernorm_backward_sums(dy, xhat, gamma, sums); });
+                                           Tensor& sums, bool centred) const {
+  timed(kOther, [&] { inner_.layernorm_backward_sums(dy, xhat, gamma, sums, centred); });
 }
 void TimedBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                       const Tensor& mean_rstd, const Tensor& sums, std::int64_t n, Tensor& dx,

@@ -204,14 +204,14 @@ void Backend::row_mean_m2(const Tensor& x, Tensor& stats) const {
 }
 
 void Backend::merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                              Tensor& mean_rstd) const {
+                              Tensor& mean_rstd, bool centred) const {
   require(parts >= 1 && count_per_part >= 1, "merge_row_stats needs parts >= 1 and count_per_part >= 1; got parts=",
           parts, ", count_per_part=", count_per_part);
   require_operand(stacked, "merge_row_stats stacked input");
   require_operand(mean_rstd, "merge_row_stats output");
   require_stats(mean_rstd, mean_rstd.rows(), "merge_row_stats output");
   require_stats(stacked, mean_rstd.rows() * parts, "merge_row_stats stacked input");
-  do_merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd);
+  do_merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd, centred);
 }
 
 void Backend::layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma, const Tensor& beta,
@@ -231,7 +231,8 @@ void Backend::layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Te
   do_layernorm_apply(x, mean_rstd, gamma, beta, xhat, y);
 }
 
-void Backend::layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums) const {
+void Backend::layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums,
+                                      bool centred) const {
   for (auto [t, what] : {std::pair{&dy, "layernorm_backward_sums dy"}, std::pair{&xhat, "layernorm_backward_sums xhat"},
                          std::pair{&gamma, "layernorm_backward_sums gamma"}}) {
     require_operand(*t, what);
@@ -241,7 +242,7 @@ void Backend::layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, cons
   require_numel(gamma, dy.cols(), "layernorm_backward_sums gamma");
   require_operand(sums, "layernorm_backward_sums sums");
   require_stats(sums, dy.rows(), "layernorm_backward_sums sums");
-  do_layernorm_backward_sums(dy, xhat, gamma, sums);
+  do_layernorm_backward_sums(dy, xhat, gamma, sums, centred);
 }
 
 void Backend::layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, const Tensor& mean_rstd,

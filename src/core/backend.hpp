@@ -90,13 +90,18 @@ class Backend {
   void row_mean_m2(const Tensor& x, Tensor& stats) const;
   // Chan's parallel merge of `parts` equal-count partial stats stacked as [parts*rows, 2]
   // (part-major), each over `count_per_part` columns; writes [rows, 2] = (mean, 1/sqrt(var+eps)).
+  // centred false (RMSNorm, which divides by the root mean square and keeps the mean): writes
+  // (0, 1/sqrt(mean² + var + eps)), so that layernorm_apply with β = 0 gives x·rstd·γ.
   void merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                       Tensor& mean_rstd) const;
+                       Tensor& mean_rstd, bool centred = true) const;
   // xhat = (x - mean) * rstd; y = xhat * gamma + beta.
   void layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma, const Tensor& beta,
                        Tensor& xhat, Tensor& y) const;
-  // sums[i] = (sum_j dy*gamma, sum_j dy*gamma*xhat) over this rank's columns.
-  void layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums) const;
+  // sums[i] = (sum_j dy*gamma, sum_j dy*gamma*xhat) over this rank's columns; centred false
+  // (RMSNorm, whose output does not depend on the mean) writes (0, sum_j dy*gamma*xhat), so that
+  // layernorm_backward gives RMSNorm's dx = rstd * (dy*gamma - xhat*s2/n).
+  void layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums,
+                               bool centred = true) const;
   // dx = rstd * (dy*gamma - (s1 + xhat*s2)/n); dgamma += colsum(dy*xhat); dbeta += colsum(dy).
   // dx must not alias dy (dgamma and dbeta are summed from dy).
   void layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, const Tensor& mean_rstd,
@@ -129,11 +134,11 @@ class Backend {
   virtual void do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const = 0;
   virtual void do_row_mean_m2(const Tensor& x, Tensor& stats) const = 0;
   virtual void do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                                  Tensor& mean_rstd) const = 0;
+                                  Tensor& mean_rstd, bool centred) const = 0;
   virtual void do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
                                   const Tensor& beta, Tensor& xhat, Tensor& y) const = 0;
   virtual void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
-                                          Tensor& sums) const = 0;
+                                          Tensor& sums, bool centred) const = 0;
   virtual void do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                      const Tensor& mean_rstd, const Tensor& sums, std::int64_t n, Tensor& dx,
                                      Tensor& dgamma, Tensor& dbeta) const = 0;

@@ -173,7 +173,7 @@ class HostBackend final : public Backend {
   }
 
   void do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                          Tensor& mean_rstd) const override {
+                          Tensor& mean_rstd, bool centred) const override {
     std::int64_t rows = mean_rstd.rows();
     const double* s = stacked.data<double>();
     double* out = mean_rstd.data<double>();
@@ -189,8 +189,9 @@ class HostBackend final : public Backend {
         m2 += m2b + delta * delta * n * nb / total;
         n = total;
       }
-      out[2 * i] = mean;
-      out[2 * i + 1] = 1.0 / std::sqrt(m2 / n + eps);
+      // Uncentred (RMSNorm): the mean square is mean² + the variance.
+      out[2 * i] = centred ? mean : 0.0;
+      out[2 * i + 1] = 1.0 / std::sqrt((centred ? 0.0 : mean * mean) + m2 / n + eps);
     }
   }
 
@@ -204,14 +205,19 @@ class HostBackend final : public Backend {
     });
   }
 
-  void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
-                                  Tensor& sums) const override {
-    if (is_16bit(dy.dtype())) return low_.layernorm_backward_sums(dy, xhat, gamma, sums);
-    dispatch(dy.dtype(), [&](auto zero) {
-      using T = decltype(zero);
-      mdtp::layernorm_backward_sums(dy.data<T>(), xhat.data<T>(), gamma.data<T>(), dy.rows(), dy.cols(),
-                              sums.data<double>());
-    });
+  void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums,
+                                  bool centred) const override {
+    if (is_16bit(dy.dtype())) {
+      low_.layernorm_backward_sums(dy, xhat, gamma, sums);
+    } else {
+      dispatch(dy.dtype(), [&](auto zero) {
+        using T = decltype(zero);
+        mdtp::layernorm_backward_sums(dy.data<T>(), xhat.data<T>(), gamma.data<T>(), dy.rows(), dy.cols(),
+                                      sums.data<double>());
+      });
+    }
+    if (!centred)
+      for (std::int64_t i = 0; i < sums.rows(); ++i) sums.data<double>()[2 * i] = 0.0;
   }
 
   void do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, const Tensor& mean_rstd,

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "comm/ledger.hpp"
+#include "cost/block_widths.hpp"
 #include "mesh/topology.hpp"
 #include "tp/context.hpp"
 
@@ -55,10 +56,13 @@ struct PlannedCall {
 struct Workload {
   TpMode mode = TpMode::d1;
   MeshConfig mesh;          // world, tp, tp_mode, tp_depth, pp, cp, ranks_per_node
-  std::string layer = "mlp";  // "linear" | "layernorm" | "mlp" | "attention" (c_attn H→3H, c_proj H→H)
+  // "linear" | "layernorm" | "mlp" | "attention" (c_attn H → qkv width, c_proj H → H)
+  std::string layer = "mlp";
   std::int64_t rows = 0;      // B = batch·sequence rows of the activation (full, unsharded)
   std::int64_t hidden = 0;    // H (Linear: in_features)
-  std::int64_t ffn_hidden = 0;  // MLP inner size (Linear: out_features)
+  std::int64_t ffn_hidden = 0;  // MLP inner size F, fc2's input (Linear: out_features)
+  // The block family's widths and parameters (block_widths.hpp); GPT-2's unless set.
+  BlockWidths block{};
   DType dtype = DType::f32;
   // The gradients' dtype (of the weight gradients' partial sums and of reduce_gradients): `dtype`
   // unless set (f32 for bf16/f16 parameters under mixed precision).

@@ -56,16 +56,21 @@ Geometry::Geometry(const Workload& workload) : workload_(workload), topology_(ch
           "unknown dtype code ", static_cast<int>(w.dtype));
   if (!w.data_parallel_group.empty()) group_size(w.data_parallel_group);  // an unknown name fails here
 
+  require(w.block.fc1_factor >= 1 && w.block.qkv_features >= 0, "the block widths need fc1_factor >= 1 and "
+          "qkv_features >= 0; got fc1_factor=", w.block.fc1_factor, " qkv_features=", w.block.qkv_features);
   if (w.layer == "linear") {
     linears_.push_back(make_linear("linear", w.hidden, w.ffn_hidden, 0));
   } else if (w.layer == "mlp") {
-    linears_.push_back(make_linear("fc1", w.hidden, w.ffn_hidden, 0));
+    // fc1 H → k·F (k = 2: a gated activation's gate|up fused into one Linear, tp/mlp.hpp), the
+    // activation k·F → F on each rank's shard, fc2 F → H.
+    linears_.push_back(make_linear("fc1", w.hidden, w.block.fc1_factor * w.ffn_hidden, 0));
     linears_.push_back(make_linear("fc2", w.ffn_hidden, w.hidden, 1));
   } else if (w.layer == "attention") {
-    // Attention's two Linears (model/attention.hpp): c_attn H → 3H as the first of a pair (1D
-    // column), c_proj H → H as the second (1D row; 3D parity back to 0).  The attention core
-    // between them communicates nothing.
-    linears_.push_back(make_linear("c_attn", w.hidden, 3 * w.hidden, 0));
+    // Attention's two Linears (model/attention.hpp): c_attn H → Q|K|V (3H; grouped-query:
+    // (heads + 2·kv)·d) as the first of a pair (1D column), c_proj H → H as the second (1D row;
+    // 3D parity back to 0).  The attention core (and RoPE) between them communicates nothing.
+    const std::int64_t qkv = w.block.qkv_features > 0 ? w.block.qkv_features : 3 * w.hidden;
+    linears_.push_back(make_linear("c_attn", w.hidden, qkv, 0));
     linears_.push_back(make_linear("c_proj", w.hidden, w.hidden, 1));
   } else {
     layernorms_.push_back(make_layernorm(w.hidden));
@@ -171,7 +176,8 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
     bias_partial = {parity1 ? "tp.input-weight" : "tp.output-weight"};
   }
   s.params.push_back(ParamShard{name + ".weight", s.w.numel(), weight_partial});
-  s.params.push_back(ParamShard{name + ".bias", s.bias, bias_partial});
+  if (workload_.block.linear_bias) s.params.push_back(ParamShard{name + ".bias", s.bias, bias_partial});
+  else s.bias = 0;
   return s;
 }
 
@@ -193,7 +199,7 @@ LayerNormShape Geometry::make_layernorm(std::int64_t hidden) const {
     partial = "tp.input-weight";
   }
   s.params.push_back(ParamShard{"ln.weight", s.x.cols, group_list(partial)});
-  s.params.push_back(ParamShard{"ln.bias", s.x.cols, group_list(partial)});
+  if (workload_.block.norm_shift) s.params.push_back(ParamShard{"ln.bias", s.x.cols, group_list(partial)});
   return s;
 }
 

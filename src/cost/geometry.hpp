@@ -39,16 +39,16 @@ struct LinearShape {
   std::int64_t in_features = 0, out_features = 0;  // K, N (full)
   std::int64_t full_rows = 0;                       // B (full)
   Extent x, w, y;                                   // this rank's shards of X, W, Y
-  std::int64_t bias = 0;                            // elements of the bias shard
+  std::int64_t bias = 0;                            // elements of the bias shard (0: no bias)
   // 3D: I (gathers X, reduce-scatters dX) and O (reduce-scatters Y, gathers dY).
   std::string input_group, output_group;
-  std::vector<ParamShard> params;                   // weight, bias
+  std::vector<ParamShard> params;                   // weight, bias (where the block has biases)
 };
 
 struct LayerNormShape {
   Extent x;                  // this rank's [rows, cols] shard of the activation
   std::string hidden_group;  // "" when the hidden dimension is not split
-  std::vector<ParamShard> params;  // γ, β
+  std::vector<ParamShard> params;  // γ, β (RMSNorm: γ)
 };
 
 class Geometry {

@@ -12,6 +12,7 @@
 
 #include "core/error.hpp"
 #include "cost/geometry.hpp"
+#include "cost/parameter_names.hpp"
 #include "plan/unit_passes.hpp"
 #include "spec/names.hpp"
 
@@ -38,14 +39,13 @@ SplitGroups split_groups(TpMode mode) {
   return {};
 }
 
-const char* const kWte = "transformer.wte.weight";
-
 // Everything the plan reads off the configuration once.
 class StepShapes {
  public:
   explicit StepShapes(const StepCommConfig& c)
       : config_(c), topology_(checked(c)), split_(split_groups(c.spec.layout.mode)),
-        attention_(workload("attention")), mlp_(workload("mlp")), layernorm_(workload("layernorm")) {
+        names_(parameter_names(c.spec.model)), attention_(workload("attention")), mlp_(workload("mlp")),
+        layernorm_(workload("layernorm")) {
     rows_ = c.micro_batch() * c.spec.model.seq;
     const Extent r = layernorm_.layernorms().front().x;
     residual_rows_ = r.rows;
@@ -53,6 +53,12 @@ class StepShapes {
     const std::int64_t S = size(split_.vocab);
     vocab_local_ = (c.spec.model.vocab + S - 1) / S;
     hidden_local_ = c.spec.model.hidden / size(split_.cols);
+    // Attention holds whole heads: the QKV columns split over g ranks, each with heads/g query and
+    // kv/g key/value heads (model/attention.cpp refuses anything else).
+    const LinearShape& qkv = attention_.linears().front();
+    const std::int64_t g = qkv.out_features / qkv.y.cols, kv = c.spec.model.kv();
+    require(c.spec.model.heads % g == 0 && kv % g == 0, "attention splits its heads over ", g, " ranks in mode ",
+            c.spec.layout.mode, ": heads=", c.spec.model.heads, " and kv_heads=", kv, " must both be divisible by ", g);
     slices_ = size(split_.replicated);
     require(residual_rows_ % slices_ == 0, "pipeline boundary: the ", residual_rows_,
             " rows of a micro-batch's residual stream must divide over the ", slices_, " ranks of ",
@@ -62,6 +68,7 @@ class StepShapes {
   const StepCommConfig& config() const { return config_; }
   const Topology& topology() const { return topology_; }
   const SplitGroups& split() const { return split_; }
+  const ParameterNames& names() const { return names_; }
   int size(const std::string& group) const {
     return group.empty() ? 1 : static_cast<int>(topology_.groups(group).front().size());
   }
@@ -101,6 +108,7 @@ class StepShapes {
     w.rows = config_.micro_batch() * config_.spec.model.seq;
     w.hidden = config_.spec.model.hidden;
     w.ffn_hidden = config_.spec.model.ffn();
+    w.block = block_widths(config_.spec.model);
     w.dtype = config_.spec.precision.params;
     w.grad_dtype = config_.spec.precision.grad_reduce;
     w.options = config_.options;
@@ -110,6 +118,7 @@ class StepShapes {
   StepCommConfig config_;
   Topology topology_;
   SplitGroups split_;
+  ParameterNames names_;
   Geometry attention_, mlp_, layernorm_;
   std::int64_t rows_ = 0, residual_rows_ = 0, residual_cols_ = 0, vocab_local_ = 0, hidden_local_ = 0;
   int slices_ = 1;
@@ -206,25 +215,32 @@ void add_param(std::vector<BucketInput>& out, const StepShapes& s, std::string n
   out.push_back(std::move(in));
 }
 
-void add_word_embedding(std::vector<BucketInput>& out, const StepShapes& s, int unit) {
-  add_param(out, s, kWte, s.vocab_local() * s.hidden_local(), {group::embedding}, true, unit);
+// The vocabulary table [V (padded), H] sharded over S × C: the word embedding, the tied head's
+// copy of it (both partial over `embedding`, the first and last stage), or an untied head's own
+// weight (partial over nothing: only the head's stage holds it).
+void add_vocabulary_table(std::vector<BucketInput>& out, const StepShapes& s, const std::string& name, bool tied,
+                          int unit) {
+  add_param(out, s, name, s.vocab_local() * s.hidden_local(),
+            tied ? std::vector<std::string>{group::embedding} : std::vector<std::string>{}, true, unit);
 }
 
-void add_layernorm(std::vector<BucketInput>& out, const StepShapes& s, const std::string& prefix, int unit) {
-  const LayerNormShape& ln = s.layernorm().layernorms().front();
-  add_param(out, s, prefix + ".weight", ln.params[0].elements, ln.params[0].partial_grad_over, false, unit);
-  add_param(out, s, prefix + ".bias", ln.params[1].elements, ln.params[1].partial_grad_over, false, unit);
+// A norm's γ (and β where it has one); neither decays.
+void add_norm(std::vector<BucketInput>& out, const StepShapes& s, const std::string& module, int unit) {
+  const std::vector<ParamShard>& params = s.layernorm().layernorms().front().params;
+  for (std::size_t k = 0; k < params.size(); ++k)
+    add_param(out, s, module + (k == 0 ? ".weight" : ".bias"), params[k].elements, params[k].partial_grad_over,
+              false, unit);
 }
 
+// Each Linear's weight (decays) and bias (where the block has biases; does not decay).
 void add_linears(std::vector<BucketInput>& out, const StepShapes& s, const Geometry& layer,
-                 const std::vector<std::string>& names, int unit) {
+                 const std::vector<std::string>& modules, int unit) {
   const auto& linears = layer.linears();
-  for (std::size_t i = 0; i < linears.size(); ++i) {
-    const ParamShard& w = linears[i].params[0];
-    const ParamShard& b = linears[i].params[1];
-    add_param(out, s, names[i] + ".weight", w.elements, w.partial_grad_over, true, unit);
-    add_param(out, s, names[i] + ".bias", b.elements, b.partial_grad_over, false, unit);
-  }
+  for (std::size_t i = 0; i < linears.size(); ++i)
+    for (std::size_t k = 0; k < linears[i].params.size(); ++k) {
+      const ParamShard& p = linears[i].params[k];
+      add_param(out, s, modules[i] + (k == 0 ? ".weight" : ".bias"), p.elements, p.partial_grad_over, k == 0, unit);
+    }
 }
 
 std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition& partition, int stage) {
@@ -233,23 +249,28 @@ std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition
   auto holds = [&](int u) {
     return std::any_of(spans.begin(), spans.end(), [&](const UnitSpan& r) { return r.first <= u && u <= r.last; });
   };
+  const ParameterNames& n = s.names();
+  const bool tied = s.config().spec.model.tied_head;
   std::vector<BucketInput> out;
   if (holds(0)) {
-    add_word_embedding(out, s, 0);
-    add_param(out, s, "transformer.wpe.weight", s.config().spec.model.seq * s.hidden_local(), {s.split().rows}, true,
-              0);
+    add_vocabulary_table(out, s, n.word_embedding, tied, 0);
+    if (has_position_table(s.config().spec.model))
+      add_param(out, s, n.position_embedding, s.config().spec.model.seq * s.hidden_local(), {s.split().rows}, true, 0);
   }
   for (int i = 0; i < L; ++i) {
     if (!holds(i + 1)) continue;
-    const std::string prefix = fmt::format("transformer.h.{}", i);
-    add_layernorm(out, s, prefix + ".ln_1", i + 1);
-    add_linears(out, s, s.attention(), {prefix + ".attn.c_attn", prefix + ".attn.c_proj"}, i + 1);
-    add_layernorm(out, s, prefix + ".ln_2", i + 1);
-    add_linears(out, s, s.mlp(), {prefix + ".mlp.c_fc", prefix + ".mlp.c_proj"}, i + 1);
+    const std::string prefix = n.block(i);
+    add_norm(out, s, prefix + n.norm_1, i + 1);
+    add_linears(out, s, s.attention(), {prefix + n.attention_in, prefix + n.attention_out}, i + 1);
+    add_norm(out, s, prefix + n.norm_2, i + 1);
+    add_linears(out, s, s.mlp(), {prefix + n.mlp_in, prefix + n.mlp_out}, i + 1);
   }
   if (holds(head)) {
-    if (!holds(0)) add_word_embedding(out, s, head);
-    add_layernorm(out, s, "transformer.ln_f", head);
+    // GptModel's order: a tied head's copy of the embedding first (where the stage lacks the
+    // embedding), the final norm, an untied head's own weight last (Hugging Face's order).
+    if (tied && !holds(0)) add_vocabulary_table(out, s, n.word_embedding, true, head);
+    add_norm(out, s, n.final_norm, head);
+    if (!tied) add_vocabulary_table(out, s, n.lm_head, false, head);
   }
   // ZeRO 1–3 on a 2.5D mesh shard the weights partial over tp.dep over dp × depth
   // (zero/zero_layout.cpp, docs/zero.md §5).
@@ -277,14 +298,18 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
                                          int stage, const std::vector<BucketInput>& params, const BucketPlan& plan) {
   const int units = partition.n_layer() + 2, head = units - 1;
   const std::vector<UnitSpan> spans = partition.stage_units(stage);
-  const bool tied = !spans.empty() && spans.front().first == 0 && spans.back().last == head;
+  // A tied head on the embedding's stage reads the embedding's own table (its bucket); an untied
+  // head reads its own weight, which is in the head unit's buckets already.
+  const bool tied = s.config().spec.model.tied_head && !spans.empty() && spans.front().first == 0 &&
+                    spans.back().last == head;
+  const std::string& wte = s.names().word_embedding;
   std::vector<std::vector<std::size_t>> forward(static_cast<std::size_t>(units));
   auto add_unique = [](std::vector<std::size_t>& list, std::size_t b) {
     if (std::find(list.begin(), list.end(), b) == list.end()) list.push_back(b);
   };
   for (std::size_t i = 0; i < params.size(); ++i) {
     add_unique(forward[static_cast<std::size_t>(params[i].unit)], plan.place[i].bucket);
-    if (tied && params[i].unit == 0 && params[i].name == kWte)
+    if (tied && params[i].unit == 0 && params[i].name == wte)
       add_unique(forward[static_cast<std::size_t>(head)], plan.place[i].bucket);
   }
   std::vector<std::vector<std::size_t>> backward = forward;

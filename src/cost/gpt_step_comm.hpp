@@ -1,6 +1,6 @@
 #pragma once
-// The byte-exact communication of one whole GPT training step on one rank, as `mdtp train` runs
-// it (src/train/trainer.cpp): every collective and point-to-point call, per (phase, group, op),
+// The byte-exact communication of one whole training step of a GPT-2 or a Llama on one rank, as
+// `mdtp train` runs it (src/train/trainer.cpp): every collective and point-to-point call, per (phase, group, op),
 // derived from the algorithms and the shared pure plans — the stage partition, the pipeline
 // schedule and the ZeRO bucket plan (src/plan) — never from a ledger.  The ledger of a real step
 // equals it on every rank (tests/step_comm); the trainer writes it beside the measurement.
@@ -8,8 +8,10 @@
 // What one step issues, per rank of pipeline stage r (docs/performance-model.md, "The whole-step
 // byte plan"):
 //   forward, backward  per micro-batch and per chunk of the stage: each block's attention, MLP
-//                      and two LayerNorms (plan_step of those layers), the embedding on virtual
-//                      stage 0, the final LayerNorm + tied head + cross-entropy on the last one
+//                      and two norms (plan_step of those layers, at the family's widths:
+//                      block_widths.hpp), the embedding on virtual stage 0, the final norm + LM
+//                      head + cross-entropy on the last one (a tied and an untied head issue the
+//                      same calls: only whose table they multiply by differs)
 //   pipeline           per micro-batch and chunk: the residual shard received and sent forward,
 //                      its gradient received and sent backward (send/recv over `pp`); where the
 //                      residual is replicated over tp (1D), only a 1/tp row slice crosses and the
@@ -17,7 +19,8 @@
 //   grad-sync          ZeRO 0: per parameter, its partial-sum groups then dp (reduce_gradients);
 //                      ZeRO 1–3: per bucket of the bucket plan, a reduce-scatter over its shard
 //                      group (dp; dp × depth for 2.5D weights) and the partial-sum all-reduces of
-//                      the shard (the tied wte over `embedding`)
+//                      the shard (the tied wte over `embedding`; an untied head's weight is held by
+//                      its stage alone and summed over nothing)
 //   loss               the last stage sums its loss over the logits' row split and dp; a
 //                      broadcast over pp gives it to every stage
 //   optimizer          the gradient norm (f64 all-reduce over dp at ZeRO ≥ 1, then tp-pp); ZeRO
@@ -81,7 +84,8 @@ StagePartition stage_partition(const StepCommConfig& config);
 Schedule step_schedule(const StepCommConfig& config);
 
 // The parameters a stage's model holds, in the order GptModel::parameters() lists them (units
-// ascending; the head's own wte copy first in the head unit when the stage lacks the embedding),
+// ascending; in the head unit a tied head's wte copy first when the stage lacks the embedding, the
+// final norm, an untied head's lm_head.weight last), under the family's names (parameter_names.hpp),
 // with their shard sizes, the partial-sum groups of more than one rank, the weight-decay flag,
 // the dtype and the unit: the ZeRO engine's bucket-plan input, derived from the configuration.
 std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stage);

@@ -71,6 +71,7 @@ Workload unit_workload(const std::string& layer, const ModelShape& model, TpMode
   w.rows = micro_batch * model.seq;
   w.hidden = model.hidden;
   w.ffn_hidden = model.ffn();
+  w.block = block_widths(model);
   w.dtype = dtype;
   return w;
 }
@@ -138,15 +139,17 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   add_calls(sync, out.block_grad_sync, topology, time_model);
   out.block_grad_sync_seconds = sync.comm_seconds;
 
-  // The attention core runs per local head on whole local sequences (model/attention.hpp).
+  // The attention core runs per local head on whole local sequences (model/attention.hpp): c_attn's
+  // output columns split over g ranks, each holding heads/g query heads and kv/g key/value heads.
   const LinearShape& c_attn = attention.linears()[0];
   const LinearShape& c_proj = attention.linears()[1];
-  const std::int64_t h = model.hidden, s = model.seq, d_head = model.hidden / model.heads;
-  require(c_attn.y.cols > 0 && (3 * h) % c_attn.y.cols == 0, "c_attn's output shard of ", c_attn.y.cols,
-          " columns does not split 3*hidden=", 3 * h, " evenly");
-  const std::int64_t qkv_split = 3 * h / c_attn.y.cols;
-  require(model.heads % qkv_split == 0, "heads=", model.heads, " must be divisible by the QKV column split ", qkv_split,
-          " of mode ", mode, " on tp=", tp, " (every rank holds whole heads)");
+  const std::int64_t s = model.seq, d_head = model.hidden / model.heads, kv = model.kv();
+  require(c_attn.y.cols > 0 && c_attn.out_features % c_attn.y.cols == 0, "c_attn's output shard of ", c_attn.y.cols,
+          " columns does not split its ", c_attn.out_features, " columns evenly");
+  const std::int64_t qkv_split = c_attn.out_features / c_attn.y.cols;
+  require(model.heads % qkv_split == 0 && kv % qkv_split == 0, "heads=", model.heads, " and kv_heads=", kv,
+          " must be divisible by the QKV column split ", qkv_split, " of mode ", mode, " on tp=", tp,
+          " (every rank holds whole heads)");
   require(c_attn.y.rows % s == 0, "a rank holds ", c_attn.y.rows, " rows of attention's input under mode ", mode,
           " on tp=", tp, "; they must be whole sequences of seq=", s, " (raise the micro-batch ", micro_batch, ")");
   const std::int64_t heads_local = model.heads / qkv_split, seqs_local = c_attn.y.rows / s;
@@ -159,14 +162,22 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   const double delta = static_cast<double>(dtype_size(dtype)), mu = dropout ? 1.0 : 0.0;
   const double E_r = static_cast<double>(ln.layernorms()[0].x.numel());
   const double E_c = static_cast<double>(c_proj.x.numel());
-  const double E_f = static_cast<double>(mlp.linears()[0].y.numel());
+  const LinearShape& fc1 = mlp.linears()[0];
+  const LinearShape& fc2 = mlp.linears()[1];
+  const double E_f = static_cast<double>(fc1.y.numel());  // the activation's input (GeLU: F; SwiGLU: gate|up 2F)
+  const double E_h = static_cast<double>(fc2.x.numel());  // its output, fc2's input (F)
   const double E_A = static_cast<double>(products) * static_cast<double>(s) * static_cast<double>(s);
+  // Rotary embeddings rotate this rank's Q and K in place: read and write both, forward and on
+  // their gradients backward.
+  const double E_qk = block_widths(model).rotary
+                          ? static_cast<double>(seqs_local * s * (heads_local + kv / qkv_split) * d_head)
+                          : 0.0;
   const double attention_dropout = dropout ? (2 * delta + mu) * E_A : 0.0;
   const double core_forward_bytes = 2 * E_A * delta + attention_dropout;
-  const double forward_bytes =
-      2 * 2 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta + 2 * E_f * delta + core_forward_bytes;
+  const double forward_bytes = 2 * 2 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta +
+                               (E_f + E_h) * delta + 2 * E_qk * delta + core_forward_bytes;
   const double backward_bytes = 2 * 3 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta +
-                                3 * E_f * delta + 3 * E_A * delta + attention_dropout;
+                                (2 * E_f + E_h) * delta + 2 * E_qk * delta + 3 * E_A * delta + attention_dropout;
 
   block.attention_core.gemm_flops = 2 * flops_one;
   block.attention_core.gemm_seconds = t_scores + t_context;
@@ -182,8 +193,6 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster);
 
   // Kept activations (Korthikanti et al. 2022, itemised; header comment).
-  const LinearShape& fc1 = mlp.linears()[0];
-  const LinearShape& fc2 = mlp.linears()[1];
   ActivationBytes& a = out.block_activations;
   a.rest = delta * (2 * E_r + static_cast<double>(c_attn.x.numel() + c_attn.y.numel() + c_proj.x.numel() +
                                                   fc1.x.numel() + fc1.y.numel() + fc2.x.numel())) +

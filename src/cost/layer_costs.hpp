@@ -1,29 +1,36 @@
 #pragma once
-// LayerCosts: the work of one micro-batch on one rank, per unit of the GPT (a transformer block,
-// the embedding, the final LayerNorm + tied head + cross-entropy), split into the passes the
+// LayerCosts: the work of one micro-batch on one rank, per unit of the model (a transformer block,
+// the embedding, the final norm + LM head + cross-entropy), split into the passes the
 // pipeline schedules: forward F, backward-input B, backward-weight W, plus what recomputation
 // adds before B.  Everything is read off the same Geometry as the exact collective plan
 // (geometry.hpp), so shapes cannot disagree:
 //
-//   GEMMs        plan_gemms of attention's Linears (c_attn H→3H, c_proj H→H) and the MLP, plus
+//   GEMMs        plan_gemms of attention's Linears (c_attn H → 3H, or (heads + 2·kv)·d with
+//                grouped-query attention; c_proj H→H) and the MLP (H → F → H, or H → 2F → F → H
+//                with SwiGLU's fused gate|up: block_widths.hpp), plus
 //                the attention core per local head and local sequence: Q·Kᵀ [s,d]·[d,s] and P·V
 //                forward; dP, dV, dQ, dK backward (all B: no weight);  timed by the roofline
 //                (kernel_time.hpp)
 //   streaming    bytes read + written per kernel (Megatron's fused kernels; E_r the residual shard,
-//                E_c c_proj's input shard, E_f fc1's output shard, E_A = local heads·local
+//                E_c c_proj's input shard, E_f fc1's output shard (the activation's input), E_h
+//                fc2's input shard (its output: E_f under GeLU, E_f/2 under SwiGLU), E_qk this
+//                rank's Q and K columns (rotary positions; 0 without), E_A = local heads·local
 //                sequences·s² the scores; δ the dtype's bytes, μ = 1 byte of dropout mask or 0):
-//                  forward   2 LayerNorms 2·2E_r·δ, 2 bias+dropout+add 2·(3δ+μ)E_r, context
-//                            transpose 2E_c·δ, bias+GeLU 2E_f·δ, scale+mask+softmax 2E_A·δ,
-//                            attention dropout (2δ+μ)E_A
-//                  backward  LayerNorms 2·3E_r·δ, bias+dropout+add 2·(3δ+μ)E_r, transpose 2E_c·δ,
-//                            GeLU 3E_f·δ, softmax 3E_A·δ, dropout (2δ+μ)E_A
-//   collectives  plan_step of the attention, MLP and both LayerNorms (forward, backward; the
+//                  forward   2 norms 2·2E_r·δ, 2 bias+dropout+add 2·(3δ+μ)E_r, context
+//                            transpose 2E_c·δ, activation (E_f + E_h)·δ, RoPE 2E_qk·δ,
+//                            scale+mask+softmax 2E_A·δ, attention dropout (2δ+μ)E_A
+//                  backward  norms 2·3E_r·δ, bias+dropout+add 2·(3δ+μ)E_r, transpose 2E_c·δ,
+//                            activation (2E_f + E_h)·δ (reads its input and dY, writes dX), RoPE
+//                            2E_qk·δ, softmax 3E_A·δ, dropout (2δ+μ)E_A
+//   collectives  plan_step of the attention, MLP and both norms (forward, backward; the
 //                grad-sync calls once per step), and the embedding/head calls of
 //                model/embedding.hpp and model/lm_head.hpp; timed by the cluster's α-β model on
 //                the link class of each group (the TP groups of one tp-sized mesh placed on nodes
 //                of gpus_per_node)
 //   activations  what a micro-batch leaves for backward (Korthikanti et al. 2022, itemised from the
-//                shards: 1D gives sbh(10 + 24/t + 5as/(ht)), 1d-sp sbh(34/t + 5as/(ht))): `core`
+//                shards — every Linear's input, c_attn's and fc1's outputs, two norms — so a wider
+//                QKV or a gated MLP changes it through the shapes alone; GPT-2 in 1D gives
+//                sbh(10 + 24/t + 5as/(ht)), 1d-sp sbh(34/t + 5as/(ht))): `core`
 //                is the 5as/h part (softmax output, its dropout mask and output) that selective
 //                recomputation drops; `input` the block input full recomputation keeps
 #include <cstdint>
@@ -67,8 +74,10 @@ struct LayerCosts {
   // Of block_params, the elements whose gradient is partial over exactly tp.dep (2.5D weights):
   // ZeRO treats their depth copies as data-parallel replicas and shards them over dp × depth.
   double block_depth_replica_params = 0.0;
-  double embedding_params = 0.0;  // wte shard + wpe shard (first stage)
-  double head_params = 0.0;       // final LayerNorm (+ the wte copy when pp > 1: counted by the caller)
+  double embedding_params = 0.0;  // wte shard (+ the wpe shard, GPT-2) (first stage)
+  // The final norm, and an untied head's own weight (a tied head's wte copy on a stage without
+  // the embedding is counted by the caller).
+  double head_params = 0.0;
   double wte_params = 0.0;        // the wte shard alone
   ActivationBytes block_activations;
   double head_activation_bytes = 0.0;       // final LayerNorm input, gathered G, fp32 softmax of the logits

@@ -36,8 +36,8 @@ MemoryEstimate estimate_memory(const Workload& workload, double optimizer_bytes_
   for (std::size_t i = 0; i < linears.size(); ++i) {
     auto items = linear_kept(g, linears[i], element);
     m.kept.insert(m.kept.end(), items.begin(), items.end());
-    if (workload.layer == "mlp" && i == 0)  // Mlp keeps fc1's output for GeLU's backward
-      m.kept.push_back({"mlp: GeLU input", linears[0].y.numel() * element});
+    if (workload.layer == "mlp" && i == 0)  // Mlp keeps fc1's output for the activation's backward
+      m.kept.push_back({"mlp: activation input", linears[0].y.numel() * element});
   }
   if (!linears.empty()) m.output_bytes = linears.back().y.numel() * element;
   for (const auto& n : g.layernorms()) {

@@ -7,9 +7,10 @@
 //     Linear (every mode)   its input X as received (1D column under 1d-sp: the row shard; 1D
 //                           row, SUMMA, 3D: the shard), except 3D with keep_gathered_3d, which
 //                           keeps the gathered X(j,k) [B/q, K/q] and W(k,i) [K/q, N/q] instead;
-//     MLP                   fc1's, the GeLU input (fc1's output), fc2's (its input is GeLU's
-//                           output: kept by fc2 as X, or gathered in its place under 3D keep);
-//     LayerNorm             x̂ (the dtype) and per-row (mean, rstd) in float64;
+//     MLP                   fc1's, the activation's input (fc1's output: F, or 2F for SwiGLU's
+//                           fused gate|up), fc2's (its input is the activation's output, F:
+//                           kept by fc2 as X, or gathered in its place under 3D keep);
+//     LayerNorm, RMSNorm    x̂ (the dtype) and per-row (mean, rstd) in float64;
 //   output                  the shard forward returns (the caller's, not counted as kept).
 // Transient buffers (received SUMMA blocks, 3D gathers, partial products) live only inside a
 // call and are not part of these figures.  A kept input is shared with the caller: it is charged

@@ -1,9 +1,10 @@
 #pragma once
-// StepConfig: one training step of a GPT (docs/theory.md §7's architecture, Megatron's layer
-// order) on a parallel configuration — what the whole-step model (step_model.hpp) evaluates and
-// the planner (planner.hpp) enumerates.
+// StepConfig: one training step of a GPT-2 or Llama (docs/theory.md §7's architecture, Megatron's
+// layer order) on a parallel configuration — what the whole-step model (step_model.hpp) evaluates
+// and the planner (planner.hpp) enumerates.
 //
-//   model        layers l, hidden h, heads a, sequence s, vocabulary V; the MLP is 4h wide
+//   model        layers l, hidden h, heads a (kv key/value heads), sequence s, vocabulary V, the
+//                MLP's width F (GPT-2: 4h), the family (block_widths.hpp: what Llama changes)
 //   batch        global batch B (sequences), micro-batch b; m = B/(b·dp) micro-batches per replica
 //   parallelism  mode ∈ {1d, 1d-sp, 2d, 2.5d, 3d} on tp ranks (2.5d: depth d), pp stages with a
 //                schedule (gpipe, 1f1b, interleaved with v chunks, zb-h1), dp replicas, ZeRO 0–3
@@ -70,8 +71,11 @@ struct StepConfig {
   // p − 1 round-robin, stage 0 both under a V, stages 0 and p − 1 both under DualPipe's mirror.
   bool holds_embedding(int stage) const;
   bool holds_head(int stage) const;
-  // Whether a head's wte is a copy of its own, kept equal by the `embedding` all-reduce (the head
-  // on another stage than the embedding: round-robin with pp > 1).
+  // Whether stage r's head holds a copy of the tied wte, kept equal by the `embedding` all-reduce
+  // (a tied head on another stage than the embedding).  An untied head holds its own weight
+  // instead (counted with the head's parameters), and nothing is all-reduced over `embedding`.
+  bool head_copies_wte(int stage) const;
+  // Whether any stage's does (round-robin with pp > 1, tied).
   bool head_holds_wte_copy() const;
   // The share of the step's micro-batches each of a stage's chunks runs: 1, or 1/2 under DualPipe
   // (each route carries half).  A stage's work per micro-batch is its blocks times this.

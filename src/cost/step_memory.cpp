@@ -18,7 +18,7 @@ namespace mdtp::cost {
 double stage_parameters(const StepConfig& c, const LayerCosts& costs, int stage) {
   double n = static_cast<double>(c.stage_blocks(stage)) * costs.block_params;
   if (c.holds_embedding(stage)) n += costs.embedding_params;
-  if (c.holds_head(stage)) n += costs.head_params + (c.holds_embedding(stage) ? 0.0 : costs.wte_params);
+  if (c.holds_head(stage)) n += costs.head_params + (c.head_copies_wte(stage) ? costs.wte_params : 0.0);
   return n;
 }
 
@@ -27,9 +27,10 @@ namespace {
 // Stage r's parameters at the planner's resolution: one bucket per unit, the wte a bucket of its
 // own (units, not the 25 MB cap, are what this model knows; padding is ignored).  In elements per
 // rank, with the units writing each bucket and the buckets each unit's forward and backward-input
-// pass read, as src/zero's layout has them: the head's passes read the final LayerNorm and the
-// wte (the embedding's, tied, without a pipeline; its own copy with one); the embedding's forward
-// reads wpe and the wte, its backward-input pass nothing (its whole backward is a weight pass).
+// pass read, as src/zero's layout has them: the head's passes read the final norm and the wte
+// when tied (the embedding's without a pipeline; its own copy with one), or the head bucket alone
+// when untied (its own weight is in it); the embedding's forward reads wpe (GPT-2) and the wte,
+// its backward-input pass nothing (its whole backward is a weight pass).
 struct StageBuckets {
   std::vector<std::vector<int>> writers;
   std::vector<std::int64_t> elements;
@@ -45,6 +46,7 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
     return s.writers.size() - 1;
   };
   // In the order backward produces them: units descending.
+  const bool tied = c.spec.model.tied_head;
   std::size_t ln_f = 0, wte = 0;
   bool holds_head = false;
   for (const UnitSpan& span : partition.stage_units(stage)) {
@@ -52,11 +54,13 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
       if (u == head) {
         holds_head = true;
         ln_f = bucket({head}, costs.head_params);
-        if (!c.holds_embedding(stage)) wte = bucket({head}, costs.wte_params);
+        if (c.head_copies_wte(stage)) wte = bucket({head}, costs.wte_params);
       } else if (u == 0) {
-        const std::size_t wpe = bucket({0}, costs.embedding_params - costs.wte_params);
-        wte = bucket(c.holds_head(stage) ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
-        s.forward_reads[0] = {wpe, wte};
+        s.forward_reads[0] = {};
+        if (costs.embedding_params > costs.wte_params)  // wpe
+          s.forward_reads[0].push_back(bucket({0}, costs.embedding_params - costs.wte_params));
+        wte = bucket(tied && c.holds_head(stage) ? std::vector<int>{head, 0} : std::vector<int>{0}, costs.wte_params);
+        s.forward_reads[0].push_back(wte);
         s.backward_reads[0] = {};
       } else {
         const std::size_t b = bucket({u}, costs.block_params);
@@ -64,7 +68,10 @@ StageBuckets stage_buckets(const StepConfig& c, const LayerCosts& costs, const S
       }
     }
   }
-  if (holds_head) s.forward_reads[head] = s.backward_reads[head] = {ln_f, wte};
+  if (holds_head) {
+    const std::vector<std::size_t> reads = tied ? std::vector<std::size_t>{ln_f, wte} : std::vector<std::size_t>{ln_f};
+    s.forward_reads[head] = s.backward_reads[head] = reads;
+  }
   return s;
 }
 

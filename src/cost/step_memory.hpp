@@ -3,7 +3,8 @@
 // first holds the most micro-batches in flight, the last the head and its logits).
 //
 //   parameters   P_r elements on stage r (its blocks; the embedding on stage 0; the final
-//                LayerNorm, and with pp > 1 the tied wte copy, on stage p−1) × δ
+//                norm, and with pp > 1 the tied wte copy — or an untied head's own weight,
+//                whatever pp — on stage p−1) × δ
 //   gradients    P_r × g (g = grad_dtype's bytes: fp32 main gradients under bf16)
 //   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8)
 //   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also the g held between

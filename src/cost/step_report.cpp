@@ -11,13 +11,32 @@ namespace {
 
 using nlohmann::json;
 
+json model_json(const ModelShape& m) {
+  return {{"family", model_family_name(m.family)},
+          {"layers", m.layers},
+          {"hidden", m.hidden},
+          {"heads", m.heads},
+          {"kv_heads", m.kv()},
+          {"ffn_hidden", m.ffn()},
+          {"seq", m.seq},
+          {"vocab", m.vocab},
+          {"tied_head", m.tied_head}};
+}
+
+// "gpt2: 24 layers, hidden 2304, 24 heads, seq 2048, vocab 51200" (+ "kv 8, ffn 28672, untied
+// head" where they differ from GPT-2's).
+std::string model_text(const ModelShape& m) {
+  std::string out = fmt::format("{}: {} layers, hidden {}, {} heads", model_family_name(m.family), m.layers, m.hidden,
+                                m.heads);
+  if (m.kv() != m.heads) out += fmt::format(" (kv {})", m.kv());
+  if (m.ffn() != 4 * m.hidden) out += fmt::format(", ffn {}", m.ffn());
+  out += fmt::format(", seq {}, vocab {}", m.seq, m.vocab);
+  if (!m.tied_head) out += ", untied head";
+  return out;
+}
+
 json config_json(const StepConfig& c, std::int64_t microbatches) {
-  return {{"model",
-           {{"layers", c.spec.model.layers},
-            {"hidden", c.spec.model.hidden},
-            {"heads", c.spec.model.heads},
-            {"seq", c.spec.model.seq},
-            {"vocab", c.spec.model.vocab}}},
+  return {{"model", model_json(c.spec.model)},
           {"global_batch", c.spec.global_batch},
           {"micro_batch", c.micro_batch()},
           {"microbatches", microbatches},
@@ -171,12 +190,7 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
                        {"step_s", result.ranked[row.index].step_seconds}});
   }
   const json doc = {{"cluster", cluster.name},
-                    {"model",
-                     {{"layers", r.model.layers},
-                      {"hidden", r.model.hidden},
-                      {"heads", r.model.heads},
-                      {"seq", r.model.seq},
-                      {"vocab", r.model.vocab}}},
+                    {"model", model_json(r.model)},
                     {"global_batch", r.global_batch},
                     {"gpus", r.gpus},
                     {"dtype", dtype_name(r.dtype)},
@@ -193,8 +207,7 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
 std::string plan_text(const PlanRequest& r, const PlanResult& result, const Cluster& cluster, int top) {
   std::ostringstream os;
   os << cluster_line(cluster);
-  os << fmt::format("model: {} layers, hidden {}, {} heads, seq {}, vocab {}; global batch {} on {} GPUs, {}{}\n",
-                    r.model.layers, r.model.hidden, r.model.heads, r.model.seq, r.model.vocab, r.global_batch, r.gpus,
+  os << fmt::format("model {}; global batch {} on {} GPUs, {}{}\n", model_text(r.model), r.global_batch, r.gpus,
                     dtype_name(r.dtype), r.dropout ? ", dropout" : "");
   const std::vector<LayoutRow> layouts = collapse_layouts(result.ranked);
   os << fmt::format("{} configurations fit in {} layouts ({} evaluated, {} over the GPU memory, {} shapes refused by "

@@ -1,7 +1,10 @@
-// The vocabulary units of the GPT (model/embedding.hpp, model/lm_head.hpp, model_split.hpp): the
-// vocabulary-parallel embedding on the first stage and the final LayerNorm + tied head +
-// cross-entropy on the last, per micro-batch on one rank.  With the residual's rows over the
-// group spanning R, its columns over C and the vocabulary over S (docs/theory.md §2.6):
+// The vocabulary units of the model (model/embedding.hpp, model/lm_head.hpp, model_split.hpp): the
+// vocabulary-parallel embedding on the first stage and the final norm + LM head + cross-entropy
+// on the last, per micro-batch on one rank.  A tied head multiplies by the embedding's table, an
+// untied one (Llama's lm_head.weight) by a table of its own of the same shape and split, so the
+// calls and GEMMs are the same; only the parameters the head's stage holds differ.  With the
+// residual's rows over the group spanning R, its columns over C and the vocabulary over S
+// (docs/theory.md §2.6):
 //
 //   embedding  F  reduce-scatter over R of [rows, h/|C|]  (R empty: all-reduce over S of [rows, h])
 //              W  all-gather dX over R (its whole backward is a weight pass)
@@ -11,10 +14,11 @@
 //              B  all-gather dlogits over C; dG = dP·wte; reduce-scatter over R (all-reduce over S)
 //              W  wte.grad += dPᵀ·G
 //
-// Streaming: the lookup and position add write and read [rows, h/|C|] (3δ per element), its
-// backward scatter-adds into fp32 gradient rows (δ + 8); the cross-entropy reads the logits twice
-// (max, then exp-sum) and keeps an fp32 softmax ((2δ + 4) per logit), its backward reads that and
-// writes dlogits ((4 + δ) per logit); the final LayerNorm is a block LayerNorm.
+// Streaming: the lookup reads one row of every table (the words; GPT-2's positions too) and writes
+// [rows, h/|C|] ((tables + 1)·δ per element: 3δ for GPT-2, 2δ for Llama, whose positions are
+// rotary), its backward scatter-adds into fp32 gradient rows (δ + 8); the cross-entropy reads the
+// logits twice (max, then exp-sum) and keeps an fp32 softmax ((2δ + 4) per logit), its backward reads that and
+// writes dlogits ((4 + δ) per logit); the final norm is a block norm.
 #include <string>
 
 #include "cost/geometry.hpp"
@@ -74,7 +78,8 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
   add_calls(out.embedding.forward, e_forward, topology, time_model);
   add_calls(out.embedding.backward_weight, e_weight, topology, time_model);
   const double lookup = static_cast<double>(rows * h_c);
-  out.embedding.forward.stream_bytes = 3 * delta * lookup;
+  const bool positions = has_position_table(model);
+  out.embedding.forward.stream_bytes = (positions ? 3 : 2) * delta * lookup;
   out.embedding.backward_weight.stream_bytes = (delta + 8) * lookup;
   for (PassCost* p : {&out.embedding.forward, &out.embedding.backward_weight})
     p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
@@ -109,8 +114,10 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
     p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
 
   out.wte_params = static_cast<double>(vocab_local * h_c);
-  out.embedding_params = out.wte_params + static_cast<double>(model.seq * h_c);
-  out.head_params = 2.0 * static_cast<double>(ln.layernorms()[0].x.cols);
+  out.embedding_params = out.wte_params + (positions ? static_cast<double>(model.seq * h_c) : 0.0);
+  double final_norm = 0.0;
+  for (const ParamShard& p : ln.layernorms()[0].params) final_norm += static_cast<double>(p.elements);
+  out.head_params = final_norm + (model.tied_head ? 0.0 : out.wte_params);
   out.head_activation_bytes = E_r * delta + static_cast<double>(rows * h_c) * delta + 4 * logits;
   return out;
 }

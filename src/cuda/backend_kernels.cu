@@ -137,7 +137,7 @@ __global__ void row_mean_m2_kernel(const T* x, double* stats, std::int64_t cols)
 }
 
 __global__ void merge_row_stats_kernel(const double* s, int parts, double count_per_part, double eps,
-                                       double* out, std::int64_t rows) {
+                                       double* out, std::int64_t rows, bool centred) {
   MDTP_GRID_STRIDE(i, rows) {
     // Chan et al., merged part by part in the host's order.
     double n = 0.0, mean = 0.0, m2 = 0.0;
@@ -150,8 +150,8 @@ __global__ void merge_row_stats_kernel(const double* s, int parts, double count_
       m2 += m2b + delta * delta * n * nb / total;
       n = total;
     }
-    out[2 * i] = mean;
-    out[2 * i + 1] = 1.0 / sqrt(m2 / n + eps);
+    out[2 * i] = centred ? mean : 0.0;  // uncentred (RMSNorm): the mean square is mean² + variance
+    out[2 * i + 1] = 1.0 / sqrt((centred ? 0.0 : mean * mean) + m2 / n + eps);
   }
 }
 
@@ -176,7 +176,7 @@ __global__ void layernorm_apply_kernel(const T* x, const double* mr, const T* ga
 
 template <class T>
 __global__ void layernorm_backward_sums_kernel(const T* dy, const T* xhat, const T* gamma,
-                                               double* sums, std::int64_t cols) {
+                                               double* sums, std::int64_t cols, bool centred) {
   __shared__ double scratch[32];
   const std::int64_t base = blockIdx.x * cols;
   double s1 = 0.0, s2 = 0.0;
@@ -188,7 +188,7 @@ __global__ void layernorm_backward_sums_kernel(const T* dy, const T* xhat, const
   s1 = block_reduce(s1, SumOp{}, 0.0, scratch);
   s2 = block_reduce(s2, SumOp{}, 0.0, scratch);
   if (threadIdx.x == 0) {
-    sums[2 * blockIdx.x] = s1;
+    sums[2 * blockIdx.x] = centred ? s1 : 0.0;
     sums[2 * blockIdx.x + 1] = s2;
   }
 }
@@ -326,10 +326,10 @@ void row_mean_m2(DType type, const void* x, double* stats, std::int64_t rows, st
 }
 
 void merge_row_stats(const double* stacked, int parts, std::int64_t count_per_part, double eps,
-                     double* mean_rstd, std::int64_t rows, cudaStream_t stream) {
+                     double* mean_rstd, std::int64_t rows, bool centred, cudaStream_t stream) {
   if (rows == 0) return;
   merge_row_stats_kernel<<<grid_for(rows), kThreads, 0, stream>>>(
-      stacked, parts, static_cast<double>(count_per_part), eps, mean_rstd, rows);
+      stacked, parts, static_cast<double>(count_per_part), eps, mean_rstd, rows, centred);
   MDTP_CHECK_LAUNCH();
 }
 
@@ -345,11 +345,12 @@ void layernorm_apply(DType type, const void* x, const double* mean_rstd, const v
 }
 
 void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const void* gamma,
-                             double* sums, std::int64_t rows, std::int64_t cols, cudaStream_t stream) {
+                             double* sums, std::int64_t rows, std::int64_t cols, bool centred,
+                             cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
     layernorm_backward_sums_kernel<T><<<grid_x(rows), kThreads, 0, stream>>>(
-        static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), sums, cols));
+        static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), sums, cols, centred));
   MDTP_CHECK_LAUNCH();
 }
 

@@ -33,8 +33,16 @@ char* bytes(Tensor& t) { return static_cast<char*>(t.raw_data()); }
 
 }  // namespace
 
+// The strided batches below step from head to head by d in Q, K and V alike: one K/V head per
+// query head.
+static void require_one_kv_per_head(const Tensor& qkv, const Tensor& y) {
+  require(qkv.cols() == 3 * y.cols(), "CUDA attention: grouped-query attention (qkv ", qkv.cols(),
+          " columns for an output of ", y.cols(), ") is not implemented on CUDA yet; it runs on the host");
+}
+
 void CudaGptKernels::do_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y,
                                     Tensor& probs) const {
+  require_one_kv_per_head(qkv, y);
   const AttentionLayout L(qkv, seq_len, n_head);
   if (L.sequences == 0 || L.d == 0) return;
   const DType dt = qkv.dtype();
@@ -56,6 +64,7 @@ void CudaGptKernels::do_attention_forward(const Tensor& qkv, std::int64_t seq_le
 
 void CudaGptKernels::do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                                      std::int64_t n_head, Tensor& dqkv) const {
+  require_one_kv_per_head(qkv, dy);
   const AttentionLayout L(qkv, seq_len, n_head);
   if (L.sequences == 0 || L.d == 0) return;
   const DType dt = qkv.dtype();

@@ -138,9 +138,9 @@ void CudaBackend::do_row_mean_m2(const Tensor& x, Tensor& stats) const {
 }
 
 void CudaBackend::do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part,
-                                  double eps, Tensor& mean_rstd) const {
+                                  double eps, Tensor& mean_rstd, bool centred) const {
   kernels::merge_row_stats(stacked.data<double>(), parts, count_per_part, eps, mean_rstd.data<double>(),
-                           mean_rstd.rows(), stream());
+                           mean_rstd.rows(), centred, stream());
 }
 
 void CudaBackend::do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
@@ -150,9 +150,9 @@ void CudaBackend::do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, c
 }
 
 void CudaBackend::do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
-                                          Tensor& sums) const {
+                                          Tensor& sums, bool centred) const {
   kernels::layernorm_backward_sums(dy.dtype(), dy.raw_data(), xhat.raw_data(), gamma.raw_data(),
-                                   sums.data<double>(), dy.rows(), dy.cols(), stream());
+                                   sums.data<double>(), dy.rows(), dy.cols(), centred, stream());
 }
 
 void CudaBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,

@@ -64,11 +64,11 @@ class CudaBackend final : public Backend {
   void do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const override;
   void do_row_mean_m2(const Tensor& x, Tensor& stats) const override;
   void do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
-                       Tensor& mean_rstd) const override;
+                       Tensor& mean_rstd, bool centred) const override;
   void do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
                        const Tensor& beta, Tensor& xhat, Tensor& y) const override;
   void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
-                               Tensor& sums) const override;
+                               Tensor& sums, bool centred) const override;
   void do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                           const Tensor& mean_rstd, const Tensor& sums, std::int64_t n, Tensor& dx,
                           Tensor& dgamma, Tensor& dbeta) const override;

@@ -68,6 +68,18 @@ void CudaGptKernels::do_xent_backward(const Tensor& logits, std::int64_t valid_c
                          lse.data<double>(), dev_targets.data(), col0, scale, dlogits.raw_data(), cuda_.stream());
 }
 
+void CudaGptKernels::do_rope(Tensor&, std::int64_t, std::int64_t, std::int64_t, double, bool) const {
+  throw_error("the rotary position embedding (--model llama) is not implemented on CUDA yet; it runs on the host");
+}
+
+void CudaGptKernels::do_swiglu_forward(const Tensor&, Tensor&) const {
+  throw_error("the SwiGLU MLP (--model llama) is not implemented on CUDA yet; it runs on the host");
+}
+
+void CudaGptKernels::do_swiglu_backward(const Tensor&, const Tensor&, Tensor&) const {
+  throw_error("the SwiGLU MLP (--model llama) is not implemented on CUDA yet; it runs on the host");
+}
+
 std::unique_ptr<GptKernels> make_cuda_gpt_kernels(const CudaBackend& backend) {
   return std::make_unique<CudaGptKernels>(backend);
 }

@@ -25,6 +25,12 @@ class CudaGptKernels final : public GptKernels {
                             Tensor& probs) const override;
   void do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                              std::int64_t n_head, Tensor& dqkv) const override;
+  // The Llama kernels (rotary embedding, SwiGLU) are not written for CUDA yet: they refuse in one
+  // line, and mdtp train refuses --model llama with --device cuda before anything is built.
+  void do_rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads, double theta,
+               bool inverse) const override;
+  void do_swiglu_forward(const Tensor& gate_up, Tensor& y) const override;
+  void do_swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const override;
   void do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const override;
   void do_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
                             std::span<const std::int32_t> targets, std::int64_t col0, Tensor& sums) const override;

@@ -35,12 +35,13 @@ void gelu_backward(DType type, const void* x, const void* dy, void* dx, std::int
 void row_mean_m2(DType type, const void* x, double* stats, std::int64_t rows, std::int64_t cols,
                  cudaStream_t stream);
 void merge_row_stats(const double* stacked, int parts, std::int64_t count_per_part, double eps,
-                     double* mean_rstd, std::int64_t rows, cudaStream_t stream);
+                     double* mean_rstd, std::int64_t rows, bool centred, cudaStream_t stream);
 void layernorm_apply(DType type, const void* x, const double* mean_rstd, const void* gamma,
                      const void* beta, void* xhat, void* y, std::int64_t rows, std::int64_t cols,
                      cudaStream_t stream);
 void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const void* gamma,
-                             double* sums, std::int64_t rows, std::int64_t cols, cudaStream_t stream);
+                             double* sums, std::int64_t rows, std::int64_t cols, bool centred,
+                             cudaStream_t stream);
 void layernorm_backward(DType type, const void* dy, const void* xhat, const void* gamma,
                         const double* mean_rstd, const double* sums, std::int64_t n_total, void* dx,
                         DType grad_type, void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,

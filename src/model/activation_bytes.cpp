@@ -7,6 +7,13 @@
 
 namespace mdtp {
 
+void set_block_family(ActivationShapes& a, const ModelShape& model, std::int64_t grad_dtype_bytes) {
+  const bool llama = model.family == ModelFamily::llama;
+  a.mlp_gate_factor = llama ? 2 : 1;  // SwiGLU's gate|up (model/swiglu.hpp), or GeLU
+  a.position_rows = !llama;
+  a.norm_scratch_bytes = llama ? a.residual_cols * grad_dtype_bytes : 0;
+}
+
 ActivationTensorBytes tensor_bytes(const ActivationShapes& a) {
   const std::int64_t d = a.dtype_bytes;
   ActivationTensorBytes t;
@@ -15,6 +22,8 @@ ActivationTensorBytes tensor_bytes(const ActivationShapes& a) {
   t.E_qkv = a.qkv_rows * a.qkv_cols * d;
   t.E_y = a.qkv_rows * a.core_cols * d;
   t.E_f = a.mlp_rows * a.mlp_cols * d;
+  t.E_h = a.mlp_rows * (a.mlp_cols / a.mlp_gate_factor) * d;
+  t.norm_scratch = a.norm_scratch_bytes;
   t.probs = a.seq > 0 ? a.qkv_rows / a.seq * a.local_heads * a.seq * a.seq * d : 0;
   t.G = a.head_gathered_rows * a.residual_cols * d;
   t.logits = a.logits_rows * a.vocab_cols * d;
@@ -24,7 +33,7 @@ ActivationTensorBytes tensor_bytes(const ActivationShapes& a) {
 }
 
 std::int64_t block_context_bytes(const ActivationTensorBytes& t, bool probabilities) {
-  return 2 * (t.E_r + t.stats) + t.E_r + t.E_qkv + (probabilities ? t.probs : 0) + t.E_y + t.E_r + 2 * t.E_f;
+  return 2 * (t.E_r + t.stats) + t.E_r + t.E_qkv + (probabilities ? t.probs : 0) + t.E_y + t.E_r + t.E_f + t.E_h;
 }
 
 std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a, std::int64_t n_layer,
@@ -35,7 +44,7 @@ std::vector<UnitActivationBytes> unit_activation_bytes(const ActivationShapes& a
       policy.block_input_only ? t.E_r : block_context_bytes(t, policy.attention_probabilities);
   const auto& l = a.linear_allocs;
   block.after_input = (t.E_r + l[0].dy_gather * t.E_qkv) + (t.E_y + l[1].dy_gather * t.E_r) +
-                      (t.E_r + l[2].dy_gather * t.E_f) + (t.E_f + l[3].dy_gather * t.E_r);
+                      (t.E_r + l[2].dy_gather * t.E_f) + (t.E_h + l[3].dy_gather * t.E_r);
 
   UnitActivationBytes embedding{0, t.E_r};
   UnitActivationBytes head{t.E_r + t.stats + t.G + t.logits + t.lse, t.G + t.dp};

@@ -4,18 +4,22 @@
 //
 // A unit's context holds, from its forward F until its backward-input pass B ("after forward"),
 // and from B until its weight pass W ("after input"), these tensors (δ the dtype's bytes, E_r the
-// residual shard r_rows × r_cols × δ, E_qkv the QKV shard, E_y the attention output shard that
-// c_proj reads, E_f the MLP's hidden shard, n_h the local heads, T the sequence length):
-//   block, after F   ln_1 and ln_2: x̂ (E_r) and f64 mean/rstd (r_rows × 16) each; c_attn's input
-//                    (ln_1's output, E_r); QKV (E_qkv); the probabilities (qkv_rows/T · n_h · T² ·
-//                    δ, unless selective recomputation drops them or the kernel streams);
-//                    c_proj's input E_y; fc1's input (E_r); fc1's output and the GeLU's (2 E_f).
+// residual shard r_rows × r_cols × δ, E_qkv the QKV shard (GPT-2: 3H columns; Llama: (heads +
+// 2·kv)·d, after RoPE, which rotates in place), E_y the attention output shard that c_proj reads,
+// E_f fc1's output shard (the activation's input), E_h the activation's output shard (fc2's
+// input: E_f for GeLU, E_f/2 for SwiGLU, whose h = silu(gate)·up halves the [gate | up] columns,
+// tp/mlp.cpp), n_h the local heads, T the sequence length):
+//   block, after F   norm 1 and norm 2: x̂ (E_r) and f64 mean/rstd (r_rows × 16) each (RMSNorm
+//                    too: (0, 1/rms)); c_attn's input (norm 1's output, E_r); QKV (E_qkv); the
+//                    probabilities (qkv_rows/T · n_h · T² · δ, unless selective recomputation drops
+//                    them or the kernel streams); c_proj's input E_y; fc1's input (E_r); fc1's output
+//                    (E_f) and the activation's (E_h).
 //                    Full recomputation: the block input alone (E_r).
 //   block, after B   each Linear's input and its dY (c_attn: E_r + g₁·E_qkv; c_proj: E_y + g₂·E_r;
-//                    fc1: E_r + g₃·E_f; fc2: E_f + g₄·E_r), g the factor by which the mode gathers
+//                    fc1: E_r + g₃·E_f; fc2: E_h + g₄·E_r), g the factor by which the mode gathers
 //                    dY and keeps the gathered tensor (1D-SP row-parallel: tp; 3D: the input
 //                    layout's column group; else 1).  The same under every recomputation policy.
-//   head, after F    ln_f (E_r + r_rows × 16), G (the row-gathered final hidden state:
+//   head, after F    the final norm (E_r + r_rows × 16), G (the row-gathered final hidden state:
 //                    gathered_rows × r_cols × δ), the logits (logits_rows × vocab_cols × δ) and
 //                    their f64 log-sum-exp (logits_rows × 8)
 //   head, after B    G and dP (tokens × vocab_cols × δ: dlogits gathered over the logits' rows)
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "spec/run_spec.hpp"
 #include "tp/linear.hpp"
 
 namespace mdtp {
@@ -44,13 +49,28 @@ struct ActivationShapes {
   std::int64_t row_parts = 1, col_parts = 1, vocab_parts = 1;
   // What each Linear says its passes allocate (Linear::activation_allocs).
   std::array<LinearActivationAllocs, 4> linear_allocs{};  // c_attn, c_proj, fc1, fc2
+  // What the block family changes (set_block_family; GPT-2's by default): fc1's output columns per
+  // activation output column (1: GeLU; 2: SwiGLU), whether the embedding adds a position table's
+  // rows (GPT-2's wpe; Llama's positions are rotary), and the bytes of the scratch row an RMSNorm's
+  // backward writes its discarded column sums (the dβ LayerNorm would have) into: this rank's
+  // hidden columns in the gradients' dtype (tp/layernorm.cpp); 0 for LayerNorm.
+  std::int64_t mlp_gate_factor = 1;
+  bool position_rows = true;
+  std::int64_t norm_scratch_bytes = 0;
 };
+
+// Sets the family's members of `shapes` from the model (its family) and the gradients' dtype.
+// GptModel::activation_shapes fills the layers' extents; these follow from which layers the
+// family builds (model/block.hpp).
+void set_block_family(ActivationShapes& shapes, const ModelShape& model, std::int64_t grad_dtype_bytes);
 
 // The bytes of one micro-batch's tensors on this rank, from the local extents (δ the dtype's bytes).
 struct ActivationTensorBytes {
   std::int64_t E_r = 0;    // a residual shard: r_rows × r_cols × δ
   std::int64_t stats = 0;  // a LayerNorm's f64 pair per residual row: r_rows × 16
-  std::int64_t E_qkv = 0, E_y = 0, E_f = 0;  // QKV, the attention output, the MLP's hidden shard
+  std::int64_t E_qkv = 0, E_y = 0;  // QKV, the attention output
+  std::int64_t E_f = 0, E_h = 0;    // fc1's output (the activation's input), the activation's output
+  std::int64_t norm_scratch = 0;    // RMSNorm's discarded-dβ row (0 for LayerNorm)
   std::int64_t probs = 0;                    // the softmax probabilities: qkv_rows/T · n_h · T² · δ
   std::int64_t G = 0;          // the head's row-gathered final hidden state: gathered_rows × r_cols × δ
   std::int64_t logits = 0;     // this rank's logits: logits_rows × vocab_cols × δ
@@ -59,9 +79,9 @@ struct ActivationTensorBytes {
 };
 ActivationTensorBytes tensor_bytes(const ActivationShapes& shapes);
 
-// A block's context after its forward without recomputation: ln_1 and ln_2 (x̂ and statistics),
+// A block's context after its forward without recomputation: both norms (x̂ and statistics),
 // c_attn's input, QKV, the probabilities (when kept), c_proj's input, fc1's input, fc1's and the
-// GeLU's outputs.
+// activation's outputs.
 std::int64_t block_context_bytes(const ActivationTensorBytes& t, bool probabilities);
 
 // What the recomputation policy and the attention kernel keep.

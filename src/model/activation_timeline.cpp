@@ -71,11 +71,11 @@ class Replay {
       c.free(s_.E_r);  // the kept input, released
     }
     // Mlp::backward_input
-    linear_input_gradient(l[3], s_.E_f);  // dh, fc2's dX
-    c.alloc(s_.E_f);                      // dpre, GeLU's input gradient
-    c.free(s_.E_f);                       // fc1's output (GeLU's input)
+    linear_input_gradient(l[3], s_.E_h);  // dh, fc2's dX
+    c.alloc(s_.E_f);                      // dpre, the activation's input gradient
+    c.free(s_.E_f);                       // fc1's output (the activation's input)
     linear_input_gradient(l[2], s_.E_r);  // fc1's dX
-    c.free(s_.E_f);                       // dh
+    c.free(s_.E_h);                       // dh
     if (!l[2].keeps_dy) c.free(s_.E_f);   // dpre, unless fc1 keeps it as its dY
     layernorm_backward();                 // ln_2
     c.free(s_.E_r);                       // the MLP's dX, a temporary
@@ -104,19 +104,21 @@ class Replay {
   std::int64_t block_after_input() const {
     const auto& l = a_.linear_allocs;
     auto dy = [&](std::size_t i, std::int64_t bytes) { return l[i].keeps_dy ? bytes : 0; };
-    return (s_.E_r + dy(0, s_.E_qkv)) + (s_.E_y + dy(1, s_.E_r)) + (s_.E_r + dy(2, s_.E_f)) + (s_.E_f + dy(3, s_.E_r));
+    return (s_.E_r + dy(0, s_.E_qkv)) + (s_.E_y + dy(1, s_.E_r)) + (s_.E_r + dy(2, s_.E_f)) + (s_.E_h + dy(3, s_.E_r));
   }
 
  private:
   // GptEmbedding::forward: the partial lookup, the rows reduce-scattered where the vocabulary and
-  // the rows are both split, the positions; returns x (E_r) to the caller.
+  // the rows are both split, the positions (GPT-2); returns x (E_r) to the caller.
   void embedding_forward() {
     const std::int64_t lookup = a_.tokens * a_.residual_cols * a_.dtype_bytes;  // every token's row
     c.alloc(lookup);
     const bool scattered = a_.vocab_parts > 1 && a_.row_parts > 1;
     if (scattered) c.alloc(s_.E_r);
-    c.alloc(s_.E_r);  // the positions' rows
-    c.free(s_.E_r);
+    if (a_.position_rows) {
+      c.alloc(s_.E_r);  // the positions' rows
+      c.free(s_.E_r);
+    }
     if (scattered) c.free(lookup);
   }
   // LayerNorm::forward: its local statistics, the kept (mean, rstd) and x̂, the output.
@@ -127,11 +129,13 @@ class Replay {
     c.alloc(s_.E_r);
     c.free(s_.stats);
   }
-  // LayerNorm::backward_input with dY in hand: the sums and dX; x̂, (mean, rstd) and the sums
-  // released.
+  // LayerNorm::backward_input with dY in hand: the sums and dX (an RMSNorm also a scratch row for
+  // the dβ it has no parameter for, dropped at once); x̂, (mean, rstd) and the sums released.
   void layernorm_backward() {
     c.alloc(s_.stats);
     c.alloc(s_.E_r);
+    c.alloc(s_.norm_scratch);
+    c.free(s_.norm_scratch);
     c.free(s_.E_r);
     c.free(s_.stats);
     c.free(s_.stats);
@@ -158,8 +162,8 @@ class Replay {
     if (!keep_probabilities) c.free(s_.probs);
     linear_forward(l[1], s_.E_r);    // h = x + attn(…), in hand
     layernorm_forward();             // ln_2
-    linear_forward(l[2], s_.E_f);    // fc1's output, kept (GeLU's input)
-    c.alloc(s_.E_f);                 // GeLU's output, kept (fc2's input)
+    linear_forward(l[2], s_.E_f);    // fc1's output, kept (the activation's input)
+    c.alloc(s_.E_h);                 // the activation's output, kept (fc2's input)
     linear_forward(l[3], s_.E_r);    // out = h + mlp(…), returned
     c.free(s_.E_r);                  // h goes with the block's frame
   }

@@ -15,6 +15,10 @@
 // (KeepPolicy::attention_probabilities false) the forward allocates and drops them and the
 // backward-input pass allocates them again.
 //
+// GPT-2 and Llama replay alike: what Llama changes — SwiGLU's output, half as wide as the gate|up
+// it reads, RMSNorm's scratch row for the dβ it drops, no position rows in the embedding — comes in
+// through ActivationShapes (set_block_family).
+//
 // The replay is of a stage that holds the whole model (no pipeline): its input is token ids (host
 // vectors) and its output the loss.  With a pipeline the residual tensors handed between stages
 // live until a non-blocking send completes, which depends on the peer's timing: not modelled.

@@ -1,14 +1,20 @@
 #pragma once
-// Causal self-attention written against the mode interface:
-//   qkv = c_attn(x)            mode.linear(H → 3H) from the residual layout; its output layout
-//                              splits columns over at most one group of size g
-//   y   = softmax(q·kᵀ/√d + causal mask)·v   per whole sequence and per local head (no comm.)
+// Causal self-attention written against the mode interface, for both block families:
+//   qkv = c_attn(x)            mode.linear(H → (heads + 2·kv)·d) from the residual layout; its
+//                              output layout splits columns over at most one group of size g
+//   llama: Q, K = rope(Q, K)   rotary positions on this rank's heads (no communication)
+//   y   = softmax(q·kᵀ/√d + causal mask)·v   per whole sequence and per local head (no comm.);
+//                              query head h reads K/V head h / (heads/kv) (grouped-query attention)
 //   out = c_proj(y)            mode.linear(H → H) from c_attn's output layout, back to the
 //                              residual layout (1D: row-parallel; 3D: parity flips back)
-// So that every rank holds whole heads of Q, K and V, c_attn's fused weight stores its columns
-// HEAD-GROUPED: column block b (of g) is [Q heads of b | K heads of b | V heads of b]
-// (head_grouped_columns gives the logical column of each stored one).  Requires n_head divisible
-// by g, and the rows a rank holds to be whole sequences.
+// So that every rank holds whole heads of Q with their K and V, c_attn's fused weight stores its
+// columns BLOCK-GROUPED (model/fused_columns.hpp): column block b (of g) is [Q heads of b | K heads
+// of b | V heads of b].  Requires heads and kv divisible by g, and the rows a rank holds to be whole
+// sequences.  (Where g exceeds kv, each K/V head would have to be replicated on g/kv ranks with its
+// gradient summed over them: refused in one line, not built yet.)
+//
+// Names: GPT-2's c_attn / c_proj (with biases), Llama's fused qkv_proj / o_proj (no biases; the
+// checkpoint splits qkv_proj into Hugging Face's q_proj, k_proj, v_proj).
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -20,12 +26,9 @@
 
 namespace mdtp {
 
-// Storage column → logical column of a fused [.., 3·hidden] QKV tensor split into `blocks`
-// column blocks (logical order: all Q, all K, all V).
-std::vector<std::int64_t> head_grouped_columns(std::int64_t hidden, std::int64_t blocks);
-
-// What attention keeps for one micro-batch: its two Linears', Q·K·V and the softmax probabilities
-// (the latter unless selective recomputation drops them: backward_input then recomputes them).
+// What attention keeps for one micro-batch: its two Linears', Q·K·V (after the rotary embedding)
+// and the softmax probabilities (the latter unless selective recomputation drops them:
+// backward_input then recomputes them).
 struct AttentionSaved {
   LinearSaved c_attn, c_proj;
   Tensor qkv, probs;
@@ -33,29 +36,34 @@ struct AttentionSaved {
 
 class CausalSelfAttention {
  public:
-  // `name` is the module prefix ("transformer.h.0.attn"); `batch_per_replica` sequences of
-  // config.seq tokens are fed to every forward.
+  // `name` is the module prefix ("transformer.h.0.attn", "model.layers.0.self_attn");
+  // `batch_per_replica` sequences of config.seq tokens are fed to every forward.
   CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels, const std::string& name,
                       const ModelShape& config, const Layout& input, std::int64_t batch_per_replica);
   // keep_probabilities false: selective recomputation (Korthikanti et al. 2022) — the T×T
   // probabilities are freed here and recomputed from the kept Q, K, V by backward_input.
   Tensor forward(const Tensor& x, AttentionSaved& saved, bool keep_probabilities = true);
-  // B: c_proj's, the attention core's and c_attn's input gradients; W: c_proj's then c_attn's.
-  // Without kept probabilities the core's forward (QKᵀ, mask, softmax) runs again first, with
-  // the same kernel on the same Q, K, V, so the probabilities are bitwise the forward's.
+  // B: c_proj's, the attention core's (and the rotary embedding's) and c_attn's input gradients;
+  // W: c_proj's then c_attn's.  Without kept probabilities the core's forward (QKᵀ, mask, softmax)
+  // runs again first, with the same kernel on the same Q, K, V, so the probabilities are bitwise
+  // the forward's.
   Tensor backward_input(const Tensor& dy, AttentionSaved& saved);
   void backward_weight(AttentionSaved& saved);
   std::vector<ModelParam> parameters();
   Linear& c_attn() { return *c_attn_; }
   Linear& c_proj() { return *c_proj_; }
   std::int64_t local_heads() const { return local_heads_; }
+  std::int64_t local_kv_heads() const { return local_kv_heads_; }
 
  private:
+  // The core's forward into y and saved.probs.
+  Tensor core_forward(AttentionSaved& saved);
+
   const Backend& backend_;
   const GptKernels& kernels_;
   ModelShape config_;
   std::unique_ptr<Linear> c_attn_, c_proj_;
-  std::int64_t local_heads_ = 0;
+  std::int64_t local_heads_ = 0, local_kv_heads_ = 0;
   std::vector<std::int64_t> qkv_columns_;
 };
 

@@ -12,20 +12,42 @@ std::vector<std::string> as_list(const std::string& group) {
 
 }  // namespace
 
-Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config) {
-  const TpContext& ctx = mode.context();
+std::string word_embedding_name(const ModelShape& config) {
+  return config.family == ModelFamily::llama ? "model.embed_tokens.weight" : "transformer.wte.weight";
+}
+
+namespace {
+
+// A [V (padded), H] table in the vocabulary split, replicated over the TP axes that split neither.
+Parameter vocabulary_table(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config,
+                           std::string name) {
   std::vector<std::string> used = split.vocab;
   used.insert(used.end(), split.cols.begin(), split.cols.end());
-  Parameter wte;
-  wte.name = "transformer.wte.weight";
-  wte.full_shape = {split.padded_vocab(config.vocab), config.hidden};
-  wte.layout = Layout{"gpt.wte", split.vocab, split.cols};
-  wte.replicated_over = as_list(complement_group(mode.tp_axes(), used));
-  wte.replicated_over.push_back("embedding");
-  wte.partial_grad_over = {"embedding"};
-  wte.decays = true;
-  materialize(wte, ctx, InitSpec{});
+  Parameter p;
+  p.name = std::move(name);
+  p.full_shape = {split.padded_vocab(config.vocab), config.hidden};
+  p.layout = Layout{"gpt.wte", split.vocab, split.cols};
+  p.replicated_over = as_list(complement_group(mode.tp_axes(), used));
+  p.decays = true;
+  return p;
+}
+
+}  // namespace
+
+Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config) {
+  Parameter wte = vocabulary_table(mode, split, config, word_embedding_name(config));
+  if (config.tied_head) {
+    wte.replicated_over.push_back("embedding");
+    wte.partial_grad_over = {"embedding"};
+  }
+  materialize(wte, mode.context(), InitSpec{});
   return wte;
+}
+
+Parameter make_lm_head_weight(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config) {
+  Parameter head = vocabulary_table(mode, split, config, "lm_head.weight");
+  materialize(head, mode.context(), InitSpec{});
+  return head;
 }
 
 ModelParam word_embedding_param(Parameter* wte, const ModelShape& config) {
@@ -36,6 +58,8 @@ GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& ker
                            const ModelShape& config)
     : ctx_(mode.context()), kernels_(kernels), split_(split), config_(config),
       wte_(make_word_embedding(mode, split, config)) {
+  vocab_row0_ = shard_block(wte_.layout, ctx_.mesh, wte_.full_shape[0], wte_.full_shape[1], wte_.name).row0();
+  if (config_.family == ModelFamily::llama) return;
   wpe_.name = "transformer.wpe.weight";
   wpe_.full_shape = {config_.seq, config_.hidden};
   wpe_.layout = Layout{"gpt.wpe", {}, split_.cols};
@@ -43,10 +67,10 @@ GptEmbedding::GptEmbedding(const TensorParallelMode& mode, const GptKernels& ker
   wpe_.partial_grad_over = as_list(split_.row_span);
   wpe_.decays = true;
   materialize(wpe_, ctx_, InitSpec{});
-  vocab_row0_ = shard_block(wte_.layout, ctx_.mesh, wte_.full_shape[0], wte_.full_shape[1], wte_.name).row0();
 }
 
 std::vector<ModelParam> GptEmbedding::parameters() {
+  if (config_.family == ModelFamily::llama) return {word_embedding_param(&wte_, config_)};
   return {word_embedding_param(&wte_, config_), model_param(&wpe_, InitSpec{InitSpec::Kind::normal, 0.02, 0.0})};
 }
 
@@ -72,6 +96,7 @@ Tensor GptEmbedding::forward(std::span<const std::int32_t> ids, EmbeddingSaved& 
       mesh.comm(split_.vocab_span).all_reduce(partial);
     }
   }
+  if (config_.family == ModelFamily::llama) return x;
   Tensor pos = be.empty({b.rows, b.cols}, ctx_.dtype, MemCategory::activations);
   kernels_.embedding_forward(wpe_.value, saved.positions, 0, pos);
   be.axpy(1.0, pos, x);
@@ -89,7 +114,7 @@ void GptEmbedding::backward_weight(EmbeddingSaved& saved) {
   require(saved.dx.defined(), "GPT embedding: backward_weight needs backward_input of the same micro-batch first");
   const Backend& be = ctx_.backend;
   const Tensor& dx = saved.dx;
-  kernels_.embedding_backward(dx, saved.positions, 0, wpe_.grad);
+  if (config_.family == ModelFamily::gpt2) kernels_.embedding_backward(dx, saved.positions, 0, wpe_.grad);
   Tensor full = dx;
   if (split_.row_parts > 1) {
     full = be.empty({dx.rows() * split_.row_parts, dx.cols()}, dx.dtype(), MemCategory::communication);

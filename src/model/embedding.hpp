@@ -1,6 +1,7 @@
 #pragma once
-// GptEmbedding: token embedding (vocabulary-parallel wte) plus position embedding (wpe), into the
-// residual layout L (model_split.hpp has the split):
+// GptEmbedding: token embedding (vocabulary-parallel wte) plus, for GPT-2, the learned position
+// embedding (wpe; Llama's positions enter in attention, as rotary embeddings), into the residual
+// layout L (model_split.hpp has the split):
 //
 //   forward   every rank looks up ALL B·T tokens of its replica in its vocabulary slice (zero
 //             rows for tokens outside it) → partial [B·T, H/|C|] over S;
@@ -28,12 +29,18 @@ struct EmbeddingSaved {
   Tensor dx;                            // from backward_input, for the weight pass
 };
 
+// The word embedding's name: transformer.wte.weight (gpt2) or model.embed_tokens.weight (llama).
+std::string word_embedding_name(const ModelShape& config);
+
 // The tied word embedding wte [V (padded), H] as the model shards it (rows over the vocabulary
 // split S, columns over C).  Both the embedding and, on a pipeline's last stage, the LM head's own
 // copy are made by this, so the two start identical (values depend on name and index only).  It
 // is replicated over, and its gradient partial over, the mesh's `embedding` group (first and last
-// pipeline stage; one rank when pp = 1, where nothing is sent).
+// pipeline stage; one rank when pp = 1, where nothing is sent) — where the head is tied.
 Parameter make_word_embedding(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config);
+// An untied LM head's own weight lm_head.weight [V (padded), H], sharded like wte and held by the
+// head's stage alone.
+Parameter make_lm_head_weight(const TensorParallelMode& mode, const ModelSplit& split, const ModelShape& config);
 // Its ModelParam (init N(0, 0.02); the padding rows are not in checkpoints).
 ModelParam word_embedding_param(Parameter* wte, const ModelShape& config);
 
@@ -53,7 +60,7 @@ class GptEmbedding {
   const GptKernels& kernels_;
   ModelSplit split_;
   ModelShape config_;
-  Parameter wte_, wpe_;
+  Parameter wte_, wpe_;  // wpe_: gpt2 only
   std::int64_t vocab_row0_ = 0;  // first (padded) vocabulary row of this rank's wte slice
 };
 

@@ -32,9 +32,11 @@ void validate_chunks(const std::vector<UnitRange>& chunks, const ModelShape& con
 }
 
 int unit_of_parameter(const std::string& name, const ModelShape& config) {
-  if (name == "transformer.wte.weight" || name == "transformer.wpe.weight") return 0;
-  if (name.rfind("transformer.ln_f.", 0) == 0) return unit_count(config) - 1;
-  const std::string prefix = "transformer.h.";
+  const bool llama = config.family == ModelFamily::llama;
+  if (name == word_embedding_name(config) || (!llama && name == "transformer.wpe.weight")) return 0;
+  if (name.rfind(llama ? "model.norm." : "transformer.ln_f.", 0) == 0) return unit_count(config) - 1;
+  if (llama && name == "lm_head.weight" && !config.tied_head) return unit_count(config) - 1;
+  const std::string prefix = llama ? "model.layers." : "transformer.h.";
   if (name.rfind(prefix, 0) != 0) return -1;
   const std::size_t dot = name.find('.', prefix.size());
   if (dot == std::string::npos || dot == prefix.size()) return -1;
@@ -227,23 +229,26 @@ GptModel::GptModel(const TensorParallelMode& mode, const ModelShape& config, std
   blocks_.resize(static_cast<std::size_t>(L));
   for (int i = 0; i < L; ++i) {
     if (!holds(i + 1)) continue;
-    blocks_[static_cast<std::size_t>(i)] =
-        std::make_unique<TransformerBlock>(mode_, kernels_, "transformer.h." + std::to_string(i), config_, batch_);
+    blocks_[static_cast<std::size_t>(i)] = std::make_unique<TransformerBlock>(mode_, kernels_, config_, i, batch_);
     unit_params_[static_cast<std::size_t>(i + 1)] = blocks_[static_cast<std::size_t>(i)]->parameters();
   }
   if (holds(L + 1)) {
     std::vector<ModelParam>& head_params = unit_params_[static_cast<std::size_t>(L + 1)];
-    Parameter* wte = nullptr;
-    if (embedding_) {
-      wte = &embedding_->wte();
+    Parameter* weight = nullptr;
+    if (config_.tied_head && embedding_) {
+      weight = &embedding_->wte();
     } else {
-      head_wte_ = std::make_unique<Parameter>(make_word_embedding(mode_, split_, config_));
-      wte = head_wte_.get();
-      head_params.push_back(word_embedding_param(wte, config_));
+      head_weight_ = std::make_unique<Parameter>(config_.tied_head ? make_word_embedding(mode_, split_, config_)
+                                                                   : make_lm_head_weight(mode_, split_, config_));
+      weight = head_weight_.get();
     }
-    ln_f_ = mode_.layernorm("transformer.ln_f", config_.hidden, split_.residual);
-    head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, *wte, config_.vocab);
+    ln_f_ = model_norm(mode_, config_, config_.family == ModelFamily::llama ? "model.norm" : "transformer.ln_f",
+                       split_.residual);
+    head_ = std::make_unique<TiedLmHead>(mode_, kernels_, split_, *weight, config_.vocab);
+    // Hugging Face's order: the final norm, then lm_head.weight (the tied copy keeps its place).
+    if (config_.tied_head && head_weight_) head_params.push_back(word_embedding_param(weight, config_));
     for (const ModelParam& p : layernorm_parameters(*ln_f_)) head_params.push_back(p);
+    if (!config_.tied_head) head_params.push_back(word_embedding_param(weight, config_));
   }
   for (const auto& unit : unit_params_)
     for (const ModelParam& p : unit) params_.push_back(p);
@@ -357,7 +362,8 @@ ActivationShapes GptModel::activation_shapes() const {
     if (!block) continue;
     CausalSelfAttention& attn = block->attention();
     Mlp& mlp = block->mlp();
-    const ShardBlock qkv = shard_block(attn.c_attn().output_layout(), mesh, tokens, 3 * H, "QKV");
+    const ShardBlock qkv =
+        shard_block(attn.c_attn().output_layout(), mesh, tokens, attn.c_attn().spec().out_features, "QKV");
     const ShardBlock core = shard_block(attn.c_proj().input_layout(), mesh, tokens, H, "attention output");
     const ShardBlock fc = shard_block(mlp.fc1().output_layout(), mesh, tokens, mlp.fc1().spec().out_features, "fc1");
     a.qkv_rows = qkv.rows;

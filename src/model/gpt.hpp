@@ -1,8 +1,9 @@
 #pragma once
-// GptModel: GPT-2 (nanoGPT's architecture and parameter names) written once against the
-// TensorParallelMode interface, so every mode runs the same model:
-//   x = wte[ids] + wpe[pos];  x = block_i(x) for each layer;  x = ln_f(x);
-//   loss = cross-entropy(x·wteᵀ, targets)  (LM head tied to wte)
+// GptModel: a decoder-only transformer written once against the TensorParallelMode interface, so
+// every mode runs the same model — GPT-2 (nanoGPT's architecture and parameter names) or a Llama
+// (Hugging Face's, block.hpp has the differences):
+//   x = wte[ids] (+ wpe[pos], GPT-2);  x = block_i(x) for each layer;  x = ln_f(x);
+//   loss = cross-entropy(x·Wᵀ, targets)  (W = wte when tied — GPT-2 always — else lm_head.weight)
 //
 // Units and chunks.  The model is a list of units: 0 = the embedding, 1 … L = the blocks, L + 1 =
 // the head (ln_f + the tied LM head and the loss).  A GptModel holds the units of one or more
@@ -211,7 +212,9 @@ class GptModel {
   ModelSplit split_;
   std::unique_ptr<GptEmbedding> embedding_;                // unit 0, if held
   std::vector<std::unique_ptr<TransformerBlock>> blocks_;  // block i (unit i + 1), null if not held
-  std::unique_ptr<Parameter> head_wte_;                    // the head's wte copy, without the embedding
+  // The head's weight where the embedding's is not at hand: the tied wte's copy (a stage without
+  // the embedding) or the untied lm_head.weight.
+  std::unique_ptr<Parameter> head_weight_;
   std::unique_ptr<LayerNorm> ln_f_;                        // unit L + 1, if held
   std::unique_ptr<TiedLmHead> head_;
   std::vector<ModelChunk> chunks_;
@@ -224,9 +227,10 @@ class GptModel {
   KeptActivationSample kept_sample_;
 };
 
-// The unit a parameter of this model belongs to, from its nanoGPT name (transformer.wte.weight and
-// transformer.wpe.weight: 0; transformer.h.<i>.*: i + 1; transformer.ln_f.*: L + 1), or -1 for a name
-// that is not one.  Checkpoints use it to order and to recognise tensors held by other stages.
+// The unit a parameter of this model belongs to, from its name — gpt2 (nanoGPT's):
+// transformer.wte.weight and transformer.wpe.weight: 0; transformer.h.<i>.*: i + 1;
+// transformer.ln_f.*: L + 1; llama (Hugging Face's): model.embed_tokens.weight: 0;
+// model.layers.<i>.*: i + 1; model.norm.* and lm_head.weight: L + 1 — or -1 for a name that is not one.  Checkpoints use it to order and to recognise tensors held by other stages.
 int unit_of_parameter(const std::string& name, const ModelShape& config);
 
 // The chunks a validated list describes: sorted, non-overlapping, inside [0, L + 1]; an mdtp::Error

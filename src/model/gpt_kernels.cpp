@@ -18,11 +18,13 @@ void check_attention(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_hea
                      const Tensor& probs, const char* op) {
   require(seq_len > 0 && n_head > 0, op, ": seq_len and n_head must be positive; got ", seq_len, " and ", n_head);
   require(qkv.rows() % seq_len == 0, op, ": ", qkv.rows(), " rows are not whole sequences of ", seq_len);
-  require(qkv.cols() % (3 * n_head) == 0, op, ": qkv has ", qkv.cols(), " columns; expected a multiple of 3·n_head=",
-          3 * n_head);
-  const std::int64_t width = qkv.cols() / 3;
-  require(y.rows() == qkv.rows() && y.cols() == width, op, ": output shape ", shape_string(y.shape()), "; expected [",
-          qkv.rows(), ", ", width, "]");
+  require(y.rows() == qkv.rows() && y.cols() > 0 && y.cols() % n_head == 0, op, ": output shape ",
+          shape_string(y.shape()), "; expected [", qkv.rows(), ", n_head·d] with n_head=", n_head);
+  const std::int64_t d = y.cols() / n_head, kv_width = (qkv.cols() - y.cols()) / 2;
+  require(qkv.cols() > y.cols() && (qkv.cols() - y.cols()) % 2 == 0 && kv_width % d == 0 &&
+              n_head % (kv_width / d) == 0,
+          op, ": qkv has ", qkv.cols(), " columns; expected (n_head + 2·kv)·d with d=", d, " and kv dividing n_head=",
+          n_head);
   const std::int64_t probs_numel = qkv.rows() / seq_len * n_head * seq_len * seq_len;
   require(probs.numel() == probs_numel, op, ": probs has ", probs.numel(),
           " elements; expected sequences·n_head·seq_len² = ", probs_numel);
@@ -84,6 +86,41 @@ void GptKernels::attention_backward(const Tensor& dy, const Tensor& qkv, const T
           shape_string(dqkv.shape()), " of ", dtype_name(dqkv.dtype()), "; expected ", shape_string(qkv.shape()),
           " of ", dtype_name(qkv.dtype()));
   do_attention_backward(dy, qkv, probs, seq_len, n_head, dqkv);
+}
+
+void GptKernels::rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads, double theta,
+                      bool inverse) const {
+  backend_.require_operand(qkv, "rope qkv");
+  require(seq_len > 0 && n_head > 0 && kv_heads > 0 && n_head % kv_heads == 0 && theta > 0, "rope: seq_len=", seq_len,
+          ", n_head=", n_head, ", kv_heads=", kv_heads, " (dividing n_head) and theta=", theta, " must be positive");
+  require(qkv.ndim() == 2 && qkv.rows() % seq_len == 0, "rope: qkv ", shape_string(qkv.shape()),
+          " is not whole sequences of ", seq_len);
+  const std::int64_t heads = n_head + 2 * kv_heads;
+  require(qkv.cols() % heads == 0 && (qkv.cols() / heads) % 2 == 0, "rope: qkv has ", qkv.cols(),
+          " columns; expected (n_head + 2·kv_heads)·d = ", heads, "·d with an even d");
+  do_rope(qkv, seq_len, n_head, kv_heads, theta, inverse);
+}
+
+void GptKernels::swiglu_forward(const Tensor& gate_up, Tensor& y) const {
+  backend_.require_operand(gate_up, "swiglu gate_up");
+  backend_.require_operand(y, "swiglu output");
+  require_same_dtype(gate_up, y, "swiglu_forward");
+  require(gate_up.ndim() == 2 && y.ndim() == 2 && gate_up.rows() == y.rows() && gate_up.cols() == 2 * y.cols(),
+          "swiglu_forward: gate_up ", shape_string(gate_up.shape()), " must be [N, 2c] for y ", shape_string(y.shape()));
+  do_swiglu_forward(gate_up, y);
+}
+
+void GptKernels::swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const {
+  backend_.require_operand(gate_up, "swiglu gate_up");
+  backend_.require_operand(dy, "swiglu output gradient");
+  backend_.require_operand(dgate_up, "swiglu gate_up gradient");
+  require_same_dtype(gate_up, dy, "swiglu_backward");
+  require_same_dtype(gate_up, dgate_up, "swiglu_backward");
+  require(gate_up.ndim() == 2 && dy.ndim() == 2 && gate_up.rows() == dy.rows() && gate_up.cols() == 2 * dy.cols() &&
+              dgate_up.shape() == gate_up.shape(),
+          "swiglu_backward: gate_up ", shape_string(gate_up.shape()), ", dy ", shape_string(dy.shape()), " and dgate_up ",
+          shape_string(dgate_up.shape()), " must be [N, 2c], [N, c] and [N, 2c]");
+  do_swiglu_backward(gate_up, dy, dgate_up);
 }
 
 void GptKernels::xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const {

@@ -34,15 +34,32 @@ class GptKernels {
   void embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids, std::int64_t first_row,
                           Tensor& table_grad) const;
 
-  // Causal multi-head self-attention over whole sequences.  qkv [N, 3·n_head·d]: rows are the
-  // tokens of N / seq_len sequences of seq_len tokens; columns [Q heads | K heads | V heads], each
-  // head d wide.  y [N, n_head·d]; probs [N / seq_len, n_head, seq_len, seq_len] receives the
+  // Causal multi-head self-attention over whole sequences.  qkv [N, (n_head + 2·kv)·d]: rows are
+  // the tokens of N / seq_len sequences of seq_len tokens; columns [Q heads | K heads | V heads],
+  // each head d wide, with kv K/V heads (kv divides n_head; query head h reads K/V head
+  // h / (n_head/kv): grouped-query attention; kv = n_head for GPT-2).  y [N, n_head·d] (d and kv
+  // follow from y's and qkv's widths); probs [N / seq_len, n_head, seq_len, seq_len] receives the
   // softmax of the scaled (1/sqrt(d)) scores, 0 above the diagonal, kept for backward.
   void attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y,
                          Tensor& probs) const;
-  // dqkv [N, 3·n_head·d] from dy [N, n_head·d] (overwritten, not accumulated).
+  // dqkv [N, (n_head + 2·kv)·d] from dy [N, n_head·d] (overwritten, not accumulated; a shared K/V
+  // head's gradient sums over its query heads).
   void attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                           std::int64_t n_head, Tensor& dqkv) const;
+
+  // Rotary position embedding (Hugging Face Llama's rotate-half form), in place on the Q and K
+  // columns of qkv [N, (n_head + 2·kv)·d] (V is left alone); row r is position r mod seq_len.  Each
+  // head's pair (j, j + d/2), j < d/2, turns by the angle pos·θ^(-2j/d) (computed in f64):
+  //   x_j' = x_j·cos − x_{j+d/2}·sin,   x_{j+d/2}' = x_{j+d/2}·cos + x_j·sin.
+  // inverse: by the negative angle — the rotation's transpose, which takes the gradient of the
+  // rotated Q and K back to the gradient of the unrotated ones.
+  void rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads, double theta,
+            bool inverse) const;
+  // SwiGLU (Shazeer 2020; Llama's MLP): gate_up [N, 2c] holds [gate | up] (this rank's c columns of
+  // each); y [N, c] = silu(gate) ∘ up with silu(g) = g·σ(g).
+  void swiglu_forward(const Tensor& gate_up, Tensor& y) const;
+  // dgate_up [N, 2c] = [dy ∘ up ∘ σ(g)(1 + g(1 − σ(g))) | dy ∘ silu(g)] (overwritten).
+  void swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const;
 
   // Softmax cross-entropy over a vocabulary split by columns.  logits [rows, cols] hold vocabulary
   // entries [col0, col0 + cols) of which only the first `valid_cols` are real (the rest is padding
@@ -67,6 +84,10 @@ class GptKernels {
                                     Tensor& probs) const = 0;
   virtual void do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                                      std::int64_t n_head, Tensor& dqkv) const = 0;
+  virtual void do_rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads, double theta,
+                       bool inverse) const = 0;
+  virtual void do_swiglu_forward(const Tensor& gate_up, Tensor& y) const = 0;
+  virtual void do_swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const = 0;
   virtual void do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const = 0;
   virtual void do_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
                                     std::span<const std::int32_t> targets, std::int64_t col0, Tensor& sums) const = 0;

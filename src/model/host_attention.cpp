@@ -17,14 +17,18 @@ template <class T>
 using ConstRowMap = Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>;
 
 // Where one head of one sequence lives: Q, K, V (and their gradients) are d-wide column blocks of
-// [T, 3C] rows; Y and dY d-wide blocks of [T, C] rows; P is a contiguous T x T matrix.
+// [T, C + 2·C_kv] rows; Y and dY d-wide blocks of [T, C] rows; P is a contiguous T x T matrix.
+// Query head h reads K/V head h / group (group = heads / kv_heads; 1 without grouped queries).
 struct HeadView {
   std::int64_t T, C, d;
   std::int64_t q, k, v;  // element offsets of Q, K, V of the head in the sequence's qkv rows
   std::int64_t y;        // element offset of the head in the sequence's y rows
-  HeadView(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t h)
-      : T(seq_len), C(qkv.cols() / 3), d(qkv.cols() / 3 / n_head), q(h * d), k(C + h * d), v(2 * C + h * d),
-        y(h * d) {}
+  HeadView(const Tensor& qkv, std::int64_t q_width, std::int64_t seq_len, std::int64_t n_head, std::int64_t h)
+      : T(seq_len), C(q_width), d(q_width / n_head), q(h * d), k(0), v(0), y(h * d) {
+    const std::int64_t kv_width = (qkv.cols() - C) / 2, group = n_head / (kv_width / d), kv = h / group;
+    k = C + kv * d;
+    v = C + kv_width + kv * d;
+  }
 };
 
 // Row i of a block of scores over keys [0, i], in place: exp(s - max) / Σ; keys after i (the causal
@@ -42,11 +46,11 @@ void causal_softmax_row(T* row, std::int64_t i, std::int64_t T_) {
 
 template <class T>
 void host_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y, Tensor& probs) {
-  const std::int64_t sequences = qkv.rows() / seq_len, C3 = qkv.cols(), C = C3 / 3;
+  const std::int64_t sequences = qkv.rows() / seq_len, C3 = qkv.cols(), C = y.cols();
   if (sequences == 0 || C == 0) return;
   for (std::int64_t s = 0; s < sequences; ++s)
     for (std::int64_t h = 0; h < n_head; ++h) {
-      const HeadView hv(qkv, seq_len, n_head, h);
+      const HeadView hv(qkv, C, seq_len, n_head, h);
       const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hv.d)));
       const T* x = qkv.data<T>() + s * seq_len * C3;
       T* p = probs.data<T>() + (s * n_head + h) * seq_len * seq_len;
@@ -64,14 +68,15 @@ void host_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_
 template <class T>
 void host_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t seq_len,
                              std::int64_t n_head, Tensor& dqkv, Tensor& scratch) {
-  const std::int64_t sequences = qkv.rows() / seq_len, C3 = qkv.cols(), C = C3 / 3;
-  // dK and dV accumulate over the query blocks; dQ is written whole, block by block.
+  const std::int64_t sequences = qkv.rows() / seq_len, C3 = qkv.cols(), C = dy.cols();
+  // dK and dV accumulate over the query blocks (and over the query heads that share them); dQ is
+  // written whole, block by block.
   std::fill_n(dqkv.data<T>(), dqkv.numel(), T(0));
   if (sequences == 0 || C == 0) return;
   T* ds = scratch.data<T>();
   for (std::int64_t s = 0; s < sequences; ++s)
     for (std::int64_t h = 0; h < n_head; ++h) {
-      const HeadView hv(qkv, seq_len, n_head, h);
+      const HeadView hv(qkv, C, seq_len, n_head, h);
       const T scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(hv.d)));
       const T* x = qkv.data<T>() + s * seq_len * C3;
       T* dx = dqkv.data<T>() + s * seq_len * C3;

@@ -1,7 +1,8 @@
 #pragma once
 // Causal multi-head attention on the host by GEMMs (core/host_gemm.hpp), for HostGptKernels.
-// Shapes and semantics are GptKernels' (model/gpt_kernels.hpp): qkv [N, 3C] with heads d = C/heads
-// wide, probs [N/T, heads, T, T] keeps the masked softmax for backward.
+// Shapes and semantics are GptKernels' (model/gpt_kernels.hpp): qkv [N, C + 2·C_kv] with heads
+// d = C/heads wide (C_kv = kv_heads·d: grouped-query attention, query head h reading K/V head
+// h / (heads/kv_heads)), probs [N/T, heads, T, T] keeps the masked softmax for backward.
 //
 // Per (sequence, head), query rows go in blocks of kAttentionBlock: a block of rows [i0, i1) only
 // sees keys [0, i1), so the products skip the masked upper triangle beyond the block, and the

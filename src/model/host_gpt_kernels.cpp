@@ -162,6 +162,18 @@ void narrow_into(const Tensor& w, Tensor& t, std::int64_t first) {
 // Rows per block of the 16-bit cross-entropy: about 1 Mi f32 elements of logits.
 std::int64_t xent_rows_per_block(std::int64_t cols) { return std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(cols, 1)); }
 
+// The rotary embedding of one row's Q and K heads (`width` elements, heads d wide) in place.
+template <class T>
+void rotate_row(T* x, std::int64_t width, std::int64_t d, const double* cos_row, const double* sin_row) {
+  const std::int64_t half = d / 2;
+  for (std::int64_t h0 = 0; h0 < width; h0 += d)
+    for (std::int64_t j = 0; j < half; ++j) {
+      const double a = x[h0 + j], b = x[h0 + half + j], c = cos_row[j], s = sin_row[j];
+      x[h0 + j] = static_cast<T>(a * c - b * s);
+      x[h0 + half + j] = static_cast<T>(b * c + a * s);
+    }
+}
+
 class HostGptKernels final : public GptKernels {
  public:
   using GptKernels::GptKernels;
@@ -188,6 +200,58 @@ class HostGptKernels final : public GptKernels {
     Tensor scratch = backend().empty({block, seq_len}, qkv.dtype(), MemCategory::workspace);
     dispatch(qkv.dtype(), [&](auto zero) {
       host_attention_backward<decltype(zero)>(dy, qkv, probs, seq_len, n_head, dqkv, scratch);
+    });
+  }
+  void do_rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads, double theta,
+               bool inverse) const override {
+    const std::int64_t d = qkv.cols() / (n_head + 2 * kv_heads), half = d / 2;
+    // cos and sin of every (position, pair) once per call, in f64: [seq_len, half] each.
+    std::vector<double> cos_table(static_cast<std::size_t>(seq_len * half)), sin_table(cos_table.size());
+    for (std::int64_t j = 0; j < half; ++j) {
+      const double inv_freq = std::pow(theta, -2.0 * static_cast<double>(j) / static_cast<double>(d));
+      for (std::int64_t t = 0; t < seq_len; ++t) {
+        const double angle = static_cast<double>(t) * inv_freq;
+        cos_table[static_cast<std::size_t>(t * half + j)] = std::cos(angle);
+        sin_table[static_cast<std::size_t>(t * half + j)] = inverse ? -std::sin(angle) : std::sin(angle);
+      }
+    }
+    // Q and K heads are the first n_head + kv_heads d-wide column blocks.
+    const std::int64_t rotated = (n_head + kv_heads) * d;
+    if (is_16bit(qkv.dtype())) {
+      for (std::int64_t r = 0; r < qkv.rows(); ++r) {
+        Tensor row = widened(backend(), qkv, r * qkv.cols(), {1, rotated});
+        rotate_row(row.data<float>(), rotated, d, &cos_table[static_cast<std::size_t>((r % seq_len) * half)],
+                   &sin_table[static_cast<std::size_t>((r % seq_len) * half)]);
+        narrow_into(row, qkv, r * qkv.cols());
+      }
+      return;
+    }
+    dispatch(qkv.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      for (std::int64_t r = 0; r < qkv.rows(); ++r)
+        rotate_row(qkv.data<T>() + r * qkv.cols(), rotated, d, &cos_table[static_cast<std::size_t>((r % seq_len) * half)],
+                   &sin_table[static_cast<std::size_t>((r % seq_len) * half)]);
+    });
+  }
+  void do_swiglu_forward(const Tensor& gate_up, Tensor& y) const override {
+    by_element_type(gate_up, [&](const auto* gu, std::int64_t rows, std::int64_t c, auto store) {
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < c; ++j) {
+          const double g = gu[i * 2 * c + j], u = gu[i * 2 * c + c + j];
+          store(y, i * c + j, g / (1.0 + std::exp(-g)) * u);
+        }
+    });
+  }
+  void do_swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const override {
+    const std::vector<double> dys = backend().to_f64(dy);
+    by_element_type(gate_up, [&](const auto* gu, std::int64_t rows, std::int64_t c, auto store) {
+      for (std::int64_t i = 0; i < rows; ++i)
+        for (std::int64_t j = 0; j < c; ++j) {
+          const double g = gu[i * 2 * c + j], u = gu[i * 2 * c + c + j], d = dys[static_cast<std::size_t>(i * c + j)];
+          const double sig = 1.0 / (1.0 + std::exp(-g)), silu = g * sig;
+          store(dgate_up, i * 2 * c + j, d * u * sig * (1.0 + g * (1.0 - sig)));
+          store(dgate_up, i * 2 * c + c + j, d * silu);
+        }
     });
   }
   void do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const override {
@@ -241,10 +305,30 @@ class HostGptKernels final : public GptKernels {
     }
   }
 
+  // fn(pointer to gate_up's elements as f32/f64 (16-bit: a widened copy), rows, c, store) where
+  // store(tensor, index, double) writes one element in the tensor's dtype.  The SwiGLU kernels are
+  // element-wise in f64 arithmetic: a Llama run on the host is for checking, not for speed.
+  template <class Fn>
+  void by_element_type(const Tensor& gate_up, Fn&& fn) const {
+    const std::int64_t rows = gate_up.rows(), c = gate_up.cols() / 2;
+    if (is_16bit(gate_up.dtype())) {
+      Tensor w = widened(backend(), gate_up, 0, gate_up.shape());
+      fn(static_cast<const float*>(w.data<float>()), rows, c, [](Tensor& t, std::int64_t i, double v) {
+        const float f = static_cast<float>(v);
+        narrow_from_f32(&f, t.dtype(), const_cast<unsigned char*>(bytes_at(t, i)), 1);
+      });
+      return;
+    }
+    dispatch(gate_up.dtype(), [&](auto zero) {
+      using T = decltype(zero);
+      fn(gate_up.data<T>(), rows, c, [](Tensor& t, std::int64_t i, double v) { t.data<T>()[i] = static_cast<T>(v); });
+    });
+  }
+
   // One sequence at a time: its qkv rows and its heads' probabilities widened, the f32 kernel, its
   // y rows and probabilities rounded back (y from the f32 probabilities, before their rounding).
   void attention_forward_16bit(const Tensor& qkv, std::int64_t T, std::int64_t n_head, Tensor& y, Tensor& probs) const {
-    const std::int64_t C3 = qkv.cols(), C = C3 / 3, per_seq = n_head * T * T;
+    const std::int64_t C3 = qkv.cols(), C = y.cols(), per_seq = n_head * T * T;
     for (std::int64_t s = 0; s < qkv.rows() / T; ++s) {
       Tensor x = widened(backend(), qkv, s * T * C3, {T, C3});
       Tensor ys = backend().empty({T, C}, DType::f32, MemCategory::workspace);
@@ -257,7 +341,7 @@ class HostGptKernels final : public GptKernels {
 
   void attention_backward_16bit(const Tensor& dy, const Tensor& qkv, const Tensor& probs, std::int64_t T,
                                 std::int64_t n_head, Tensor& dqkv) const {
-    const std::int64_t C3 = qkv.cols(), C = C3 / 3, per_seq = n_head * T * T;
+    const std::int64_t C3 = qkv.cols(), C = dy.cols(), per_seq = n_head * T * T;
     Tensor scratch = backend().empty({std::min(kAttentionBlock, T), T}, DType::f32, MemCategory::workspace);
     for (std::int64_t s = 0; s < qkv.rows() / T; ++s) {
       Tensor x = widened(backend(), qkv, s * T * C3, {T, C3});

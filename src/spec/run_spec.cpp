@@ -7,30 +7,16 @@
 
 namespace mdtp {
 
-NormKind parse_norm_kind(std::string_view name) {
-  for (NormKind k : {NormKind::layernorm, NormKind::rmsnorm})
-    if (name == norm_kind_name(k)) return k;
-  throw_error("unknown normalisation '", name, "'; expected layernorm or rmsnorm");
+ModelFamily parse_model_family(std::string_view name) {
+  for (ModelFamily k : {ModelFamily::gpt2, ModelFamily::llama})
+    if (name == model_family_name(k)) return k;
+  throw_error("unknown model family '", name, "'; expected gpt2 or llama");
 }
 
-const char* norm_kind_name(NormKind kind) {
-  switch (kind) {
-    case NormKind::layernorm: return "layernorm";
-    case NormKind::rmsnorm: return "rmsnorm";
-  }
-  return "?";
-}
-
-PositionKind parse_position_kind(std::string_view name) {
-  for (PositionKind k : {PositionKind::learned, PositionKind::rope})
-    if (name == position_kind_name(k)) return k;
-  throw_error("unknown position embedding '", name, "'; expected learned or rope");
-}
-
-const char* position_kind_name(PositionKind kind) {
-  switch (kind) {
-    case PositionKind::learned: return "learned";
-    case PositionKind::rope: return "rope";
+const char* model_family_name(ModelFamily family) {
+  switch (family) {
+    case ModelFamily::gpt2: return "gpt2";
+    case ModelFamily::llama: return "llama";
   }
   return "?";
 }
@@ -67,6 +53,16 @@ void validate_model(const ModelShape& m) {
           " (every head has hidden/heads features)");
   require(m.heads % m.kv() == 0, "run spec: model.kv_heads=", m.kv(), " must divide model.heads=", m.heads,
           " (each key/value head serves heads/kv_heads query heads)");
+  require(m.norm_eps > 0 && std::isfinite(m.norm_eps), "run spec: model.norm_eps must be > 0; got ", m.norm_eps);
+  require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "run spec: model.rope_theta must be > 0; got ",
+          m.rope_theta);
+  if (m.family == ModelFamily::gpt2)
+    require(m.kv() == m.heads && m.tied_head, "run spec: a gpt2 model has kv_heads = heads = ", m.heads,
+            " and a tied head; got kv_heads ", m.kv(), ", tied_head ", m.tied_head ? "true" : "false",
+            " (--model llama takes these)");
+  else
+    require((m.hidden / m.heads) % 2 == 0, "run spec: llama's rotary embedding needs an even head width; hidden/heads = ",
+            m.hidden / m.heads);
 }
 
 void validate_layout(const ParallelLayout& p, const ModelShape& m) {
@@ -172,12 +168,10 @@ std::string describe(const RunSpec& s) {
   const ModelShape& m = s.model;
   const ParallelLayout& p = s.layout;
   std::ostringstream os;
-  os << "GPT l=" << m.layers << " h=" << m.hidden << " a=" << m.heads << " s=" << m.seq << " V=" << m.vocab;
+  os << (m.family == ModelFamily::gpt2 ? "GPT" : "Llama") << " l=" << m.layers << " h=" << m.hidden << " a=" << m.heads << " s=" << m.seq << " V=" << m.vocab;
   if (m.ffn_hidden > 0) os << " ffn=" << m.ffn_hidden;
   if (m.kv_heads > 0) os << " kv=" << m.kv_heads;
-  if (m.norm != NormKind::layernorm) os << " " << norm_kind_name(m.norm);
-  if (m.position != PositionKind::learned) os << " " << position_kind_name(m.position);
-  if (!m.tied_head) os << " untied-head";
+  if (m.family == ModelFamily::llama) os << (m.tied_head ? " tied-head" : "") << " theta=" << m.rope_theta;
   os << " B=" << s.global_batch << " | " << p.mode << " tp=" << p.tp;
   if (p.mode == TpMode::d2p5) os << " d=" << p.depth;
   os << " pp=" << p.pp << " dp=" << p.dp << " " << schedule_name(p.schedule) << " m=" << p.micro_batches;

@@ -21,15 +21,13 @@
 
 namespace mdtp {
 
-// The normalisation layers: GPT-2's LayerNorm or Llama's RMSNorm.
-enum class NormKind { layernorm, rmsnorm };
-NormKind parse_norm_kind(std::string_view name);  // "layernorm" | "rmsnorm"
-const char* norm_kind_name(NormKind kind);
-
-// Where positions enter: GPT-2's learned position embedding or Llama's rotary embedding.
-enum class PositionKind { learned, rope };
-PositionKind parse_position_kind(std::string_view name);  // "learned" | "rope"
-const char* position_kind_name(PositionKind kind);
+// The block family.  gpt2: LayerNorm with biases, learned positions, GeLU MLP, biases on every
+// Linear, ffn 4·hidden, kv = heads, the head tied to the embedding.  llama: RMSNorm, rotary
+// position embeddings (Hugging Face's rotate-half form), a SwiGLU MLP of any width, grouped-query
+// attention, no biases, the head tied or not.
+enum class ModelFamily { gpt2, llama };
+ModelFamily parse_model_family(std::string_view name);  // "gpt2" | "llama"
+const char* model_family_name(ModelFamily family);
 
 // Which pipeline stage runs which virtual stage: round-robin, stage r runs virtual stages r, r + p,
 // r + 2p, … (Megatron's interleaving); V-shaped, stage r runs virtual stages r and 2p − 1 − r
@@ -41,9 +39,9 @@ StageMapping parse_stage_mapping(std::string_view name);  // "round-robin" | "v-
 const char* stage_mapping_name(StageMapping mapping);
 StageMapping stage_mapping_of(ScheduleKind kind);
 
-// The transformer.  Only GPT-2 (layernorm, learned positions, tied head, ffn 4·hidden, kv = heads)
-// is run by the engine today; the Llama members (rmsnorm, rope, an untied head, another MLP width,
-// grouped-query attention) are here so that specs need no new format when a later engine runs them.
+// The transformer: its family and sizes.  A gpt2 spec keeps kv = heads and a tied head (validate()
+// refuses anything else; the cost model prices any MLP width, the engine runs 4·hidden);
+// rope_theta applies to llama only, norm_eps to both.
 struct ModelShape {
   std::int64_t layers = 2;  // transformer blocks
   std::int64_t hidden = 64;
@@ -53,9 +51,10 @@ struct ModelShape {
   std::int64_t vocab = 64;
   std::int64_t ffn_hidden = 0;  // MLP width; 0: 4·hidden (GPT-2)
   std::int64_t kv_heads = 0;    // key/value heads (grouped-query attention); 0: heads
-  NormKind norm = NormKind::layernorm;
-  PositionKind position = PositionKind::learned;
-  bool tied_head = true;  // the LM head is the token embedding's transpose
+  ModelFamily family = ModelFamily::gpt2;
+  bool tied_head = true;      // the LM head is the token embedding's transpose
+  double rope_theta = 10000;  // llama: the rotary base θ (inv_freq_i = θ^(-2i/d))
+  double norm_eps = 1e-5;     // LayerNorm's / RMSNorm's ε
 
   std::int64_t ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   std::int64_t kv() const { return kv_heads > 0 ? kv_heads : heads; }

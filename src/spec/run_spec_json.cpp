@@ -29,9 +29,10 @@ J write(const RunSpec& s) {
   model["vocab"] = m.vocab;
   model["ffn_hidden"] = m.ffn_hidden;
   model["kv_heads"] = m.kv_heads;
-  model["norm"] = norm_kind_name(m.norm);
-  model["position"] = position_kind_name(m.position);
+  model["family"] = model_family_name(m.family);
   model["tied_head"] = m.tied_head;
+  model["rope_theta"] = m.rope_theta;
+  model["norm_eps"] = m.norm_eps;
 
   const ParallelLayout& p = s.layout;
   J pp_layers = J::array();
@@ -230,7 +231,8 @@ RunSpec run_spec_from_json(const nlohmann::json& json, const RunSpec& defaults) 
   RunSpec s = defaults;
 
   const Section model = top.section("model", {"layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads",
-                                              "norm", "position", "tied_head"});
+                                              "family", "tied_head", "rope_theta", "norm_eps"});
+  model.read_name("family", s.model.family, parse_model_family);
   model.read("layers", s.model.layers);
   model.read("hidden", s.model.hidden);
   model.read("heads", s.model.heads);
@@ -238,9 +240,9 @@ RunSpec run_spec_from_json(const nlohmann::json& json, const RunSpec& defaults) 
   model.read("vocab", s.model.vocab);
   model.read("ffn_hidden", s.model.ffn_hidden);
   model.read("kv_heads", s.model.kv_heads);
-  model.read_name("norm", s.model.norm, parse_norm_kind);
-  model.read_name("position", s.model.position, parse_position_kind);
   model.read("tied_head", s.model.tied_head);
+  model.read("rope_theta", s.model.rope_theta);
+  model.read("norm_eps", s.model.norm_eps);
 
   top.read("global_batch", s.global_batch);
 

@@ -3,8 +3,8 @@
 // file's record of what ran):
 //
 //   {"version": 1,
-//    "model": {"layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads", "norm",
-//              "position", "tied_head"},
+//    "model": {"layers", "hidden", "heads", "seq", "vocab", "ffn_hidden", "kv_heads", "family",
+//              "tied_head", "rope_theta", "norm_eps"},
 //    "global_batch": 8,
 //    "parallel": {"mode", "tp", "depth", "pp", "dp", "schedule", "micro_batches", "chunks",
 //                 "group_size", "pp_layers", "stage_mapping"},

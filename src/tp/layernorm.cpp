@@ -6,8 +6,8 @@
 namespace mdtp {
 
 LayerNorm::LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden, Layout layout,
-                     const std::vector<std::string>& tp_axes, double eps)
-    : ctx_(ctx), name_(std::move(name)), hidden_(hidden), layout_(std::move(layout)), eps_(eps) {
+                     const std::vector<std::string>& tp_axes, double eps, Kind kind)
+    : ctx_(ctx), name_(std::move(name)), hidden_(hidden), layout_(std::move(layout)), eps_(eps), kind_(kind) {
   require(layout_.col_groups.size() <= 1, name_, ": LayerNorm needs the hidden dimension split over at most one group; layout ",
           layout_.name, " splits it over ", layout_.col_groups.size());
   hidden_group_ = layout_.col_groups.empty() ? "" : layout_.col_groups.front();
@@ -22,7 +22,19 @@ LayerNorm::LayerNorm(const TpContext& ctx, std::string name, std::int64_t hidden
   gamma_.name = name_ + ".weight";
   beta_.name = name_ + ".bias";
   materialize(gamma_, ctx_, InitSpec{InitSpec::Kind::constant, 0.0, 1.0});
-  materialize(beta_, ctx_, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
+  if (kind_ == Kind::layer) {
+    materialize(beta_, ctx_, InitSpec{InitSpec::Kind::constant, 0.0, 0.0});
+  } else {
+    // RMSNorm: a zero β for layernorm_apply, never updated.  Its storage is allocated even where
+    // ZeRO-3 defers γ's (a row of zeros the width of this rank's hidden slice).
+    const ShardBlock b = shard_block(gamma_.layout, ctx_.mesh, 1, hidden_, name_ + " zero shift");
+    beta_.value = ctx_.backend.zeros({b.cols}, ctx_.dtype, MemCategory::other);
+  }
+}
+
+std::vector<Parameter*> LayerNorm::parameters() {
+  if (kind_ == Kind::rms) return {&gamma_};
+  return {&gamma_, &beta_};
 }
 
 Tensor LayerNorm::forward(const Tensor& x, LayerNormSaved& saved) {
@@ -43,7 +55,7 @@ Tensor LayerNorm::forward(const Tensor& x, LayerNormSaved& saved) {
     comm.all_gather(local, stacked);
   }
   saved.mean_rstd = be.empty({rows, 2}, DType::f64, MemCategory::activations);
-  be.merge_row_stats(stacked, parts, local_cols, eps_, saved.mean_rstd);
+  be.merge_row_stats(stacked, parts, local_cols, eps_, saved.mean_rstd, kind_ == Kind::layer);
   saved.xhat = be.empty(x.shape(), x.dtype(), MemCategory::activations);
   Tensor y = be.empty(x.shape(), x.dtype(), MemCategory::activations);
   be.layernorm_apply(x, saved.mean_rstd, gamma_.value, beta_.value, saved.xhat, y);
@@ -55,11 +67,18 @@ Tensor LayerNorm::backward_input(const Tensor& dy, LayerNormSaved& saved) {
   require_shape(dy, saved.xhat.shape(), (name_ + " output gradient").c_str());
   const Backend& be = ctx_.backend;
   Tensor sums = be.empty({dy.rows(), 2}, DType::f64, MemCategory::activations);
-  be.layernorm_backward_sums(dy, saved.xhat, gamma_.value, sums);
+  be.layernorm_backward_sums(dy, saved.xhat, gamma_.value, sums, kind_ == Kind::layer);
   if (!hidden_group_.empty() && ctx_.mesh.comm(hidden_group_).size() > 1)
     ctx_.mesh.comm(hidden_group_).all_reduce(sums);
   Tensor dx = be.empty(dy.shape(), dy.dtype(), MemCategory::activations);
-  be.layernorm_backward(dy, saved.xhat, gamma_.value, saved.mean_rstd, sums, hidden_, dx, gamma_.grad, beta_.grad);
+  if (kind_ == Kind::layer) {
+    be.layernorm_backward(dy, saved.xhat, gamma_.value, saved.mean_rstd, sums, hidden_, dx, gamma_.grad, beta_.grad);
+  } else {
+    // RMSNorm has no β: its column sums of dy land in a scratch row and are dropped.
+    Tensor unused_dbeta = be.zeros(gamma_.grad.shape(), gamma_.grad.dtype(), MemCategory::activations);
+    be.layernorm_backward(dy, saved.xhat, gamma_.value, saved.mean_rstd, sums, hidden_, dx, gamma_.grad,
+                          unused_dbeta);
+  }
   saved = LayerNormSaved{};
   return dx;
 }

@@ -5,8 +5,9 @@
 namespace mdtp {
 
 std::unique_ptr<LayerNorm> TensorParallelMode::layernorm(const std::string& name, std::int64_t hidden,
-                                                         const Layout& input, double eps) const {
-  return std::make_unique<LayerNorm>(ctx_, name, hidden, input, tp_axes(), eps);
+                                                         const Layout& input, double eps,
+                                                         LayerNorm::Kind kind) const {
+  return std::make_unique<LayerNorm>(ctx_, name, hidden, input, tp_axes(), eps, kind);
 }
 
 void require_layout(const Layout& actual, const Layout& expected, const std::string& who) {

@@ -28,7 +28,7 @@ class TensorParallelMode {
   virtual std::unique_ptr<Linear> linear(const LinearSpec& spec, const Layout& input) const = 0;
 
   std::unique_ptr<LayerNorm> layernorm(const std::string& name, std::int64_t hidden, const Layout& input,
-                                       double eps = 1e-5) const;
+                                       double eps = 1e-5, LayerNorm::Kind kind = LayerNorm::Kind::layer) const;
   const TpContext& context() const { return ctx_; }
 
  protected:

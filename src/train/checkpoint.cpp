@@ -12,6 +12,7 @@
 #include "run/rank_stats.hpp"
 #include "run/root_task.hpp"
 #include "train/checkpoint_provenance.hpp"
+#include "model/checkpoint_pieces.hpp"
 #include "train/hf_checkpoint.hpp"
 #include "train/stage_gather.hpp"
 
@@ -28,8 +29,24 @@ std::int64_t config_value(const ModelShape& c, const std::string& key) {
   return c.seq;
 }
 
+// The sizes under nanoGPT's names, the family as Hugging Face's model_type, and for llama the rest
+// of its shape under Hugging Face's config names.
+std::int64_t rows_of(const Shape& shape) { return shape.size() == 1 ? 1 : shape[0]; }
+
+// A piece's dataset shape: its rows of the full tensor (a 1-D tensor is its own single piece).
+Shape piece_shape(const Shape& full, const CheckpointPiece& piece) {
+  return full.size() == 1 ? full : Shape{piece.rows, full[1]};
+}
+
 void write_config(H5File& file, const ModelShape& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
+  file.set_attribute("/", "model_type", std::string(model_family_name(c.family)));
+  if (c.family != ModelFamily::llama) return;
+  file.set_attribute("/", "intermediate_size", c.ffn());
+  file.set_attribute("/", "num_key_value_heads", c.kv());
+  file.set_attribute("/", "rope_theta", c.rope_theta);
+  file.set_attribute("/", "rms_norm_eps", c.norm_eps);
+  file.set_attribute("/", "tie_word_embeddings", static_cast<std::int64_t>(c.tied_head ? 1 : 0));
 }
 
 // A kind of tensor a file holds for every parameter, under a dataset prefix.
@@ -65,7 +82,13 @@ void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine
           [&](NamedTensor&& t) {
             if (file == nullptr || !error.empty() || !written.insert(part.prefix + t.name).second) return;
             try {
-              file->write_real(part.prefix + t.name, t.shape, t.values, storage);
+              // Fused tensors are written as Hugging Face's separate ones (model/checkpoint_pieces.hpp).
+              const std::int64_t cols = t.shape.back();
+              for (const CheckpointPiece& piece : checkpoint_pieces(t.name, rows_of(t.shape), model.config())) {
+                const auto first = t.values.begin() + piece.first_row * cols;
+                file->write_real(part.prefix + piece.name, piece_shape(t.shape, piece),
+                                 std::vector<double>(first, first + piece.rows * cols), storage);
+              }
             } catch (const std::exception& e) {
               error = e.what();
             }
@@ -109,12 +132,51 @@ std::vector<double> read_param(const H5File& file, const std::string& key, const
   return file.read_real(key);
 }
 
+// The datasets a parameter is stored as, under `prefix` (model/checkpoint_pieces.hpp).
+std::vector<CheckpointPiece> pieces_of(const ModelParam& p, const ModelShape& config) {
+  return checkpoint_pieces(p.name(), rows_of(p.checkpoint_shape()), config);
+}
+
+// A parameter's checkpoint tensor read whole from its pieces, each checked.
+std::vector<double> read_pieces(const H5File& file, const std::string& prefix, const ModelParam& p,
+                                const ModelShape& config) {
+  const Shape shape = p.checkpoint_shape();
+  std::vector<double> out;
+  for (const CheckpointPiece& piece : pieces_of(p, config)) {
+    std::vector<double> part = read_param(file, prefix + piece.name, piece_shape(shape, piece));
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
 // ZeRO-3 reads only blocks of a tensor: check_param here.  A dataset with block checksums is
 // verified block by block as each rank reads its part (no rank reads the rest); one without them
 // (a file written before them) is verified whole here, streamed (bounded memory).
 void check_streamed(const H5File& file, const std::string& key, const Shape& expected) {
   check_param(file, key, expected);
   if (!file.has_tile_checksums(key)) file.verify_checksum(key);
+}
+
+void check_pieces_streamed(const H5File& file, const std::string& prefix, const ModelParam& p,
+                           const ModelShape& config) {
+  for (const CheckpointPiece& piece : pieces_of(p, config))
+    check_streamed(file, prefix + piece.name, piece_shape(p.checkpoint_shape(), piece));
+}
+
+// Blocks of a parameter's checkpoint tensor from the pieces that hold their rows, concatenated.
+CheckpointBlockReader piece_reader(const H5File& file, const std::string& prefix, std::vector<CheckpointPiece> pieces) {
+  return [&file, prefix, pieces = std::move(pieces)](std::int64_t r0, std::int64_t rows, std::int64_t c0,
+                                                     std::int64_t cols) {
+    std::vector<double> out;
+    out.reserve(static_cast<std::size_t>(rows * cols));
+    for (const CheckpointPiece& piece : pieces) {
+      const std::int64_t lo = std::max(r0, piece.first_row), hi = std::min(r0 + rows, piece.first_row + piece.rows);
+      if (lo >= hi) continue;
+      const std::vector<double> part = file.read_real_block(prefix + piece.name, lo - piece.first_row, hi - lo, c0, cols);
+      out.insert(out.end(), part.begin(), part.end());
+    }
+    return out;
+  };
 }
 
 // Whether two 2-D datasets of one shape hold the same values, compared block by block of rows.
@@ -147,6 +209,30 @@ ModelShape read_checkpoint_config(const std::string& path) {
   c.heads = values["n_head"];
   c.hidden = values["n_embd"];
   c.seq = values["block_size"];
+  // Files written before model_type existed hold GPT-2.
+  const std::string family = file.string_attribute("/", "model_type").value_or("gpt2");
+  try {
+    c.family = parse_model_family(family);
+  } catch (const Error& e) {
+    throw_error("checkpoint '", path, "': root attribute model_type: ", e.what());
+  }
+  if (c.family == ModelFamily::llama) {
+    auto need_int = [&](const char* key) {
+      auto v = file.int_attribute("/", key);
+      require(v.has_value(), "checkpoint '", path, "' (model_type llama) has no root attribute '", key, "'");
+      return *v;
+    };
+    auto need_real = [&](const char* key) {
+      auto v = file.real_attribute("/", key);
+      require(v.has_value(), "checkpoint '", path, "' (model_type llama) has no root attribute '", key, "'");
+      return *v;
+    };
+    c.ffn_hidden = need_int("intermediate_size");
+    c.kv_heads = need_int("num_key_value_heads");
+    c.rope_theta = need_real("rope_theta");
+    c.norm_eps = need_real("rms_norm_eps");
+    c.tied_head = need_int("tie_word_embeddings") != 0;
+  }
   return c;
 }
 
@@ -197,27 +283,29 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
   std::set<std::string> known{"optim", "lm_head.weight"};
   std::vector<std::vector<double>> values;
   for (const ModelParam& p : params) {
-    if (by_shard) check_streamed(file, p.name(), p.checkpoint_shape());
-    else values.push_back(read_param(file, p.name(), p.checkpoint_shape()));
-    known.insert(p.name());
+    if (by_shard) check_pieces_streamed(file, "", p, saved);
+    else values.push_back(read_pieces(file, "", p, saved));
+    for (const CheckpointPiece& piece : pieces_of(p, saved)) known.insert(piece.name);
   }
   // Every dataset is a parameter of the model: held here, or (a pipeline stage holds a part of the
   // model) by another stage.
   for (const std::string& key : file.children("/"))
     require(known.count(key) || is_attention_mask_buffer(key) || unit_of_parameter(key, saved) >= 0, "checkpoint '", path,
             "' holds '", key, "', which is not a parameter of this model (", describe(saved), ")");
-  if (file.has("lm_head.weight") && file.has("transformer.wte.weight")) {
-    const Shape wte_shape = file.shape("transformer.wte.weight");
+  // A tied head's lm_head.weight, where a file keeps one, must be the embedding.
+  const std::string wte = word_embedding_name(saved);
+  if (saved.tied_head && file.has("lm_head.weight") && file.has(wte)) {
+    const Shape wte_shape = file.shape(wte);
     bool same = false;
     if (by_shard) {
       check_streamed(file, "lm_head.weight", wte_shape);
-      check_streamed(file, "transformer.wte.weight", wte_shape);
-      same = equal_streamed(file, "lm_head.weight", "transformer.wte.weight", wte_shape);
+      check_streamed(file, wte, wte_shape);
+      same = equal_streamed(file, "lm_head.weight", wte, wte_shape);
     } else {
-      same = read_param(file, "lm_head.weight", wte_shape) == read_param(file, "transformer.wte.weight", wte_shape);
+      same = read_param(file, "lm_head.weight", wte_shape) == read_param(file, wte, wte_shape);
     }
-    require(same, "checkpoint '", path,
-            "': lm_head.weight differs from transformer.wte.weight; this GPT ties the LM head to the token embedding");
+    require(same, "checkpoint '", path, "': lm_head.weight differs from ", wte,
+            "; this model ties the LM head to the token embedding");
   }
   TrainingState state;
   std::int64_t optimizer_steps = 0;
@@ -244,12 +332,12 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
     if (moments)
       for (const ModelParam& p : params) {
         if (by_shard) {
-          check_streamed(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape());
-          check_streamed(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape());
+          check_pieces_streamed(file, "optim/exp_avg/", p, saved);
+          check_pieces_streamed(file, "optim/exp_avg_sq/", p, saved);
           continue;
         }
-        m.push_back(read_param(file, "optim/exp_avg/" + p.name(), p.checkpoint_shape()));
-        v.push_back(read_param(file, "optim/exp_avg_sq/" + p.name(), p.checkpoint_shape()));
+        m.push_back(read_pieces(file, "optim/exp_avg/", p, saved));
+        v.push_back(read_pieces(file, "optim/exp_avg_sq/", p, saved));
       }
   }
   // ZeRO-3: each rank reads the blocks of every tensor that its shards hold (HDF5 hyperslabs),
@@ -260,15 +348,11 @@ TrainingState load_checkpoint(const std::string& path, GptModel& model, ZeroEngi
     std::string failure;
     try {
       for (std::size_t i = 0; i < params.size(); ++i) {
-        auto reader = [&file](const std::string& key) -> CheckpointBlockReader {
-          return [&file, key](std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t cols) {
-            return file.read_real_block(key, r0, rows, c0, cols);
-          };
-        };
-        engine.load_shard(i, ZeroTensor::value, reader(params[i].name()));
+        const std::vector<CheckpointPiece> pieces = pieces_of(params[i], saved);
+        engine.load_shard(i, ZeroTensor::value, piece_reader(file, "", pieces));
         if (moments) {
-          engine.load_shard(i, ZeroTensor::exp_avg, reader("optim/exp_avg/" + params[i].name()));
-          engine.load_shard(i, ZeroTensor::exp_avg_sq, reader("optim/exp_avg_sq/" + params[i].name()));
+          engine.load_shard(i, ZeroTensor::exp_avg, piece_reader(file, "optim/exp_avg/", pieces));
+          engine.load_shard(i, ZeroTensor::exp_avg_sq, piece_reader(file, "optim/exp_avg_sq/", pieces));
         }
       }
     } catch (const Error& e) {

@@ -5,11 +5,14 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "io/atomic_file.hpp"
 #include "io/output_path.hpp"
 #include "io/safetensors.hpp"
+#include "model/checkpoint_pieces.hpp"
+#include "model/embedding.hpp"
 #include "model/gpt_config.hpp"
 #include "plan/bucket_plan.hpp"  // optimizer_state_dtype
 #include "run/root_task.hpp"
@@ -20,8 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-const std::string kPrefix = "transformer.";
 
 // One tensor of GPT2LMHeadModel's state dict: its key (with the transformer. prefix, which is also
 // mdtp's parameter name) and its shape in the file.  The Conv1D weights are [in, out] there and
@@ -58,11 +59,44 @@ std::vector<HfTensor> gpt2_tensors(const ModelShape& m) {
   return out;
 }
 
-const HfTensor& tensor_named(const std::vector<HfTensor>& tensors, const std::string& name) {
+// LlamaForCausalLM's state dict in its order: Linear weights [out, in] as mdtp keeps them, the
+// fused qkv_proj and gate_up_proj apart (model/checkpoint_pieces.hpp), lm_head.weight when untied.
+std::vector<HfTensor> llama_tensors(const ModelShape& m) {
+  const std::int64_t H = m.hidden, F = m.ffn(), d = m.hidden / m.heads, q = m.heads * d, kv = m.kv() * d;
+  std::vector<HfTensor> out{{"model.embed_tokens.weight", {m.vocab, H}}};
+  for (std::int64_t i = 0; i < m.layers; ++i) {
+    const std::string b = "model.layers." + std::to_string(i) + ".";
+    out.insert(out.end(), {{b + "self_attn.q_proj.weight", {q, H}},
+                           {b + "self_attn.k_proj.weight", {kv, H}},
+                           {b + "self_attn.v_proj.weight", {kv, H}},
+                           {b + "self_attn.o_proj.weight", {H, q}},
+                           {b + "mlp.gate_proj.weight", {F, H}},
+                           {b + "mlp.up_proj.weight", {F, H}},
+                           {b + "mlp.down_proj.weight", {H, F}},
+                           {b + "input_layernorm.weight", {H}},
+                           {b + "post_attention_layernorm.weight", {H}}});
+  }
+  out.push_back({"model.norm.weight", {H}});
+  if (!m.tied_head) out.push_back({"lm_head.weight", {m.vocab, H}});
+  return out;
+}
+
+bool is_llama(const ModelShape& m) { return m.family == ModelFamily::llama; }
+
+std::vector<HfTensor> hf_tensors(const ModelShape& m) { return is_llama(m) ? llama_tensors(m) : gpt2_tensors(m); }
+
+const char* hf_model_name(const ModelShape& m) { return is_llama(m) ? "Llama" : "GPT-2"; }
+
+// The prefix of the base model's keys in the *ForCausalLM state dict, absent from the bare model's.
+std::string base_prefix(const ModelShape& m) { return is_llama(m) ? "model." : "transformer."; }
+
+const HfTensor& tensor_named(const std::vector<HfTensor>& tensors, const std::string& name, const ModelShape& m) {
   for (const HfTensor& t : tensors)
     if (t.name == name) return t;
-  throw Error("parameter '" + name + "' is not a tensor of Hugging Face's GPT-2 state dict");
+  throw Error("parameter '" + name + "' is not a tensor of Hugging Face's " + hf_model_name(m) + " state dict");
 }
+
+std::int64_t rows_of(const Shape& shape) { return shape.size() == 1 ? 1 : shape[0]; }
 
 // A rows × cols matrix, row-major, as its cols × rows transpose.
 std::vector<double> transposed(const std::vector<double>& values, std::int64_t rows, std::int64_t cols) {
@@ -76,13 +110,43 @@ std::string config_path(const std::string& checkpoint) {
   return (fs::path(checkpoint).parent_path() / "config.json").string();
 }
 
-bool same_sizes(const ModelShape& a, const ModelShape& b) {
-  return a.vocab == b.vocab && a.layers == b.layers && a.heads == b.heads && a.hidden == b.hidden && a.seq == b.seq;
+// Everything config.json says about the model (GPT-2's files carry no ε or MLP width of their own).
+bool same_model(const ModelShape& a, const ModelShape& b) {
+  const bool sizes =
+      a.vocab == b.vocab && a.layers == b.layers && a.heads == b.heads && a.hidden == b.hidden && a.seq == b.seq;
+  if (!sizes || a.family != b.family) return false;
+  if (!is_llama(a)) return true;
+  return a.ffn() == b.ffn() && a.kv() == b.kv() && a.tied_head == b.tied_head && a.rope_theta == b.rope_theta &&
+         a.norm_eps == b.norm_eps;
 }
 
 // The config.json transformers writes for this GPT-2 (its names and defaults), in the dtype the
 // weights are stored in.
 json hf_config(const ModelShape& m, DType storage) {
+  if (is_llama(m))
+    // LlamaConfig's names; max_position_embeddings is the training sequence (the rotary embedding
+    // has no table of its own to bound it).
+    return json{{"architectures", {"LlamaForCausalLM"}},
+                {"model_type", "llama"},
+                {"vocab_size", m.vocab},
+                {"hidden_size", m.hidden},
+                {"intermediate_size", m.ffn()},
+                {"num_hidden_layers", m.layers},
+                {"num_attention_heads", m.heads},
+                {"num_key_value_heads", m.kv()},
+                {"head_dim", m.hidden / m.heads},
+                {"hidden_act", "silu"},
+                {"max_position_embeddings", m.seq},
+                {"rms_norm_eps", m.norm_eps},
+                {"rope_theta", m.rope_theta},
+                {"rope_scaling", nullptr},
+                {"attention_bias", false},
+                {"attention_dropout", 0.0},
+                {"mlp_bias", false},
+                {"pretraining_tp", 1},
+                {"initializer_range", 0.02},
+                {"tie_word_embeddings", m.tied_head},
+                {"torch_dtype", storage == DType::f64 ? "float64" : "float32"}};
   return json{{"architectures", {"GPT2LMHeadModel"}},
               {"model_type", "gpt2"},
               {"vocab_size", m.vocab},
@@ -105,6 +169,69 @@ json hf_config(const ModelShape& m, DType storage) {
               {"torch_dtype", storage == DType::f64 ? "float64" : "float32"}};
 }
 
+// Typed reads of config.json's fields, each refusal one line naming the file and the field.
+struct ConfigReader {
+  const json& c;
+  std::string where;
+
+  std::optional<std::int64_t> integer(const char* key) const {
+    if (!c.contains(key) || c[key].is_null()) return std::nullopt;
+    require(c[key].is_number_integer() && c[key].get<std::int64_t>() > 0, where, key, " ", c[key].dump(),
+            ": expected a positive integer");
+    return c[key].get<std::int64_t>();
+  }
+  std::int64_t needed(const char* key, const char* expected) const {
+    const auto v = integer(key);
+    require(v.has_value(), where, "no ", key, " (expected ", expected, ")");
+    return *v;
+  }
+  std::optional<double> number(const char* key) const {
+    if (!c.contains(key) || c[key].is_null()) return std::nullopt;
+    require(c[key].is_number() && c[key].get<double>() > 0, where, key, " ", c[key].dump(),
+            ": expected a positive number");
+    return c[key].get<double>();
+  }
+  bool flag(const char* key, bool fallback) const {
+    if (!c.contains(key) || c[key].is_null()) return fallback;
+    require(c[key].is_boolean(), where, key, " ", c[key].dump(), ": expected true or false");
+    return c[key].get<bool>();
+  }
+};
+
+// LlamaConfig's fields (transformers' names and defaults); what mdtp's Llama block does not
+// implement is refused by name.
+ModelShape read_llama_config(const ConfigReader& r) {
+  const char* expected = "vocab_size, hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, "
+                         "max_position_embeddings";
+  ModelShape m;
+  m.family = ModelFamily::llama;
+  m.vocab = r.needed("vocab_size", expected);
+  m.hidden = r.needed("hidden_size", expected);
+  m.ffn_hidden = r.needed("intermediate_size", expected);
+  m.layers = r.needed("num_hidden_layers", expected);
+  m.heads = r.needed("num_attention_heads", expected);
+  m.kv_heads = r.integer("num_key_value_heads").value_or(m.heads);
+  m.seq = r.needed("max_position_embeddings", expected);
+  m.norm_eps = r.number("rms_norm_eps").value_or(1e-6);
+  m.rope_theta = r.number("rope_theta").value_or(10000.0);
+  m.tied_head = r.flag("tie_word_embeddings", false);
+  require(m.heads % m.kv() == 0, r.where, "num_key_value_heads ", m.kv(), " must divide num_attention_heads ", m.heads);
+  if (const auto head_dim = r.integer("head_dim"))
+    require(*head_dim * m.heads == m.hidden, r.where, "head_dim ", *head_dim,
+            " is not implemented: mdtp's Llama has head_dim = hidden_size / num_attention_heads = ", m.hidden / m.heads);
+  if (r.c.contains("rope_scaling"))
+    require(r.c["rope_scaling"].is_null(), r.where, "rope_scaling ", r.c["rope_scaling"].dump(),
+            " is not implemented: mdtp's rotary embedding is unscaled");
+  require(!r.flag("attention_bias", false), r.where, "attention_bias true is not implemented: mdtp's Llama has no biases");
+  require(!r.flag("mlp_bias", false), r.where, "mlp_bias true is not implemented: mdtp's Llama has no biases");
+  if (r.c.contains("hidden_act"))
+    require(r.c["hidden_act"] == "silu", r.where, "hidden_act ", r.c["hidden_act"].dump(),
+            " is not implemented: mdtp's Llama MLP is SwiGLU (silu)");
+  if (const auto tp = r.integer("pretraining_tp"))
+    require(*tp == 1, r.where, "pretraining_tp ", *tp, " is not implemented: expected 1");
+  return m;
+}
+
 }  // namespace
 
 bool is_hf_checkpoint(const std::string& path) { return path.ends_with(".safetensors") || path.ends_with(".json"); }
@@ -124,59 +251,46 @@ ModelShape read_hf_config(const std::string& path) {
   } catch (const json::exception& e) {
     throw Error("config.json '" + file + "' is not valid JSON: " + e.what());
   }
-  const std::string where = "config.json '" + file + "': ";
-  require(c.is_object(), where, "expected a JSON object");
+  const ConfigReader r{c, "config.json '" + file + "': "};
+  require(c.is_object(), r.where, "expected a JSON object");
+  std::string type = "gpt2";
   if (c.contains("model_type")) {
-    const json& type = c["model_type"];
-    require(type.is_string() && type.get<std::string>() == "gpt2", where, "model_type ", type.dump(),
-            ": mdtp loads GPT-2 checkpoints (model_type \"gpt2\")");
+    require(c["model_type"].is_string(), r.where, "model_type ", c["model_type"].dump(), ": expected a string");
+    type = c["model_type"].get<std::string>();
   }
-  auto integer = [&](const char* key) -> std::optional<std::int64_t> {
-    if (!c.contains(key) || c[key].is_null()) return std::nullopt;
-    require(c[key].is_number_integer() && c[key].get<std::int64_t>() > 0, where, key, " ", c[key].dump(),
-            ": expected a positive integer");
-    return c[key].get<std::int64_t>();
-  };
-  auto needed = [&](const char* key) {
-    const auto v = integer(key);
-    require(v.has_value(), where, "no ", key, " (expected vocab_size, n_positions, n_embd, n_layer, n_head)");
-    return *v;
-  };
-  auto flag = [&](const char* key, bool fallback) {
-    if (!c.contains(key) || c[key].is_null()) return fallback;
-    require(c[key].is_boolean(), where, key, " ", c[key].dump(), ": expected true or false");
-    return c[key].get<bool>();
-  };
+  if (type == "llama") return read_llama_config(r);
+  require(type == "gpt2", r.where, "model_type \"", type,
+          "\": mdtp loads GPT-2 (model_type \"gpt2\") and Llama (\"llama\") checkpoints");
   ModelShape m;
-  m.vocab = needed("vocab_size");
-  m.hidden = needed("n_embd");
-  m.layers = needed("n_layer");
-  m.heads = needed("n_head");
-  const auto positions = integer("n_positions");
-  m.seq = positions ? *positions : needed("n_ctx");
+  m.vocab = r.needed("vocab_size", "vocab_size, n_positions, n_embd, n_layer, n_head");
+  m.hidden = r.needed("n_embd", "vocab_size, n_positions, n_embd, n_layer, n_head");
+  m.layers = r.needed("n_layer", "vocab_size, n_positions, n_embd, n_layer, n_head");
+  m.heads = r.needed("n_head", "vocab_size, n_positions, n_embd, n_layer, n_head");
+  const auto positions = r.integer("n_positions");
+  m.seq = positions ? *positions : r.needed("n_ctx", "n_positions or n_ctx");
 
   // What mdtp's GPT-2 block is: the tanh GeLU, a 4·n_embd MLP, LayerNorm eps 1e-5, attention
   // scaled by 1/sqrt(head size), a tied head, no cross-attention.  Anything else is another model.
   const std::string activation = c.contains("activation_function") && c["activation_function"].is_string()
                                      ? c["activation_function"].get<std::string>()
                                      : c.contains("activation_function") ? c["activation_function"].dump() : "gelu_new";
-  require(activation == "gelu_new" || activation == "gelu_pytorch_tanh", where, "activation_function '", activation,
+  require(activation == "gelu_new" || activation == "gelu_pytorch_tanh", r.where, "activation_function '", activation,
           "' is not implemented: mdtp's GPT-2 uses the tanh GeLU (gelu_new)");
-  if (const auto inner = integer("n_inner"))
-    require(*inner == 4 * m.hidden, where, "n_inner ", *inner, " is not implemented: mdtp's GPT-2 MLP is 4 · n_embd = ",
+  if (const auto inner = r.integer("n_inner"))
+    require(*inner == 4 * m.hidden, r.where, "n_inner ", *inner, " is not implemented: mdtp's GPT-2 MLP is 4 · n_embd = ",
             4 * m.hidden);
   if (c.contains("layer_norm_epsilon")) {
     const json& eps = c["layer_norm_epsilon"];
-    require(eps.is_number() && eps.get<double>() == 1e-5, where, "layer_norm_epsilon ", eps.dump(),
+    require(eps.is_number() && eps.get<double>() == 1e-5, r.where, "layer_norm_epsilon ", eps.dump(),
             " is not implemented: mdtp's LayerNorm uses 1e-5");
   }
-  require(flag("tie_word_embeddings", true), where,
+  require(r.flag("tie_word_embeddings", true), r.where,
           "tie_word_embeddings false is not implemented: mdtp's GPT-2 ties the LM head to wte");
-  require(flag("scale_attn_weights", true), where,
+  require(r.flag("scale_attn_weights", true), r.where,
           "scale_attn_weights false is not implemented: mdtp scales attention by 1/sqrt(head size)");
-  require(!flag("scale_attn_by_inverse_layer_idx", false), where,
+  require(!r.flag("scale_attn_by_inverse_layer_idx", false), r.where,
           "scale_attn_by_inverse_layer_idx true is not implemented");
-  require(!flag("add_cross_attention", false), where, "add_cross_attention true is not implemented");
+  require(!r.flag("add_cross_attention", false), r.where, "add_cross_attention true is not implemented");
   return m;
 }
 
@@ -197,7 +311,7 @@ void check_hf_output(const std::string& path, const ModelShape& model, const std
   if (fs::exists(config, ec)) {
     bool same = false;
     try {
-      same = same_sizes(read_hf_config(path), model);
+      same = same_model(read_hf_config(path), model);
     } catch (const std::exception&) {
     }
     require(same, option, " '", path, "': the config.json beside it ('", config, "') does not describe this run's model (",
@@ -208,7 +322,7 @@ void check_hf_output(const std::string& path, const ModelShape& model, const std
 void save_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine, MPI_Comm world) {
   const ModelShape& shape = model.config();
   const DType storage = optimizer_state_dtype(model.mode().context().dtype);  // f32 masters under bf16/f16
-  const std::vector<HfTensor> tensors = gpt2_tensors(shape);
+  const std::vector<HfTensor> tensors = hf_tensors(shape);
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   // Rank 0 writes; a failure there is kept while the others go on streaming (they must not be
@@ -234,10 +348,17 @@ void save_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
       [&](NamedTensor&& t) {
         if (!writer || !error.empty() || !written.insert(t.name).second) return;
         try {
-          const HfTensor& hf = tensor_named(tensors, t.name);
-          require(t.shape == hf.mdtp_shape(), "parameter '", t.name, "' has shape ", shape_string(t.shape),
-                  "; Hugging Face's GPT-2 needs ", shape_string(hf.mdtp_shape()));
-          writer->write(t.name, hf.conv1d ? transposed(t.values, t.shape[0], t.shape[1]) : t.values);
+          // A fused tensor goes out as Hugging Face's separate ones, row block by row block.
+          const std::int64_t cols = t.shape.back();
+          for (const CheckpointPiece& piece : checkpoint_pieces(t.name, rows_of(t.shape), shape)) {
+            const HfTensor& hf = tensor_named(tensors, piece.name, shape);
+            const Shape piece_shape = t.shape.size() == 1 ? t.shape : Shape{piece.rows, cols};
+            require(piece_shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece_shape),
+                    "; Hugging Face's ", hf_model_name(shape), " needs ", shape_string(hf.mdtp_shape()));
+            const auto first = t.values.begin() + piece.first_row * cols;
+            std::vector<double> values(first, first + piece.rows * cols);
+            writer->write(piece.name, hf.conv1d ? transposed(values, piece.rows, cols) : values);
+          }
         } catch (const std::exception& e) {
           error = e.what();
         }
@@ -259,20 +380,24 @@ void save_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
 
 void load_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& engine) {
   const ModelShape saved = read_hf_config(path);
-  require(same_sizes(saved, model.config()), "Hugging Face checkpoint '", path, "' holds a model of ", describe(saved),
+  require(same_model(saved, model.config()), "Hugging Face checkpoint '", path, "' holds a model of ", describe(saved),
           "; this run builds ", describe(model.config()));
   const SafetensorsCollection file = SafetensorsCollection::open(path);
   const std::string where = "Hugging Face checkpoint '" + path + "'";
 
-  // Keys with the transformer. prefix (GPT2LMHeadModel's state dict) or without (the hub's files,
-  // saved from GPT2Model).
-  std::string prefix = kPrefix;
-  if (!file.has("transformer.wte.weight")) {
-    require(file.has("wte.weight"), where,
-            " has neither 'transformer.wte.weight' nor 'wte.weight': not a GPT-2 state dict");
+  // Keys with the base model's prefix (the *ForCausalLM state dict: transformer. or model.) or
+  // without it (the hub's GPT-2 files, and any file saved from the bare GPT2Model / LlamaModel).
+  const std::string full_prefix = base_prefix(saved), wte_name = word_embedding_name(saved);
+  std::string prefix = full_prefix;
+  if (!file.has(wte_name)) {
+    const std::string bare = wte_name.substr(full_prefix.size());
+    require(file.has(bare), where, " has neither '", wte_name, "' nor '", bare, "': not a ", hf_model_name(saved),
+            " state dict");
     prefix.clear();
   }
-  auto key_of = [&](const std::string& name) { return prefix.empty() ? name.substr(kPrefix.size()) : name; };
+  auto key_of = [&](const std::string& name) {
+    return prefix.empty() && name.starts_with(full_prefix) ? name.substr(full_prefix.size()) : name;
+  };
   auto check_entry = [&](const std::string& key, const Shape& shape, bool conv1d) {
     require(file.has(key), where, " has no tensor '", key, "' (expected shape ", shape_string(shape), ")");
     const SafetensorsEntry& e = file.entry(key);
@@ -283,39 +408,52 @@ void load_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
   };
 
   // Everything is checked before any parameter changes: every tensor of the model with its shape
-  // and a dtype mdtp reads, nothing else but the tolerated ones, a tied head equal to wte.
-  const std::vector<HfTensor> tensors = gpt2_tensors(saved);
+  // and a dtype mdtp reads, nothing else but the tolerated ones, a tied head equal to the embedding.
+  const std::vector<HfTensor> tensors = hf_tensors(saved);
   std::set<std::string> expected;
   for (const HfTensor& t : tensors) {
     check_entry(key_of(t.name), t.shape, t.conv1d);
     expected.insert(key_of(t.name));
   }
-  const std::string block_prefix = prefix + "h.";
-  for (const std::string& key : file.names()) {
-    const bool mask_buffer = key.starts_with(block_prefix) && is_attention_mask_buffer(key);
-    require(expected.count(key) || key == "lm_head.weight" || mask_buffer, where, " holds '", key,
-            "', which is not a tensor of this GPT-2 (", describe(saved), ")");
-  }
-  if (file.has("lm_head.weight")) {
-    const std::string wte = key_of("transformer.wte.weight");
+  // Buffers the files carry that are no parameters: GPT-2's causal masks, Llama's inverse
+  // frequencies (older transformers saved them).
+  auto buffer = [&](const std::string& key) {
+    if (is_llama(saved)) return key.ends_with("rotary_emb.inv_freq");
+    return key.starts_with(prefix + "h.") && is_attention_mask_buffer(key);
+  };
+  const bool tied_copy_allowed = saved.tied_head;
+  for (const std::string& key : file.names())
+    require(expected.count(key) || (tied_copy_allowed && key == "lm_head.weight") || buffer(key), where, " holds '",
+            key, "', which is not a tensor of this ", hf_model_name(saved), " (", describe(saved), ")");
+  if (tied_copy_allowed && file.has("lm_head.weight")) {
+    const std::string wte = key_of(wte_name);
     check_entry("lm_head.weight", file.entry(wte).shape, false);
     require(file.read("lm_head.weight") == file.read(wte), where, ": lm_head.weight differs from ", wte,
-            "; mdtp's GPT-2 ties the LM head to the token embedding");
+            "; this model ties the LM head to the token embedding");
   }
   const auto& params = engine.parameters();
-  std::vector<const HfTensor*> of_param;
+  std::vector<std::vector<std::pair<CheckpointPiece, const HfTensor*>>> of_param;
   for (const ModelParam& p : params) {
-    const HfTensor& hf = tensor_named(tensors, p.name());
-    require(p.checkpoint_shape() == hf.mdtp_shape(), "parameter '", p.name(), "' has shape ",
-            shape_string(p.checkpoint_shape()), "; Hugging Face's GPT-2 needs ", shape_string(hf.mdtp_shape()));
-    of_param.push_back(&hf);
+    const Shape shape = p.checkpoint_shape();
+    auto& pieces = of_param.emplace_back();
+    for (const CheckpointPiece& piece : checkpoint_pieces(p.name(), rows_of(shape), saved)) {
+      const HfTensor& hf = tensor_named(tensors, piece.name, saved);
+      const Shape piece_shape = shape.size() == 1 ? shape : Shape{piece.rows, shape[1]};
+      require(piece_shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece_shape),
+              "; Hugging Face's ", hf_model_name(saved), " needs ", shape_string(hf.mdtp_shape()));
+      pieces.emplace_back(piece, &hf);
+    }
   }
 
-  // One tensor at a time: each rank keeps its shard of it (no communication).
+  // One parameter at a time (its pieces concatenated by rows): each rank keeps its shard of it (no
+  // communication).
   for (std::size_t i = 0; i < params.size(); ++i) {
-    const HfTensor& hf = *of_param[i];
-    std::vector<double> values = file.read(key_of(hf.name));
-    if (hf.conv1d) values = transposed(values, hf.shape[0], hf.shape[1]);
+    std::vector<double> values;
+    for (const auto& [piece, hf] : of_param[i]) {
+      std::vector<double> part = file.read(key_of(hf->name));
+      if (hf->conv1d) part = transposed(part, hf->shape[0], hf->shape[1]);
+      values.insert(values.end(), part.begin(), part.end());
+    }
     engine.load_full(i, ZeroTensor::value, values);
   }
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Hugging Face checkpoints of GPT-2: the weights as `transformers`' GPT2LMHeadModel state dict in
-// safetensors (io/safetensors.hpp), one file or the shards of a model.safetensors.index.json, with
-// the model's config.json in the same directory.  `--init-from` and `--save` take them wherever
+// Hugging Face checkpoints of GPT-2 and Llama: the weights as `transformers`' GPT2LMHeadModel or
+// LlamaForCausalLM state dict in safetensors (io/safetensors.hpp), one file or the shards of a
+// model.safetensors.index.json, with the model's config.json in the same directory.  `--init-from` and `--save` take them wherever
 // they take mdtp's HDF5 checkpoints (train/checkpoint.hpp dispatches on the file name), so weights
 // move between mdtp and PyTorch without a conversion script.
 //
@@ -18,6 +18,12 @@
 //     lm_head.weight equal to the token embedding, and refusing any other missing or extra tensor.
 //   - config.json in Hugging Face's names (vocab_size, n_positions, n_embd, n_layer, n_head, ...);
 //     a setting mdtp's GPT-2 does not implement is refused by name.
+//   Llama (model_type "llama"): Linear weights [out, in] as mdtp keeps them; the fused qkv_proj and
+//   gate_up_proj are written and read as q/k/v_proj and gate/up_proj (model/checkpoint_pieces.hpp);
+//   keys with or without the model. prefix; lm_head.weight present when untied (and tolerated equal
+//   to the embedding when tied); rotary_emb.inv_freq buffers ignored; config.json in LlamaConfig's
+//   names, max_position_embeddings = the training sequence; rope_scaling, attention_bias, mlp_bias,
+//   a head_dim other than hidden/heads, an activation other than silu refused by name.
 #include <mpi.h>
 
 #include <string>

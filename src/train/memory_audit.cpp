@@ -96,11 +96,19 @@ KeepPolicy keep_policy(Recompute policy) {
   return keep;
 }
 
+// The model's local shapes, with what its block family changes (a gated MLP, no position table,
+// RMSNorm's scratch row).
+ActivationShapes activation_shapes(const GptModel& model, const TrainPlan& plan) {
+  ActivationShapes a = model.activation_shapes();
+  set_block_family(a, plan.spec.model, static_cast<std::int64_t>(dtype_size(plan.spec.precision.grad_reduce)));
+  return a;
+}
+
 // The kept-activation peak of this stage's schedule from the model's local shapes.
 std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, int stage, Recompute policy) {
   std::vector<UnitKeptBytes> units;
   for (const UnitActivationBytes& u :
-       unit_activation_bytes(model.activation_shapes(), plan.spec.model.layers, keep_policy(policy)))
+       unit_activation_bytes(activation_shapes(model, plan), plan.spec.model.layers, keep_policy(policy)))
     units.push_back({u.after_forward, u.after_input});
   return kept_activations(plan.schedule, plan.partition, stage, units).peak;
 }
@@ -110,7 +118,7 @@ std::int64_t modelled_kept_peak(const GptModel& model, const TrainPlan& plan, in
 std::int64_t modelled_activations_in_step(const GptModel& model, const TrainPlan& plan, Recompute policy) {
   if (plan.schedule.stages != 1 || plan.schedule.chunks != 1) return -1;
   const MicroBatchActivationPeaks p =
-      micro_batch_activation_peaks(model.activation_shapes(), plan.spec.model.layers, keep_policy(policy));
+      micro_batch_activation_peaks(activation_shapes(model, plan), plan.spec.model.layers, keep_policy(policy));
   return activation_peak(plan.schedule, {p.forward_peak, p.after_forward, p.input_peak, p.after_input, p.fused_peak});
 }
 

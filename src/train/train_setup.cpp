@@ -23,6 +23,16 @@ ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
     take(m.heads, saved.heads, "--heads");
     take(m.hidden, saved.hidden, "--hidden");
     take(m.seq, saved.seq, "--seq");
+    require(m.family == saved.family, "--init-from ", tc.init_from, " holds a ", model_family_name(saved.family),
+            " model but --model ", model_family_name(m.family), " was given");
+    if (m.family == ModelFamily::llama) {
+      take(m.ffn_hidden, saved.ffn(), "--ffn-hidden");
+      take(m.kv_heads, saved.kv(), "--kv-heads");
+      // θ, ε and the tie come from the file; flags that disagree are refused when it loads.
+      m.rope_theta = saved.rope_theta;
+      m.norm_eps = saved.norm_eps;
+      m.tied_head = saved.tied_head;
+    }
   }
   if (m.seq == 0) m.seq = hdf5_data ? hdf5_data->seq : kDefaultModel.seq;
   if (m.layers == 0) m.layers = kDefaultModel.layers;

@@ -8,10 +8,6 @@
 namespace mdtp {
 namespace {
 
-// The tied word embedding: the head of a model that also holds the embedding reads it in place of
-// a copy of its own (model/gpt.hpp), so the head's passes need the embedding's bucket.
-constexpr const char* kTiedEmbedding = "transformer.wte.weight";
-
 void add_unique(std::vector<std::size_t>& list, std::size_t value) {
   if (std::find(list.begin(), list.end(), value) == list.end()) list.push_back(value);
 }
@@ -76,9 +72,11 @@ ZeroLayout::ZeroLayout(GptModel& model, const Mesh& mesh, const ZeroConfig& conf
   writers_.resize(plan_.buckets.size());
   for (std::size_t b = 0; b < plan_.buckets.size(); ++b) writers_[b] = plan_.buckets[b].units;
   const int head = units - 1;
-  if (model.holds(0) && model.holds(head))
+  // The tied word embedding: the head of a model that also holds the embedding reads it in place of
+  // a copy of its own (model/gpt.hpp), so the head's passes need the embedding's bucket.
+  if (model.holds(0) && model.holds(head) && model.config().tied_head)
     for (std::size_t i = 0; i < params_.size(); ++i)
-      if (units_[i] == 0 && params_[i].name() == kTiedEmbedding) {
+      if (units_[i] == 0 && params_[i].name() == word_embedding_name(model.config())) {
         const std::size_t b = bucket_index(i);
         add_unique(forward_reads_[static_cast<std::size_t>(head)], b);
         if (std::find(writers_[b].begin(), writers_[b].end(), head) == writers_[b].end()) writers_[b].push_back(head);

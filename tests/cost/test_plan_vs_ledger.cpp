@@ -2,7 +2,8 @@
 // LayerNorm, MLP) run under "forward" / "backward" / "grad-sync" records, on EVERY rank, exactly
 // the collectives plan_step predicts — per (phase, group, op): calls, logical bytes and group size
 // equal, bus bytes within 1e-9 relative — and, stronger, the same ordered list of calls.  Both 3D
-// keep options, with and without the data-parallel gradient sum, in f64 and f32.
+// keep options, with and without the data-parallel gradient sum, in f64 and f32.  Llama's layers
+// (a Linear without a bias, RMSNorm, the SwiGLU MLP over a fused gate|up) likewise, in f32.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -63,8 +64,9 @@ void require_sequences_equal(const std::vector<LedgerEntry>& measured, const std
 }
 
 // Runs forward, backward and reduce_gradients of the workload's layer on the fixture's mesh.
+template <class Layer = LayerUnderTest>
 void run_step(ModeFixture& f, const cost::Workload& w) {
-  LayerUnderTest layer(f, w);
+  Layer layer(f, w);
   Tensor x = layer.input(), dy = layer.output_grad();  // scatter_full: no communication
   f.ledger.clear();
   {
@@ -103,6 +105,27 @@ TEST_CASE("plan_step equals the ledger of the real layers on every mode and mesh
               require_sequences_equal(f.ledger.entries(), plan);
             }
           }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("plan_step equals the ledger of Llama's layers on every mode and mesh", "[cost][plan][llama]") {
+  // Llama's Linear without a bias, RMSNorm and SwiGLU MLP over a fused gate|up of 2F: the widths
+  // and the parameter lists (no bias sums, γ alone) change; the calls follow from them.
+  for (const ModeCase& c : cases_for_world(world_size())) {
+    DYNAMIC_SECTION(c.label() << " llama") {
+      ModeFixture f(c, DType::f32);
+      for (const char* layer : {"linear", "layernorm", "mlp"}) {
+        for (const char* dp : {"", "dp"}) {
+          const cost::Workload w = llama_workload_for(c, layer, DType::f32, dp);
+          INFO("llama layer " << layer << (*dp ? " with the dp gradient sum" : "") << ", B=" << w.rows
+                              << " H=" << w.hidden << " F=" << w.ffn_hidden);
+          run_step<LlamaLayerUnderTest>(f, w);
+          const std::vector<cost::PlannedCall> plan = cost::plan_step(w);
+          require_summaries_equal(f.ledger.summary(), cost::summarize(plan));
+          require_sequences_equal(f.ledger.entries(), plan);
         }
       }
     }

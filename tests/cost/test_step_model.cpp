@@ -1,11 +1,13 @@
 // The whole-step model against hand formulas: FLOP counts (PaLM's 6N + 12lhs, Narayanan's
 // 96·B·s·l·h²(...)) and the per-rank GEMM lists that must add up to them in every mode; the
 // pipeline bubbles; the activation memory against Korthikanti et al. 2022's closed forms; the
-// time split adding up to the step.
+// time split adding up to the step.  Llama: the published parameter totals, its FLOPs and GEMMs,
+// and the memory of an untied head.
 #include <catch2/catch.hpp>
 
 #include "cost/layer_costs.hpp"
 #include "cost/model_flops.hpp"
+#include "cost/model_presets.hpp"
 #include "cost/step_memory.hpp"
 #include "cost/step_model.hpp"
 #include "dgx_a100.hpp"
@@ -55,28 +57,65 @@ TEST_CASE("model FLOPs: PaLM's 6N + 12lhs per token, and Narayanan's count with 
         Approx(B * s * (72 * l * h * h + 16 * l * h * s + 6 * V * h)).epsilon(1e-12));
 }
 
+TEST_CASE("Llama's parameters and FLOPs: the released totals, PaLM's count without the lookup table",
+          "[cost][step][llama]") {
+  // The element counts of the released checkpoints (the sum over their safetensors tensors).
+  CHECK(parameter_count(find_model_preset("llama2-7b").model) == 6738415616.0);
+  CHECK(parameter_count(find_model_preset("llama2-70b").model) == 68976648192.0);
+  CHECK(parameter_count(find_model_preset("llama3-8b").model) == 8030261248.0);
+  // Llama 2 7B by hand: per layer Q, K, V, O 4h², gate, up, down 3hF, two RMSNorm γ; the embedding
+  // and the untied head V·h each; the final norm.
+  const ModelShape m = find_model_preset("llama2-7b").model;
+  const double l = 32, h = 4096, F = 11008, s = 4096, V = 32000, B = 8;
+  const double N = l * (4 * h * h + 3 * h * F + 2 * h) + 2 * V * h + h;
+  CHECK(parameter_count(m) == Approx(N).epsilon(1e-15));
+  // The embedding is only looked up; the head is a product: 6(N − Vh) per token.
+  CHECK(model_flops(m, 8) == Approx(B * s * (6 * (N - V * h) + 12 * l * h * s)).epsilon(1e-12));
+  CHECK(hardware_flops(m, 8, Recompute::none) ==
+        Approx(B * s * (3 * l * 2 * (4 * h * h + 3 * h * F) + 3 * l * 4 * h * s + 6 * V * h)).epsilon(1e-12));
+  // Grouped-query attention: K and V of 8 heads of 128 (Llama 2 70B): 2·h·(h + 2·8·128) per token.
+  const ModelShape g = find_model_preset("llama2-70b").model;
+  const double h70 = 8192, kv_width = 8 * 128, F70 = 28672;
+  CHECK(hardware_flops(g, 1, Recompute::none) ==
+        Approx(4096.0 * (3 * 80 * 2 * (h70 * (h70 + 2 * kv_width) + h70 * h70 + 3 * h70 * F70) + 3 * 80 * 4 * h70 * 4096 +
+                         6 * 32000 * h70))
+            .epsilon(1e-12));
+  // Tied, the table is the head's product: counted once, at 6 per token.
+  ModelShape tied = m;
+  tied.tied_head = true;
+  CHECK(parameter_count(tied) == Approx(N - V * h).epsilon(1e-15));
+  CHECK(model_flops(tied, 8) == Approx(B * s * (6 * (N - V * h) + 12 * l * h * s)).epsilon(1e-12));
+}
+
 TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cost][step]") {
-  const ModelShape m{4, 256, 8, 64, 1000};
-  struct Case {
-    TpMode mode;
-    int tp, depth;
-  };
-  for (const Case& c : {Case{TpMode::d1, 1, 1}, Case{TpMode::d1, 4, 1}, Case{TpMode::d1_sp, 4, 1}, Case{TpMode::d2, 4, 1},
-                        Case{TpMode::d2p5, 8, 2}, Case{TpMode::d3, 8, 1}}) {
-    for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
-      INFO(tp_mode_name(c.mode) << " tp=" << c.tp << " recompute " << recompute_name(r));
-      const std::int64_t b = 4;
-      const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, dgx_a100());
-      const UnitCosts& u = lc.block;
-      const double block = u.forward.gemm_flops + u.backward_input.gemm_flops + u.backward_weight.gemm_flops +
-                           u.recompute(r).gemm_flops;
-      const double head = lc.head.forward.gemm_flops + lc.head.backward_input.gemm_flops +
-                          lc.head.backward_weight.gemm_flops;
-      // Every rank runs the same shapes: the rank's FLOPs × tp is the replica's (the padded vocabulary
-      // of the head aside: V = 1000 splits evenly over 1, 2, 4 and 8 ranks here).
-      const double micro_batches = 16.0 / b;
-      const double total = c.tp * micro_batches * (m.layers * block + head);
-      CHECK(total == Approx(hardware_flops(m, 16, r)).epsilon(1e-9));
+  ModelShape llama{4, 256, 8, 64, 1000};
+  llama.family = ModelFamily::llama;
+  llama.kv_heads = 4;  // divisible by every head split below
+  llama.ffn_hidden = 704;
+  llama.tied_head = false;
+  for (const ModelShape& m : {ModelShape{4, 256, 8, 64, 1000}, llama}) {
+    struct Case {
+      TpMode mode;
+      int tp, depth;
+    };
+    for (const Case& c : {Case{TpMode::d1, 1, 1}, Case{TpMode::d1, 4, 1}, Case{TpMode::d1_sp, 4, 1}, Case{TpMode::d2, 4, 1},
+                          Case{TpMode::d2p5, 8, 2}, Case{TpMode::d3, 8, 1}}) {
+      for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+        INFO(tp_mode_name(c.mode) << " tp=" << c.tp << " recompute " << recompute_name(r));
+        const std::int64_t b = 4;
+        const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, dgx_a100());
+        const UnitCosts& u = lc.block;
+        const double block = u.forward.gemm_flops + u.backward_input.gemm_flops + u.backward_weight.gemm_flops +
+                             u.recompute(r).gemm_flops;
+        const double head = lc.head.forward.gemm_flops + lc.head.backward_input.gemm_flops +
+                            lc.head.backward_weight.gemm_flops;
+        // Every rank runs the same shapes: the rank's FLOPs × tp is the replica's (the padded vocabulary
+        // of the head aside: V = 1000 splits evenly over 1, 2, 4 and 8 ranks here).
+        const double micro_batches = 16.0 / b;
+        const double total = c.tp * micro_batches * (m.layers * block + head);
+        INFO(model_family_name(m.family));
+        CHECK(total == Approx(hardware_flops(m, 16, r)).epsilon(1e-9));
+      }
     }
   }
 }
@@ -172,6 +211,47 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   bad.spec.layout.dp = 4;
   bad.set_micro_batch(1);
   CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
+}
+
+TEST_CASE("the step: an untied head holds its own weight and sums nothing over the embedding group",
+          "[cost][step][llama]") {
+  StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);
+  c.spec.model = ModelShape{8, 1024, 16, 512, 32000};
+  c.spec.model.family = ModelFamily::llama;
+  c.spec.model.kv_heads = 4;
+  c.spec.model.ffn_hidden = 2816;
+  c.spec.global_batch = 16;
+  c.spec.layout.tp = 2;
+  c.spec.layout.pp = 2;
+  c.spec.layout.dp = 2;
+  c.set_micro_batch(1);
+  for (const bool tied : {false, true}) {
+    INFO((tied ? "tied" : "untied"));
+    c.spec.model.tied_head = tied;
+    const LayerCosts lc = layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth,
+                                      c.micro_batch(), c.dtype(), c.dropout(), dgx_a100());
+    // Per rank: the vocabulary table's shard V/tp × h; an RMSNorm's γ alone; no position table.
+    const double table = 32000.0 / 2 * 1024, norm = 1024;
+    CHECK(lc.wte_params == table);
+    CHECK(lc.embedding_params == table);
+    CHECK(lc.head_params == norm + (tied ? 0.0 : table));
+    // The last stage holds the same elements either way (the tied wte's copy, or lm_head.weight) ...
+    CHECK(stage_parameters(c, lc, 1) == Approx(4 * lc.block_params + norm + table));
+    CHECK(stage_parameters(c, lc, 0) == Approx(4 * lc.block_params + table));
+    // ... but only the tied copy is all-reduced between the first and the last stage.
+    CHECK(c.head_holds_wte_copy() == tied);
+    CHECK(c.head_copies_wte(1) == tied);
+  }
+  // With the head beside the embedding (pp 1) an untied model holds both tables.
+  c.spec.model.tied_head = false;
+  c.spec.layout.pp = 1;
+  c.spec.layout.dp = 4;
+  c.set_micro_batch(1);
+  const LayerCosts lc = layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth,
+                                    c.micro_batch(), c.dtype(), c.dropout(), dgx_a100());
+  CHECK(stage_parameters(c, lc, 0) == Approx(8 * lc.block_params + 2 * lc.wte_params + 1024));
+  CHECK(estimate_step(c, dgx_a100()).traffic.pp_bytes == 0.0);
 }
 
 TEST_CASE("the step: ZeRO shards 2.5D weights over dp x depth, the rest over dp", "[cost][step][zero]") {

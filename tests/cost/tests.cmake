@@ -1,14 +1,15 @@
 # The cost model: its collective plan against the ledger of the real layers on every mesh of the
-# TP issue, its memory model against the MemoryTracker, and its formulas (time, ZeRO, pipeline,
-# published table).  Shapes are tiny so the 18- and 27-rank runs stay quick.
+# TP issue (GPT-2's layers and Llama's: Linears without biases, RMSNorm, the SwiGLU MLP), its memory
+# model against the MemoryTracker, and its formulas (time, ZeRO, pipeline, published table).
+# Shapes are tiny so the 18- and 27-rank runs stay quick.
 mdtp_add_mpi_test(cost SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_plan_vs_ledger.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/test_memory_model.cpp
                                ${CMAKE_CURRENT_LIST_DIR}/test_cost_formulas.cpp
                   RANKS 1 2 4 8 9 18 27 LABELS cost LIBS mdtp_lib TIMEOUT 900)
 target_include_directories(test_cost PRIVATE ${CMAKE_SOURCE_DIR}/tests/tp)
 
-# The whole-step model (src/cost/step_model.hpp): clusters, FLOP counts, bubbles, Korthikanti's
-# activations, recomputation (selective, and a streaming attention kernel), the planner and the Narayanan et al. 2021 validation.  Pure arithmetic: one rank.
+# The whole-step model (src/cost/step_model.hpp): clusters, FLOP counts (GPT-2's and Llama's, against
+# the released parameter totals), bubbles, Korthikanti's activations, recomputation (selective, and a streaming attention kernel), the planner and the Narayanan et al. 2021 validation.  Pure arithmetic: one rank.
 mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_step_model.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_planner.cpp

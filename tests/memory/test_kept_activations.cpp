@@ -7,7 +7,8 @@
 // the allocator's own peak inside the steps — the contexts plus the working set of the pass
 // running — equals the layers' replay (model/activation_timeline.hpp over plan/activation_peak.hpp)
 // to the byte, in every mode, with every recomputation policy and schedule, awkward sizes and
-// a vocabulary large enough for the head to set the peak.
+// a vocabulary large enough for the head to set the peak.  Llama's blocks (grouped-query attention,
+// SwiGLU, RMSNorm, no position table, tied or untied head) hold the same equalities.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -30,27 +31,44 @@ struct KeptCase {
   TpMode mode = TpMode::none;
   int tp = 1, depth = 1, pp = 1, micro_batches = 1, chunks = 1;
   ScheduleKind schedule = ScheduleKind::one_f_one_b;
+  bool llama = false;
 };
+
+// A Llama of the GPT's sizes: `kv` key/value heads, an MLP of `ffn` (gate|up fused: 2·ffn wide
+// before SwiGLU), RMSNorm, no position table, the head tied or not.
+ModelShape llama_shape(ModelShape m, std::int64_t kv, std::int64_t ffn, bool tied = false) {
+  m.family = ModelFamily::llama;
+  m.kv_heads = kv;
+  m.ffn_hidden = ffn;
+  m.tied_head = tied;
+  return m;
+}
 
 std::vector<KeptCase> kept_cases(int world) {
   using S = ScheduleKind;
   switch (world) {
-    case 1: return {{"none", TpMode::none}, {"none pp1 gpipe m3", TpMode::none, 1, 1, 1, 3, 1, S::gpipe}};
+    case 1:
+      return {{"none", TpMode::none},
+              {"none pp1 gpipe m3", TpMode::none, 1, 1, 1, 3, 1, S::gpipe},
+              {"llama none", TpMode::none, 1, 1, 1, 1, 1, S::one_f_one_b, true}};
     case 2:
       return {{"1d tp2", TpMode::d1, 2},
               {"1d-sp tp2", TpMode::d1_sp, 2},
               {"none pp2 gpipe m3", TpMode::none, 1, 1, 2, 3, 1, S::gpipe},
               {"none pp2 1f1b m4", TpMode::none, 1, 1, 2, 4, 1, S::one_f_one_b},
               {"none pp2 zb-h1 m3", TpMode::none, 1, 1, 2, 3, 1, S::zb_h1},
-              {"none pp2 interleaved v2 m4", TpMode::none, 1, 1, 2, 4, 2, S::interleaved}};
+              {"none pp2 interleaved v2 m4", TpMode::none, 1, 1, 2, 4, 2, S::interleaved},
+              {"llama 1d-sp tp2", TpMode::d1_sp, 2, 1, 1, 1, 1, S::one_f_one_b, true}};
     case 4:
       return {{"2d tp4", TpMode::d2, 4},
               {"1d-sp tp2 pp2 zb-h1 m2", TpMode::d1_sp, 2, 1, 2, 2, 1, S::zb_h1},
-              {"1d tp2 pp2 interleaved v2 m4", TpMode::d1, 2, 1, 2, 4, 2, S::interleaved}};
+              {"1d tp2 pp2 interleaved v2 m4", TpMode::d1, 2, 1, 2, 4, 2, S::interleaved},
+              {"llama 1d tp2 pp2 zb-h1 m2", TpMode::d1, 2, 1, 2, 2, 1, S::zb_h1, true}};
     case 8:
       return {{"2.5d tp8 d2", TpMode::d2p5, 8, 2},
               {"3d tp8", TpMode::d3, 8},
-              {"2d tp4 pp2 1f1b m2", TpMode::d2, 4, 1, 2, 2, 1, S::one_f_one_b}};
+              {"2d tp4 pp2 1f1b m2", TpMode::d2, 4, 1, 2, 2, 1, S::one_f_one_b},
+              {"llama 3d tp8", TpMode::d3, 8, 1, 1, 1, 1, S::one_f_one_b, true}};
     default: return {};
   }
 }
@@ -70,6 +88,7 @@ TEST_CASE("the kept-activation peak of every rank equals the model to the byte",
       t.spec.layout.micro_batches = c.micro_batches;
       t.spec.layout.chunks = c.chunks;
       t.spec.model = ModelShape{4, 32, 4, 16, 0};
+      if (c.llama) t.spec.model = llama_shape(t.spec.model, 2, 40);
       const int dp = world / (c.tp * c.pp);
       t.spec.global_batch = 2 * dp * c.micro_batches * (c.mode == TpMode::d3 || c.mode == TpMode::d2p5 ? 2 : 1);
       t.steps = 1;
@@ -169,29 +188,35 @@ struct WorkingSetCase {
 std::vector<WorkingSetCase> working_set_cases(int world) {
   using S = ScheduleKind;
   const ModelShape wide_vocab{2, 24, 4, 8, 997}, long_seq{3, 48, 4, 64, 0}, small{2, 32, 4, 16, 0};
+  // Llama: SwiGLU's 2F-wide gate|up beside its F-wide output, RMSNorm's scratch row, no positions.
+  const ModelShape llama_small = llama_shape(small, 2, 40), llama_vocab = llama_shape(wide_vocab, 2, 36, true);
   switch (world) {
     case 1:
       return {{"none, vocabulary 997", TpMode::none, 1, 1, 1, S::one_f_one_b, wide_vocab},
               {"none, T 64 f64", TpMode::none, 1, 1, 1, S::one_f_one_b, long_seq, 1, DType::f64},
               {"none gpipe m3", TpMode::none, 1, 1, 3, S::gpipe, small},
               {"none zb-h1 m2", TpMode::none, 1, 1, 2, S::zb_h1, small, 3},
-              {"3d on one rank", TpMode::d3, 1, 1, 1, S::one_f_one_b, small}};
+              {"3d on one rank", TpMode::d3, 1, 1, 1, S::one_f_one_b, small},
+              {"llama kv1 none zb-h1 m2", TpMode::none, 1, 1, 2, S::zb_h1, llama_shape(small, 1, 40), 3}};
     case 2:
       return {{"1d tp2, vocabulary 997", TpMode::d1, 2, 1, 1, S::one_f_one_b, wide_vocab},
               {"1d-sp tp2, T 64", TpMode::d1_sp, 2, 1, 1, S::one_f_one_b, long_seq},
               {"1d-sp tp2 zb-h1 m2", TpMode::d1_sp, 2, 1, 2, S::zb_h1, small},
               {"none dp2 gpipe m2 f64", TpMode::none, 1, 1, 2, S::gpipe, small, 1, DType::f64},
               {"1d tp2, vocabulary 4999, gradients dumped", TpMode::d1, 2, 1, 1, S::one_f_one_b,
-               ModelShape{1, 64, 4, 8, 4999}, 1, DType::f32, true}};
+               ModelShape{1, 64, 4, 8, 4999}, 1, DType::f32, true},
+              {"llama 1d tp2, vocabulary 997, tied", TpMode::d1, 2, 1, 1, S::one_f_one_b, llama_vocab}};
     case 4:
       return {{"2d tp4, vocabulary 997", TpMode::d2, 4, 1, 1, S::one_f_one_b, wide_vocab},
               {"1d-sp tp4, vocabulary 997", TpMode::d1_sp, 4, 1, 1, S::one_f_one_b, wide_vocab, 4},
               {"2.5d tp4 d1 gpipe m2", TpMode::d2p5, 4, 1, 2, S::gpipe, small},
-              {"1d tp2 dp2 zb-h1 m2", TpMode::d1, 2, 1, 2, S::zb_h1, small}};
+              {"1d tp2 dp2 zb-h1 m2", TpMode::d1, 2, 1, 2, S::zb_h1, small},
+              {"llama 2d tp4 f64", TpMode::d2, 4, 1, 1, S::one_f_one_b, llama_small, 2, DType::f64}};
     case 8:
       return {{"3d tp8, vocabulary 997", TpMode::d3, 8, 1, 1, S::one_f_one_b, wide_vocab, 4},
               {"2.5d tp8 d2, T 64", TpMode::d2p5, 8, 2, 1, S::one_f_one_b, long_seq, 4},
-              {"2d tp4 dp2 gpipe m2", TpMode::d2, 4, 1, 2, S::gpipe, small}};
+              {"2d tp4 dp2 gpipe m2", TpMode::d2, 4, 1, 2, S::gpipe, small},
+              {"llama 2.5d tp8 d2", TpMode::d2p5, 8, 2, 1, S::one_f_one_b, llama_small, 4}};
     default: return {};
   }
 }
@@ -291,19 +316,25 @@ TEST_CASE("the activation replay keeps what the kept-activation model keeps", "[
   a.head_gathered_rows = 48;
   a.logits_rows = 48;
   a.vocab_cols = 37;
-  for (const bool full : {false, true})
-    for (const bool probabilities : {false, true}) {
-      const KeepPolicy policy{full, probabilities};
-      const std::int64_t n_layer = 3;
-      const MicroBatchActivationPeaks p = micro_batch_activation_peaks(a, n_layer, policy);
-      std::int64_t after_forward = 0, after_input = 0;
-      for (const UnitActivationBytes& u : unit_activation_bytes(a, n_layer, policy)) {
-        after_forward += u.after_forward;
-        after_input += u.after_input;
+  for (const bool llama : {false, true})
+    for (const bool full : {false, true})
+      for (const bool probabilities : {false, true}) {
+        // Llama's: the MLP's output half as wide as fc1's gate|up, no position rows, a scratch row in
+        // every norm's backward (transient: it changes no figure between passes).
+        a.mlp_gate_factor = llama ? 2 : 1;
+        a.position_rows = !llama;
+        a.norm_scratch_bytes = llama ? a.residual_cols * 4 : 0;
+        const KeepPolicy policy{full, probabilities};
+        const std::int64_t n_layer = 3;
+        const MicroBatchActivationPeaks p = micro_batch_activation_peaks(a, n_layer, policy);
+        std::int64_t after_forward = 0, after_input = 0;
+        for (const UnitActivationBytes& u : unit_activation_bytes(a, n_layer, policy)) {
+          after_forward += u.after_forward;
+          after_input += u.after_input;
+        }
+        INFO("llama " << llama << " full " << full << " probabilities " << probabilities);
+        CHECK(p.after_forward == after_forward);
+        CHECK(p.after_input == after_input);
+        CHECK(p.forward_peak > p.after_forward);  // the residual in hand, at least
       }
-      INFO("full " << full << " probabilities " << probabilities);
-      CHECK(p.after_forward == after_forward);
-      CHECK(p.after_input == after_input);
-      CHECK(p.forward_peak > p.after_forward);  // the residual in hand, at least
-    }
 }

@@ -4,7 +4,7 @@
 # (2.5D q=3 d=2, 2D q=3 with dp=2) and 27 (3D q=3: label 'large').
 mdtp_add_mpi_test(model SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_gpt_model.cpp ${CMAKE_CURRENT_LIST_DIR}/test_training.cpp
                   ${CMAKE_CURRENT_LIST_DIR}/test_train_errors.cpp ${CMAKE_CURRENT_LIST_DIR}/test_train_ops.cpp
-                  ${CMAKE_CURRENT_LIST_DIR}/test_model_chunks.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_model_chunks.cpp ${CMAKE_CURRENT_LIST_DIR}/test_llama_model.cpp
                   RANKS 1 2 4 8 18 27 LABELS model TIMEOUT 900)
 
 # `mdtp train --device cuda` in a host-only build is refused with a clear message on every rank.
@@ -14,4 +14,15 @@ if(NOT MDTP_CUDA)
                    --steps 1 --device cuda)
   set_tests_properties(train_device_cuda_refused_np2 PROPERTIES LABELS "model;mpi" TIMEOUT 120
                        PASS_REGULAR_EXPRESSION "--device cuda needs mdtp built with CUDA")
+endif()
+
+# Llama under the pipeline and ZeRO engines in every mode, through mdtp train (f64): first loss and
+# every gradient against the serial run to 1e-12 (tests/model/llama_engines.py).
+mdtp_find_python(MDTP_NUMPY_H5PY_PYTHON "numpy, h5py" "python3 with numpy and h5py (llama tests)")
+if(MDTP_NUMPY_H5PY_PYTHON)
+  add_test(NAME llama_engines_np8
+           COMMAND ${MDTP_NUMPY_H5PY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/llama_engines.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(llama_engines_np8 PROPERTIES LABELS "model;pipeline;zero;llama" TIMEOUT 600
+                       SKIP_RETURN_CODE 77 PROCESSORS 2)
 endif()

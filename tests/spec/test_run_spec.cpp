@@ -37,9 +37,10 @@ RunSpec everything_changed() {
   s.model.vocab = 1000;
   s.model.ffn_hidden = 256;
   s.model.kv_heads = 2;
-  s.model.norm = NormKind::rmsnorm;
-  s.model.position = PositionKind::rope;
+  s.model.family = ModelFamily::llama;
   s.model.tied_head = false;
+  s.model.rope_theta = 500000;
+  s.model.norm_eps = 1e-6;
   s.global_batch = 48;
   s.layout.mode = TpMode::d2p5;
   s.layout.tp = 8;
@@ -134,7 +135,7 @@ TEST_CASE("the default spec is valid and describes itself in one line", "[spec]"
   CHECK(c.model.kv() == 2);
   CHECK(c.layout.world() == 48);
   CHECK(describe(c) ==
-        "GPT l=8 h=96 a=6 s=48 V=1000 ffn=256 kv=2 rmsnorm rope untied-head B=48 | 2.5d tp=8 d=2 pp=2 dp=3 interleaved "
+        "Llama l=8 h=96 a=6 s=48 V=1000 ffn=256 kv=2 theta=500000 B=48 | 2.5d tp=8 d=2 pp=2 dp=3 interleaved "
         "m=4 v=2 N=2 layers=1,3,3,1 | zero=3 bucket=12.5MiB offload reduce-per-micro-batch keep-params "
         "recompute=selective f16 (grads f64) loss-scale=1024 dropout=0.1 | sgd lr=0.0003 clip=1 | seed=9007199254740993");
 }
@@ -148,9 +149,7 @@ TEST_CASE("every enum name parses back to its value, and unknown names are refus
   CHECK(all_recomputes().size() == 3);
   for (OptimizerKind k : all_optimizer_kinds()) CHECK(parse_optimizer_kind(optimizer_kind_name(k)) == k);
   CHECK(all_optimizer_kinds().size() == 2);
-  for (NormKind k : {NormKind::layernorm, NormKind::rmsnorm}) CHECK(parse_norm_kind(norm_kind_name(k)) == k);
-  for (PositionKind k : {PositionKind::learned, PositionKind::rope})
-    CHECK(parse_position_kind(position_kind_name(k)) == k);
+  for (ModelFamily k : {ModelFamily::gpt2, ModelFamily::llama}) CHECK(parse_model_family(model_family_name(k)) == k);
   CHECK(parse_stage_mapping(stage_mapping_name(StageMapping::round_robin)) == StageMapping::round_robin);
   for (DType d : {DType::f32, DType::f64, DType::bf16, DType::f16}) CHECK(parse_dtype(dtype_name(d)) == d);
 
@@ -173,10 +172,7 @@ TEST_CASE("every enum name parses back to its value, and unknown names are refus
   CHECK_THROWS_WITH(parse_recompute("sometimes"),
                     Equals("activation recomputation must be none, selective or full; got 'sometimes'"));
   CHECK_THROWS_WITH(parse_optimizer_kind("adam"), Equals("unknown optimizer 'adam'; expected sgd or adamw"));
-  CHECK_THROWS_WITH(parse_norm_kind("batchnorm"),
-                    Equals("unknown normalisation 'batchnorm'; expected layernorm or rmsnorm"));
-  CHECK_THROWS_WITH(parse_position_kind("alibi"),
-                    Equals("unknown position embedding 'alibi'; expected learned or rope"));
+  CHECK_THROWS_WITH(parse_model_family("mistral"), Equals("unknown model family 'mistral'; expected gpt2 or llama"));
   CHECK(parse_stage_mapping("v-shape") == StageMapping::v_shape);
   CHECK(parse_stage_mapping("mirrored") == StageMapping::mirrored);
   CHECK_THROWS_WITH(parse_stage_mapping("mirror"),
@@ -401,13 +397,14 @@ TEST_CASE("the JSON writes every member, explicitly, with a version", "[spec][js
   const std::vector<std::string> expected = {
       "/dropout",
       "/global_batch",
+      "/model/family",
       "/model/ffn_hidden",
       "/model/heads",
       "/model/hidden",
       "/model/kv_heads",
       "/model/layers",
-      "/model/norm",
-      "/model/position",
+      "/model/norm_eps",
+      "/model/rope_theta",
       "/model/seq",
       "/model/tied_head",
       "/model/vocab",
@@ -454,8 +451,7 @@ TEST_CASE("the JSON writes every member, explicitly, with a version", "[spec][js
   CHECK(j["recompute"] == "none");
   CHECK(j["precision"]["params"] == "f32");
   CHECK(j["optimizer"]["kind"] == "adamw");
-  CHECK(j["model"]["norm"] == "layernorm");
-  CHECK(j["model"]["position"] == "learned");
+  CHECK(j["model"]["family"] == "gpt2");
   CHECK(j["parallel"]["pp_layers"] == Json::array());
 
   // A spec that changes every member changes every value written (stage_mapping has one value).
@@ -547,7 +543,7 @@ TEST_CASE("a missing key takes the default given; a missing section all of them"
   const RunSpec base = everything_changed();
   const Json full = to_json(base), defaults = to_json(RunSpec{});
   const std::vector<std::string> every = paths(defaults, false);
-  CHECK(every.size() == 45 + 5);  // the leaves and the five sections
+  CHECK(every.size() == 46 + 5);  // the leaves and the five sections
   for (const std::string& p : every) {
     INFO(p);
     const Json::json_pointer at(p);
@@ -581,7 +577,7 @@ TEST_CASE("the reader refuses unknown keys, wrong types, bad names and other ver
                 "micro_batches, chunks, group_size, pp_layers, stage_mapping");
   check_refused(with(good, "/model/n_embd", 64),
                 "run spec: unknown key 'model.n_embd'; expected one of layers, hidden, heads, seq, vocab, ffn_hidden, "
-                "kv_heads, norm, position, tied_head");
+                "kv_heads, family, tied_head, rope_theta, norm_eps");
   check_refused(with(good, "/parallel/tp", "2"), "run spec: 'parallel.tp' must be an integer; got string \"2\"");
   check_refused(with(good, "/parallel/tp", 2.0), "run spec: 'parallel.tp' must be an integer; got number 2.0");
   check_refused(with(good, "/parallel/tp", 3000000000LL),

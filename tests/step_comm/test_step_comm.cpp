@@ -3,7 +3,9 @@
 // under each schedule, data parallelism, ZeRO stages — and on EVERY rank the ledger of that step
 // equals the plan of the rank's stage per (phase, group, op): calls, logical bytes, group size and
 // bus bytes.  Also: the bucket plan the cost model derives from the configuration alone is the
-// one the ZeRO engine builds from the real model's parameters, stage by stage.
+// one the ZeRO engine builds from the real model's parameters, stage by stage.  Llama runs beside
+// GPT-2 (grouped-query attention, SwiGLU, RMSNorm, no position table, tied and untied heads, under a
+// pipeline and ZeRO-3): the same equalities, parameter names included.
 //
 // The CI form (tag [ci]) runs a dozen configurations at 8 ranks; the `slow` form runs the rest.
 #include <catch2/catch.hpp>
@@ -71,6 +73,17 @@ TrainConfig base(TpMode mode, int tp, int pp, std::int64_t batch, int micro_batc
 }
 
 GridCase with(std::string label, TrainConfig t) { return GridCase{std::move(label), std::move(t)}; }
+
+// The same run with a Llama of `kv` key/value heads and an MLP of 40 (not 4·hidden): the widths,
+// parameter names and lists, RMSNorm, the missing position table and the (un)tied head all reach
+// the plan.
+TrainConfig llama(TrainConfig t, std::int64_t kv, bool tied = false) {
+  t.spec.model.family = ModelFamily::llama;
+  t.spec.model.kv_heads = kv;
+  t.spec.model.ffn_hidden = 40;
+  t.spec.model.tied_head = tied;
+  return t;
+}
 
 // A schedule of two chunks per stage (zb-v and dualpipev in V order, dualpipe mirrored).
 TrainConfig v_shaped(TrainConfig t) {
@@ -171,6 +184,18 @@ std::vector<GridCase> ci_grid() {
     TrainConfig t = bf16(zero(base(TpMode::none, 1, 1, 8, 1), 2, 0.004));
     t.spec.zero.offload = true;
     g.push_back(with("none tp1 pp1 dp8 bf16 zero2 offload", t));
+  }
+  // Llama: grouped-query attention (kv < heads), untied and tied heads, with a pipeline and ZeRO-3.
+  g.push_back(with("llama kv2 1d tp2 pp2 dp2 1f1b m2 untied", llama(base(TpMode::d1, 2, 2, 8, 2), 2)));
+  g.push_back(with("llama kv2 2d tp4 pp2 dp1 1f1b m2 tied", llama(base(TpMode::d2, 4, 2, 4, 2), 2, true)));
+  g.push_back(with("llama kv2 1d-sp tp2 pp2 dp2 zb-v m2 zero3 untied",
+                   llama(zero(v_shaped(base(TpMode::d1_sp, 2, 2, 8, 2, ScheduleKind::zb_v)), 3), 2)));
+  g.push_back(with("llama kv1 none tp1 pp2 dp4 1f1b m2 zero3 tied", llama(zero(base(TpMode::none, 1, 2, 8, 2), 3), 1, true)));
+  g.push_back(with("llama kv2 3d tp8 zero1 bf16", llama(bf16(zero(base(TpMode::d3, 8, 1, 4, 1), 1)), 2)));
+  {
+    TrainConfig t = llama(zero(base(TpMode::d2p5, 8, 1, 4, 1), 2), 2, true);
+    t.spec.layout.depth = 2;
+    g.push_back(with("llama kv2 2.5d tp8 d2 zero2 tied", t));
   }
   return g;
 }
@@ -342,6 +367,8 @@ TEST_CASE("The bucket plan derived from the configuration is the ZeRO engine's, 
   std::vector<Case> cases;
   for (int zero : {1, 3}) {
     cases.push_back({"1d tp2 pp2 dp2", base(TpMode::d1, 2, 2, 8, 2), 0.004, zero});
+    cases.push_back({"llama kv2 1d tp2 pp2 dp2 untied", llama(base(TpMode::d1, 2, 2, 8, 2), 2), 0.004, zero});
+    cases.push_back({"llama kv2 2d tp4 pp2 tied", llama(base(TpMode::d2, 4, 2, 4, 2), 2, true), 0.002, zero});
     cases.push_back({"2d tp4 pp2", base(TpMode::d2, 4, 2, 4, 2), 0.002, zero});
     cases.push_back({"3d tp8", base(TpMode::d3, 8, 1, 4, 1), 0.003, zero});
     TrainConfig interleaved = base(TpMode::d1_sp, 2, 2, 4, 2, ScheduleKind::interleaved);

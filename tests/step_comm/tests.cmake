@@ -1,5 +1,6 @@
 # The whole-step byte plan (src/cost/gpt_step_comm.hpp) against mdtp::train's ledger on every rank,
-# in a grid of configurations (every TP mode, pipelines under each schedule, dp, ZeRO stages), and
+# in a grid of configurations (every TP mode, pipelines under each schedule, dp, ZeRO stages; GPT-2
+# and Llama with kv < heads, tied and untied heads), and
 # the bucket plan it derives against the ZeRO engine's.  The CI form runs the [ci] cases at 8
 # ranks; the `slow` form the larger grid.
 mdtp_add_mpi_test(step_comm SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_step_comm.cpp

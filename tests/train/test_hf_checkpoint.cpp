@@ -301,8 +301,10 @@ TEST_CASE("mdtp train: Hugging Face safetensors checkpoints saved, loaded in oth
     };
     expect_refused("relu", with_config([](nlohmann::json& c) { c["activation_function"] = "relu"; }),
                    "activation_function 'relu' is not implemented");
-    expect_refused("llama", with_config([](nlohmann::json& c) { c["model_type"] = "llama"; }),
-                   "model_type \"llama\": mdtp loads GPT-2 checkpoints");
+    expect_refused("bert", with_config([](nlohmann::json& c) { c["model_type"] = "bert"; }),
+                   "model_type \"bert\": mdtp loads GPT-2 (model_type \"gpt2\") and Llama (\"llama\") checkpoints");
+    // A GPT-2 config relabelled llama is read as LlamaConfig, which names its sizes differently.
+    expect_refused("llama", with_config([](nlohmann::json& c) { c["model_type"] = "llama"; }), "no hidden_size");
     expect_refused("inner", with_config([](nlohmann::json& c) { c["n_inner"] = 100; }),
                    "n_inner 100 is not implemented");
     expect_refused("eps", with_config([](nlohmann::json& c) { c["layer_norm_epsilon"] = 1e-6; }),

@@ -60,7 +60,31 @@ if(MDTP_HF_PYTHON)
                    --mpiexec ${MPIEXEC_EXECUTABLE})
   set_tests_properties(hf_transformers_interop_np2 PROPERTIES LABELS "train;checkpoint;interop" TIMEOUT 300
                        SKIP_RETURN_CODE 77 PROCESSORS 2)
+  # Llama: LlamaForCausalLM.from_pretrained on mdtp's file (no missing/unexpected/mismatched key) and
+  # mdtp on save_pretrained's (one file, shards, BF16), first losses equal in f64 with transformers'
+  # float32 steps run in float64; and the numpy port of modeling_llama against transformers itself.
+  add_test(NAME hf_llama_interop_np2
+           COMMAND ${MDTP_HF_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_llama_interop.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE})
+  add_test(NAME llama_numpy_port_vs_transformers
+           COMMAND ${MDTP_HF_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/../model/llama_numpy_port.py)
+  set_tests_properties(hf_llama_interop_np2 llama_numpy_port_vs_transformers PROPERTIES
+                       LABELS "train;checkpoint;interop;llama" TIMEOUT 300 SKIP_RETURN_CODE 77 PROCESSORS 2)
 else()
   message(STATUS "mdtp: no python3 with torch + transformers + h5py: hf_transformers_interop not registered "
                  "(-DMDTP_HF_PYTHON=/path/to/venv/bin/python3)")
+endif()
+
+# Llama and Hugging Face's LlamaForCausalLM state dict, without transformers: mdtp's safetensors
+# and HDF5 checkpoints hold Hugging Face's keys (q/k/v_proj, gate/up_proj apart), their first losses
+# equal an independent numpy port of modeling_llama (tests/model/llama_numpy_port.py) to 1e-12 in
+# f64, numpy-written files (one, sharded, bare and tied) load, a save-load-save round trip keeps the
+# bytes, and missing/extra/misshapen/integer tensors and unimplemented config fields are refused.
+mdtp_find_python(MDTP_NUMPY_H5PY_PYTHON "numpy, h5py" "python3 with numpy and h5py (llama_interop)")
+if(MDTP_NUMPY_H5PY_PYTHON)
+  add_test(NAME llama_interop_np4
+           COMMAND ${MDTP_NUMPY_H5PY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/llama_interop.py --mdtp $<TARGET_FILE:mdtp>
+                   --mpiexec ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(llama_interop_np4 PROPERTIES LABELS "train;checkpoint;interop;llama" TIMEOUT 300
+                       SKIP_RETURN_CODE 77 PROCESSORS 2)
 endif()

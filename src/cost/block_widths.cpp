@@ -1,0 +1,21 @@
+#include "cost/block_widths.hpp"
+
+namespace mdtp::cost {
+
+BlockWidths block_widths(const ModelShape& m) {
+  BlockWidths w;
+  if (m.family == ModelFamily::gpt2) return w;
+  // Llama: Q has `heads` heads of d = H/heads features, K and V `kv` heads each; the gate and up
+  // projections are fused into one fc1 of 2F (tp/mlp.hpp); no biases; RMSNorm has γ only;
+  // rotary positions rotate Q and K in place.
+  w.qkv_features = (m.heads + 2 * m.kv()) * (m.hidden / m.heads);
+  w.fc1_factor = 2;
+  w.linear_bias = false;
+  w.norm_shift = false;
+  w.rotary = true;
+  return w;
+}
+
+bool has_position_table(const ModelShape& m) { return m.family == ModelFamily::gpt2; }
+
+}  // namespace mdtp::cost
