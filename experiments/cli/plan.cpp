@@ -100,6 +100,7 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::Ap
     for (const char* option : {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch", "--gpus"})
       require(app.count(option) > 0, "mdtp plan needs ", option, " (mdtp plan --help)");
   if (o.preset.given()) require(app.count("--gpus") > 0, "mdtp plan needs --gpus (mdtp plan --help)");
+  validate_model(spec.model);
   if (!o.spec->write_config_path().empty()) check_text_output(o.spec->write_config_path(), "--write-config");
   const cost::PlanRequest r = request(o, spec);
   const cost::PlanResult result = cost::plan(r, cluster);

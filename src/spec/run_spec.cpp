@@ -41,8 +41,6 @@ StageMapping stage_mapping_of(ScheduleKind kind) {
   return is_v_shaped(kind) ? StageMapping::v_shape : StageMapping::round_robin;
 }
 
-namespace {
-
 void validate_model(const ModelShape& m) {
   const std::pair<const char*, std::int64_t> sizes[] = {
       {"layers", m.layers}, {"hidden", m.hidden}, {"heads", m.heads}, {"seq", m.seq}, {"vocab", m.vocab}};
@@ -64,6 +62,8 @@ void validate_model(const ModelShape& m) {
     require((m.hidden / m.heads) % 2 == 0, "run spec: llama's rotary embedding needs an even head width; hidden/heads = ",
             m.hidden / m.heads);
 }
+
+namespace {
 
 void validate_layout(const ParallelLayout& p, const ModelShape& m) {
   const std::pair<const char*, int> sizes[] = {{"tp", p.tp}, {"depth", p.depth}, {"pp", p.pp}, {"dp", p.dp}};

@@ -61,6 +61,11 @@ struct ModelShape {
   bool operator==(const ModelShape&) const = default;
 };
 
+// The model part of validate(RunSpec): sizes, heads dividing hidden, kv dividing heads, ε and θ,
+// and a gpt2 model's kv = heads and tied head; one line naming the value (mdtp plan checks the
+// model with it before it searches the layouts).
+void validate_model(const ModelShape& m);
+
 // How the ranks are laid out and how the pipeline runs.  The world is tp·pp·dp (no context
 // parallelism in a run yet); mode and tp together are the TP group (2.5d: tp = depth·q²).
 struct ParallelLayout {
