@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/tensor.hpp"
 #include "spec/run_spec.hpp"
 
 namespace mdtp {
@@ -18,10 +19,11 @@ namespace mdtp {
 struct CheckpointPiece {
   std::string name;
   std::int64_t first_row = 0, rows = 0;  // rows of the parameter's checkpoint tensor ([out, in])
+  Shape shape;                           // the dataset's: [rows, in], or the whole 1-D tensor
 };
 
-// The datasets of parameter `name` of `config` whose checkpoint tensor has `rows` rows (a 1-D
-// tensor: 1): one piece of every row named `name`, or the fused tensor's parts.
-std::vector<CheckpointPiece> checkpoint_pieces(const std::string& name, std::int64_t rows, const ModelShape& config);
+// The datasets of parameter `name` of `config` whose checkpoint tensor has shape `full` (a 1-D
+// tensor is one row): one piece of every row named `name`, or the fused tensor's parts.
+std::vector<CheckpointPiece> checkpoint_pieces(const std::string& name, const Shape& full, const ModelShape& config);
 
 }  // namespace mdtp

@@ -31,13 +31,6 @@ std::int64_t config_value(const ModelShape& c, const std::string& key) {
 
 // The sizes under nanoGPT's names, the family as Hugging Face's model_type, and for llama the rest
 // of its shape under Hugging Face's config names.
-std::int64_t rows_of(const Shape& shape) { return shape.size() == 1 ? 1 : shape[0]; }
-
-// A piece's dataset shape: its rows of the full tensor (a 1-D tensor is its own single piece).
-Shape piece_shape(const Shape& full, const CheckpointPiece& piece) {
-  return full.size() == 1 ? full : Shape{piece.rows, full[1]};
-}
-
 void write_config(H5File& file, const ModelShape& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
   file.set_attribute("/", "model_type", std::string(model_family_name(c.family)));
@@ -84,9 +77,9 @@ void write_streamed(const std::string& path, GptModel& model, ZeroEngine& engine
             try {
               // Fused tensors are written as Hugging Face's separate ones (model/checkpoint_pieces.hpp).
               const std::int64_t cols = t.shape.back();
-              for (const CheckpointPiece& piece : checkpoint_pieces(t.name, rows_of(t.shape), model.config())) {
+              for (const CheckpointPiece& piece : checkpoint_pieces(t.name, t.shape, model.config())) {
                 const auto first = t.values.begin() + piece.first_row * cols;
-                file->write_real(part.prefix + piece.name, piece_shape(t.shape, piece),
+                file->write_real(part.prefix + piece.name, piece.shape,
                                  std::vector<double>(first, first + piece.rows * cols), storage);
               }
             } catch (const std::exception& e) {
@@ -134,16 +127,15 @@ std::vector<double> read_param(const H5File& file, const std::string& key, const
 
 // The datasets a parameter is stored as, under `prefix` (model/checkpoint_pieces.hpp).
 std::vector<CheckpointPiece> pieces_of(const ModelParam& p, const ModelShape& config) {
-  return checkpoint_pieces(p.name(), rows_of(p.checkpoint_shape()), config);
+  return checkpoint_pieces(p.name(), p.checkpoint_shape(), config);
 }
 
 // A parameter's checkpoint tensor read whole from its pieces, each checked.
 std::vector<double> read_pieces(const H5File& file, const std::string& prefix, const ModelParam& p,
                                 const ModelShape& config) {
-  const Shape shape = p.checkpoint_shape();
   std::vector<double> out;
   for (const CheckpointPiece& piece : pieces_of(p, config)) {
-    std::vector<double> part = read_param(file, prefix + piece.name, piece_shape(shape, piece));
+    std::vector<double> part = read_param(file, prefix + piece.name, piece.shape);
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -160,7 +152,7 @@ void check_streamed(const H5File& file, const std::string& key, const Shape& exp
 void check_pieces_streamed(const H5File& file, const std::string& prefix, const ModelParam& p,
                            const ModelShape& config) {
   for (const CheckpointPiece& piece : pieces_of(p, config))
-    check_streamed(file, prefix + piece.name, piece_shape(p.checkpoint_shape(), piece));
+    check_streamed(file, prefix + piece.name, piece.shape);
 }
 
 // Blocks of a parameter's checkpoint tensor from the pieces that hold their rows, concatenated.

@@ -96,7 +96,6 @@ const HfTensor& tensor_named(const std::vector<HfTensor>& tensors, const std::st
   throw Error("parameter '" + name + "' is not a tensor of Hugging Face's " + hf_model_name(m) + " state dict");
 }
 
-std::int64_t rows_of(const Shape& shape) { return shape.size() == 1 ? 1 : shape[0]; }
 
 // A rows × cols matrix, row-major, as its cols × rows transpose.
 std::vector<double> transposed(const std::vector<double>& values, std::int64_t rows, std::int64_t cols) {
@@ -350,10 +349,9 @@ void save_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
         try {
           // A fused tensor goes out as Hugging Face's separate ones, row block by row block.
           const std::int64_t cols = t.shape.back();
-          for (const CheckpointPiece& piece : checkpoint_pieces(t.name, rows_of(t.shape), shape)) {
+          for (const CheckpointPiece& piece : checkpoint_pieces(t.name, t.shape, shape)) {
             const HfTensor& hf = tensor_named(tensors, piece.name, shape);
-            const Shape piece_shape = t.shape.size() == 1 ? t.shape : Shape{piece.rows, cols};
-            require(piece_shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece_shape),
+            require(piece.shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece.shape),
                     "; Hugging Face's ", hf_model_name(shape), " needs ", shape_string(hf.mdtp_shape()));
             const auto first = t.values.begin() + piece.first_row * cols;
             std::vector<double> values(first, first + piece.rows * cols);
@@ -436,10 +434,9 @@ void load_hf_checkpoint(const std::string& path, GptModel& model, ZeroEngine& en
   for (const ModelParam& p : params) {
     const Shape shape = p.checkpoint_shape();
     auto& pieces = of_param.emplace_back();
-    for (const CheckpointPiece& piece : checkpoint_pieces(p.name(), rows_of(shape), saved)) {
+    for (const CheckpointPiece& piece : checkpoint_pieces(p.name(), shape, saved)) {
       const HfTensor& hf = tensor_named(tensors, piece.name, saved);
-      const Shape piece_shape = shape.size() == 1 ? shape : Shape{piece.rows, shape[1]};
-      require(piece_shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece_shape),
+      require(piece.shape == hf.mdtp_shape(), "parameter '", piece.name, "' has shape ", shape_string(piece.shape),
               "; Hugging Face's ", hf_model_name(saved), " needs ", shape_string(hf.mdtp_shape()));
       pieces.emplace_back(piece, &hf);
     }
