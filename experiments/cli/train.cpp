@@ -154,12 +154,12 @@ Command add_train(CLI::App& root) {
   add(*app, "--data", c.data, "token data (.h5) or a text corpus (.txt) (default: the shipped corpus)")
       ->type_name("FILE");
   add(*app, "--init-from", c.init_from,
-      "checkpoint to start from: mdtp's HDF5 (resumes exactly), or Hugging Face GPT-2 weights (.safetensors, or "
+      "checkpoint to start from: mdtp's HDF5 (resumes exactly), or Hugging Face GPT-2 or Llama weights (.safetensors, or "
       "a sharded model's .index.json, with config.json beside it)")
       ->type_name("CKPT");
   add(*app, "--save", c.save,
       "checkpoint to write after the last step: .h5 (weights, optimizer state, data position) or .safetensors "
-      "(Hugging Face GPT-2 weights and a config.json beside them)")
+      "(Hugging Face GPT-2 or Llama weights and a config.json beside them)")
       ->type_name("CKPT");
   add(*app, "--dump-grads", c.dump_grads, "write the first step's reduced gradients")->type_name("FILE.h5");
   add(*app, "--out", c.out, "results file to append a /runs/NNNN-train group to")->type_name("FILE.h5");

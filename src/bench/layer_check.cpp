@@ -60,7 +60,7 @@ std::map<std::string, std::vector<double>> serial_reference(cost::Workload w, in
   std::map<std::string, std::vector<double>> out;
   out["Y"] = backend->to_f64(layer->forward(x));
   out["dX"] = backend->to_f64(layer->backward(dy));
-  reduce_gradients(layer->parameters(), mesh);
+  reduce_gradients(layer->parameters(), mesh, *backend);
   for (Parameter* p : layer->parameters()) out[p->name + ".grad"] = backend->to_f64(p->grad);
   return out;
 }

@@ -44,7 +44,7 @@ class StepRunner {
     std::vector<PhaseSample> samples;
     samples.push_back(measure(phase::forward, [&] { y = layer_.forward(x); }));
     samples.push_back(measure(phase::backward, [&] { dx = layer_.backward(dy); }));
-    samples.push_back(measure(phase::grad_sync, [&] { reduce_gradients(layer_.parameters(), mesh_, dp_group_); }));
+    samples.push_back(measure(phase::grad_sync, [&] { reduce_gradients(layer_.parameters(), mesh_, timed_, dp_group_); }));
     return samples;
   }
 

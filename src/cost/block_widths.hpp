@@ -9,8 +9,8 @@
 //
 //                 qkv_features        fc1 (of F = ffn)    Linear biases   norm parameters   rotary
 //   gpt2          3·H                 F (GeLU)            yes             γ, β (LayerNorm)  no
-//   llama         (heads + 2·kv)·d    2F (SwiGLU's fused  no              γ (RMSNorm: the   yes
-//                 (d = H/heads)       gate|up, one GEMM)                  LayerNorm path
+//   llama         (heads + 2·kv')·d   2F (SwiGLU's fused  no              γ (RMSNorm: the   yes
+//                 (d = H/heads,       gate|up, one GEMM)                  LayerNorm path
 //                                                                         uncentred)
 //
 // The defaults are GPT-2's, with the QKV width left to the workload's hidden size, so a Workload
@@ -30,8 +30,11 @@ struct BlockWidths {
   bool operator==(const BlockWidths&) const = default;
 };
 
-// The widths of a model's blocks, from its family and sizes.
-BlockWidths block_widths(const ModelShape& model);
+// The widths of a model's blocks, from its family and sizes, as stored where `head_split` ranks
+// split the heads: with fewer key/value heads than that, each rank stores a copy of the K/V head
+// its query heads read (model/attention.hpp), so the QKV projection is (heads + 2·head_split)·d
+// wide in storage.  head_split = 1: the model's own widths (its FLOPs and parameter count).
+BlockWidths block_widths(const ModelShape& model, int head_split = 1);
 
 // Outside the blocks, the family decides one table: GPT-2's learned positions (wpe [seq, H],
 // added by the embedding); Llama's positions are rotary, inside attention, with no table.

@@ -54,11 +54,17 @@ class StepShapes {
     vocab_local_ = (c.spec.model.vocab + S - 1) / S;
     hidden_local_ = c.spec.model.hidden / size(split_.cols);
     // Attention holds whole heads: the QKV columns split over g ranks, each with heads/g query and
-    // kv/g key/value heads (model/attention.cpp refuses anything else).
+    // kv/g key/value heads, or a copy of one K/V head that g/kv ranks hold (model/attention.cpp
+    // refuses anything else).
     const LinearShape& qkv = attention_.linears().front();
-    const std::int64_t g = qkv.out_features / qkv.y.cols, kv = c.spec.model.kv();
-    require(c.spec.model.heads % g == 0 && kv % g == 0, "attention splits its heads over ", g, " ranks in mode ",
-            c.spec.layout.mode, ": heads=", c.spec.model.heads, " and kv_heads=", kv, " must both be divisible by ", g);
+    const std::int64_t g = head_split_ranks(c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth);
+    const std::int64_t kv = c.spec.model.kv(), d = c.spec.model.hidden / c.spec.model.heads;
+    require(c.spec.model.heads % g == 0 && (kv % g == 0 || g % kv == 0), "attention splits its heads over ", g,
+            " ranks in mode ", tp_mode_name(c.spec.layout.mode), ": heads=", c.spec.model.heads,
+            " must be divisible by ", g, ", and kv_heads=", kv, " must divide or be divisible by it");
+    // The copies' partial gradients are added over tp.kv: the weight shard's rows by the 2·d
+    // columns of the one K and V head.
+    if (g > kv) kv_copy_elements_ = qkv.params.front().elements / qkv.y.cols * 2 * d;
     slices_ = size(split_.replicated);
     require(residual_rows_ % slices_ == 0, "pipeline boundary: the ", residual_rows_,
             " rows of a micro-batch's residual stream must divide over the ", slices_, " ranks of ",
@@ -81,6 +87,8 @@ class StepShapes {
   std::int64_t residual_elements() const { return residual_rows_ * residual_cols_; }
   std::int64_t wire_elements() const { return residual_rows_ / slices_ * residual_cols_; }
   int slices() const { return slices_; }
+  // Elements of one attention weight's key/value columns that tp.kv sums (0: no copies).
+  std::int64_t kv_copy_elements() const { return kv_copy_elements_; }
   const Geometry& attention() const { return attention_; }
   const Geometry& mlp() const { return mlp_; }
   const Geometry& layernorm() const { return layernorm_; }
@@ -108,7 +116,7 @@ class StepShapes {
     w.rows = config_.micro_batch() * config_.spec.model.seq;
     w.hidden = config_.spec.model.hidden;
     w.ffn_hidden = config_.spec.model.ffn();
-    w.block = block_widths(config_.spec.model);
+    w.block = block_widths(config_.spec.model, head_split_ranks(w.mesh.tp_mode, w.mesh.tp, w.mesh.tp_depth));
     w.dtype = config_.spec.precision.params;
     w.grad_dtype = config_.spec.precision.grad_reduce;
     w.options = config_.options;
@@ -122,6 +130,7 @@ class StepShapes {
   Geometry attention_, mlp_, layernorm_;
   std::int64_t rows_ = 0, residual_rows_ = 0, residual_cols_ = 0, vocab_local_ = 0, hidden_local_ = 0;
   int slices_ = 1;
+  std::int64_t kv_copy_elements_ = 0;
 };
 
 // Collects counted calls, skipping groups of one rank where the code skips them.
@@ -241,6 +250,14 @@ void add_linears(std::vector<BucketInput>& out, const StepShapes& s, const Geome
       const ParamShard& p = linears[i].params[k];
       add_param(out, s, modules[i] + (k == 0 ? ".weight" : ".bias"), p.elements, p.partial_grad_over, k == 0, unit);
     }
+}
+
+// The transformer blocks (units 1..L) a stage holds.
+std::int64_t held_blocks(const StagePartition& partition, int stage) {
+  std::int64_t blocks = 0;
+  for (const UnitSpan& r : partition.stage_units(stage))
+    blocks += std::max(0, std::min(r.last, partition.n_layer()) - std::max(r.first, 1) + 1);
+  return blocks;
 }
 
 std::vector<BucketInput> parameters_of(const StepShapes& s, const StagePartition& partition, int stage) {
@@ -451,7 +468,14 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   // Gradient synchronisation.
   const std::vector<BucketInput> params = parameters_of(s, partition, stage);
   const BucketPlan plan = bucket_plan_of(s, params);
+  // Copies of a key/value head: each held block's attention weight sums its K/V columns over tp.kv
+  // before the data-parallel sum (tp/parameter.cpp; zero/gradient_reducer.cpp, once per round).
+  const std::int64_t kv_sums = s.kv_copy_elements() > 0 ? held_blocks(partition, stage) : 0;
+  const DType grad_dtype = config.spec.precision.grad_reduce;
   if (config.spec.zero.stage == 0) {
+    if (kv_sums > 0)
+      list.add(phase::grad_sync, phase::grad_sync, group::tp_kv, CollectiveOp::all_reduce, s.kv_copy_elements(),
+               grad_dtype, kv_sums);
     for (const BucketInput& p : params) {
       for (const std::string& g : p.partial_groups)
         list.add(phase::grad_sync, phase::grad_sync, g, CollectiveOp::all_reduce, p.numel, p.gradient_dtype(), 1);
@@ -462,6 +486,9 @@ StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
     // A round per micro-batch with reduce_per_micro_batch (stages 2–3: each writer reports after
     // every weight pass, m times), else one per step.
     const std::int64_t rounds = config.spec.zero.reduce_per_micro_batch && config.spec.zero.stage >= 2 ? m : 1;
+    if (kv_sums > 0)
+      list.add(phase::grad_sync, phase::grad_sync, group::tp_kv, CollectiveOp::all_reduce, s.kv_copy_elements(),
+               grad_dtype, kv_sums * rounds);
     for (const Bucket& b : plan.buckets) {
       list.add_if_many(phase::grad_sync, phase::grad_sync, shard_group(b), CollectiveOp::reduce_scatter, b.padded,
                        b.grad_dtype, rounds);

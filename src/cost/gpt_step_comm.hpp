@@ -57,7 +57,7 @@ struct StepCommConfig {
   std::int64_t align_bytes = 64;    // ZeRO: start of every parameter and shard inside a bucket
 
   // world tp·pp·dp, the mode and 2.5D's depth.
-  MeshConfig mesh() const { return mesh_config(spec.layout, spec.layout.world()); }
+  MeshConfig mesh() const { return mesh_config(spec.layout, spec.layout.world(), spec.model.kv()); }
   // b: sequences per micro-batch per replica, global batch / (dp · m).
   std::int64_t micro_batch() const { return spec.micro_batch_size(); }
 };

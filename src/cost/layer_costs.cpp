@@ -6,6 +6,7 @@
 #include "cost/compute_model.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
+#include "mesh/topology.hpp"
 #include "spec/names.hpp"
 
 namespace mdtp::cost {
@@ -71,7 +72,9 @@ Workload unit_workload(const std::string& layer, const ModelShape& model, TpMode
   w.rows = micro_batch * model.seq;
   w.hidden = model.hidden;
   w.ffn_hidden = model.ffn();
-  w.block = block_widths(model);
+  const int head_split = head_split_ranks(mode, tp, depth);
+  w.block = block_widths(model, head_split);
+  w.mesh.kv_copies = kv_copies_for(model.kv(), head_split);
   w.dtype = dtype;
   return w;
 }
@@ -135,6 +138,14 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   add_plan(block, out.block_grad_sync, attention_w, topology, time_model);
   add_plan(block, out.block_grad_sync, mlp_w, topology, time_model);
   for (int i = 0; i < 2; ++i) add_plan(block, out.block_grad_sync, ln_w, topology, time_model);
+  // Copies of a key/value head (model/attention.hpp): the attention weight's copied K/V columns,
+  // rows × 2·d, all-reduced over tp.kv once per step.
+  if (attention_w.mesh.kv_copies > 1) {
+    const LinearShape& qkv = attention.linears().front();
+    const std::int64_t elements = qkv.params.front().elements / qkv.y.cols * 2 * (model.hidden / model.heads);
+    out.block_grad_sync.push_back(PlannedCall{phase::grad_sync, group::tp_kv, CollectiveOp::all_reduce,
+                                              attention_w.mesh.kv_copies, elements, attention_w.gradient_dtype()});
+  }
   PassCost sync;
   add_calls(sync, out.block_grad_sync, topology, time_model);
   out.block_grad_sync_seconds = sync.comm_seconds;
@@ -147,9 +158,9 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   require(c_attn.y.cols > 0 && c_attn.out_features % c_attn.y.cols == 0, "c_attn's output shard of ", c_attn.y.cols,
           " columns does not split its ", c_attn.out_features, " columns evenly");
   const std::int64_t qkv_split = c_attn.out_features / c_attn.y.cols;
-  require(model.heads % qkv_split == 0 && kv % qkv_split == 0, "heads=", model.heads, " and kv_heads=", kv,
+  require(model.heads % qkv_split == 0 && (kv % qkv_split == 0 || qkv_split % kv == 0), "heads=", model.heads,
           " must be divisible by the QKV column split ", qkv_split, " of mode ", mode, " on tp=", tp,
-          " (every rank holds whole heads)");
+          " (every rank holds whole heads), and kv_heads=", kv, " must divide or be divisible by it");
   require(c_attn.y.rows % s == 0, "a rank holds ", c_attn.y.rows, " rows of attention's input under mode ", mode,
           " on tp=", tp, "; they must be whole sequences of seq=", s, " (raise the micro-batch ", micro_batch, ")");
   const std::int64_t heads_local = model.heads / qkv_split, seqs_local = c_attn.y.rows / s;

@@ -28,6 +28,7 @@ MeshConfig validated(const MeshConfig& c) {
           c.ranks_per_node);
   require(c.tp_mode != TpMode::none || c.tp == 1, "tensor-parallel mode 'none' is the serial reference and needs tp=1; got tp=",
           c.tp);
+  require(c.kv_copies >= 1, "kv_copies must be >= 1; got ", c.kv_copies);
   return c;
 }
 
@@ -66,7 +67,16 @@ const std::vector<std::string>& Topology::mesh_tokens() {
   return tokens;
 }
 
-MeshConfig mesh_config(const ParallelLayout& layout, int world) {
+int head_split_ranks(TpMode mode, int tp, int depth) {
+  return TpGrid(grid_kind(mode), tp, depth).axes().front().size;
+}
+
+int kv_copies_for(std::int64_t kv_heads, int head_split) {
+  if (kv_heads <= 0 || kv_heads >= head_split || head_split % kv_heads != 0) return 1;
+  return static_cast<int>(head_split / kv_heads);
+}
+
+MeshConfig mesh_config(const ParallelLayout& layout, int world, std::int64_t kv_heads) {
   MeshConfig m;
   m.world = world;
   m.tp = layout.tp;
@@ -74,6 +84,14 @@ MeshConfig mesh_config(const ParallelLayout& layout, int world) {
   m.tp_mode = layout.mode;
   m.tp_depth = layout.depth;
   m.stage_mapping = layout.stage_mapping;
+  // A layout the grid refuses is reported by Topology, with its own message.
+  if (kv_heads > 0) {
+    try {
+      m.kv_copies = kv_copies_for(kv_heads, head_split_ranks(layout.mode, layout.tp, layout.depth));
+    } catch (const Error&) {
+      m.kv_copies = 1;
+    }
+  }
   return m;
 }
 
@@ -128,6 +146,19 @@ Topology::Topology(const MeshConfig& config)
       }
   }
 
+  // tp.kv: blocks of kv_copies consecutive positions along the fastest TP axis (stride 1 in t), so
+  // blocks of consecutive t.
+  if (config_.kv_copies > 1) {
+    const int axis = grid_.axes().front().size;
+    require(axis % config_.kv_copies == 0, "kv_copies=", config_.kv_copies, " must divide the ", axis,
+            " ranks of the fastest TP axis");
+    auto& kv = groups_[group::tp_kv];
+    for (const auto& tp_group : groups_.at(group::tp))
+      for (std::size_t t = 0; t < tp_group.size(); t += static_cast<std::size_t>(config_.kv_copies))
+        kv.emplace_back(tp_group.begin() + static_cast<std::ptrdiff_t>(t),
+                        tp_group.begin() + static_cast<std::ptrdiff_t>(t) + config_.kv_copies);
+  }
+
   // dp × depth: the union of the dp groups of a tp.dep group's members, ranks ascending.  The
   // two axes are independent, so every member of the union yields the same union.
   if (config_.tp_mode == TpMode::d2p5) {
@@ -164,6 +195,7 @@ std::vector<std::string> Topology::group_names() const {
   for (const auto& name : grid_.group_names())
     if (name != group::tp) out.push_back(name);
   if (config_.tp_mode == TpMode::d2p5) out.push_back(kDpDepthGroup);
+  if (config_.kv_copies > 1) out.push_back(group::tp_kv);
   return out;
 }
 
@@ -264,6 +296,7 @@ std::string Topology::to_json() const {
   std::vector<std::string> names = mesh_tokens();
   names.push_back(group::embedding);
   if (config_.stage_mapping == StageMapping::mirrored) names.push_back(group::mirror);
+  if (config_.kv_copies > 1) names.push_back(group::tp_kv);
   for (const auto& name : names) all[name] = groups(name);
   auto& sub = doc["tp_groups"] = nlohmann::ordered_json::object();
   for (const auto& name : tp_group_names()) sub[name] = tp_groups(name);

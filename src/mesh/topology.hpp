@@ -14,6 +14,10 @@
 //                                    coordinates, i.e. every data-parallel replica of a weight
 //                                    (the depth slabs hold the same weight shard); ZeRO shards
 //                                    those weights over it (docs/zero.md §5)
+//   "tp.kv"                          only where kv_copies > 1: blocks of kv_copies consecutive ranks
+//                                    along the fastest TP axis, which splits the output columns of
+//                                    a Linear (so attention's heads) in every mode; they hold copies
+//                                    of the same key/value head (model/attention.hpp)
 //
 // Placement: ranks are packed onto nodes in rank order, node = rank / ranks_per_node
 // (ranks_per_node = 0: one node).  A group name whose groups all stay on one node gets the
@@ -42,6 +46,10 @@ struct MeshConfig {
   // holds both ends of a V and so one wte, or each end stage alone under DualPipe's mirror (both
   // hold both ends), which also pairs stages r and p − 1 − r in the `mirror` group.
   StageMapping stage_mapping = StageMapping::round_robin;
+  // Grouped-query attention with fewer key/value heads (kv) than the q ranks that split the heads:
+  // each key/value head is held by kv_copies = q/kv consecutive ranks of that axis, the "tp.kv"
+  // group.  1: none (kv ≥ q, or a model without grouped heads).
+  int kv_copies = 1;
 };
 
 // The combined data-parallel × depth group of a 2.5D mesh (present only in 2.5D).
@@ -51,8 +59,18 @@ enum class LinkClass { intra_node, inter_node };
 const char* link_class_name(LinkClass link);  // "intra-node" | "inter-node"
 
 // The mesh a run spec's layout asks for on `world` ranks (tp, pp, the mode and 2.5D's depth; dp is
-// what the world leaves, Topology checks the rest).
-MeshConfig mesh_config(const ParallelLayout& layout, int world);
+// what the world leaves, Topology checks the rest), with the tp.kv groups that a model of
+// `kv_heads` key/value heads needs (0: none).
+MeshConfig mesh_config(const ParallelLayout& layout, int world, std::int64_t kv_heads = 0);
+
+// The number of ranks that split a Linear's output columns, and so attention's heads, in a mode:
+// the fastest TP axis (tp in 1D, q in 2D, 2.5D and 3D).
+int head_split_ranks(TpMode mode, int tp, int depth);
+
+// How many ranks hold each key/value head when `kv_heads` of them are split over `head_split`
+// ranks: head_split / kv_heads where that is a whole number above one, else 1 (each rank holds
+// kv_heads / head_split of its own, or the split is refused by the model).
+int kv_copies_for(std::int64_t kv_heads, int head_split);
 
 class Topology {
  public:

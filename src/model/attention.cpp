@@ -1,10 +1,13 @@
 #include "model/attention.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "mesh/mesh.hpp"
 #include "model/fused_columns.hpp"
 #include "model/model_split.hpp"
+#include "spec/names.hpp"
 
 namespace mdtp {
 
@@ -15,20 +18,27 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
   const Mesh& mesh = mode.context().mesh;
   const bool llama = config_.family == ModelFamily::llama;
   const std::int64_t H = config_.hidden, d = H / config_.heads, kv = config_.kv();
+  // The g ranks that split the heads: those that split a Linear's output columns, the fastest TP
+  // axis in every mode (checked against c_attn's output layout below).
+  const int g = mesh.topology().tp_grid().axes().front().size;
+  require(config_.heads % g == 0, name, ": n_head=", config_.heads, " must be divisible by the ", g,
+          " ranks that split the QKV heads in mode ", mode.name());
+  require(kv % g == 0 || g % kv == 0, name, ": num_key_value_heads=", kv, " and the ", g,
+          " ranks that split the heads in mode ", mode.name(), " must divide one another (each rank holds ",
+          "kv/", g, " key/value heads, or each key/value head is held by ", g, "/kv ranks)");
+  // Fewer key/value heads than ranks: each rank stores the one K and V head its query heads read,
+  // so c_attn is (heads + 2g)·d wide in storage, its K/V columns copies over the tp.kv group.
+  const std::int64_t copies = kv % g == 0 ? 1 : g / kv, stored_kv = kv * copies;
   // parameters() gives both Linears their InitSpecs (and c_attn its block-grouped column order)
   // and initialize() draws them once: the Linears only allocate.
-  LinearSpec attn_spec{name + (llama ? ".qkv_proj" : ".c_attn"), H, (config_.heads + 2 * kv) * d, !llama};
+  LinearSpec attn_spec{name + (llama ? ".qkv_proj" : ".c_attn"), H, (config_.heads + 2 * stored_kv) * d, !llama};
   attn_spec.draw_initial_values = false;
   c_attn_ = mode.linear(attn_spec, input);
   const Layout& qkv = c_attn_->output_layout();
   require(qkv.col_groups.size() <= 1, name, ": mode ", mode.name(), " splits the QKV columns over ",
           group_list(qkv.col_groups), "; attention needs at most one group");
-  const int g = qkv.col_groups.empty() ? 1 : group_size(mesh, qkv.col_groups.front());
-  require(config_.heads % g == 0, name, ": n_head=", config_.heads, " must be divisible by the ", g,
-          " ranks of ", group_list(qkv.col_groups), " that split the QKV heads in mode ", mode.name());
-  require(kv % g == 0, name, ": num_key_value_heads=", kv, " must be divisible by the ", g, " ranks of ",
-          group_list(qkv.col_groups), " that split the heads in mode ", mode.name(),
-          " (replicating a key/value head over ", g, "/", kv, " ranks is not supported yet)");
+  require((qkv.col_groups.empty() ? 1 : group_size(mesh, qkv.col_groups.front())) == g, name, ": mode ", mode.name(),
+          " splits the QKV columns over ", group_list(qkv.col_groups), ", not the fastest TP axis of ", g, " ranks");
   std::int64_t row_blocks = 1;
   for (const auto& group : qkv.row_groups) row_blocks *= group_size(mesh, group);
   require(batch_per_replica % row_blocks == 0, name, ": attention needs whole sequences on every rank, but the ",
@@ -36,8 +46,27 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
           group_list(qkv.row_groups), " in layout ", qkv.name, " of mode ", mode.name(),
           "); use a global batch divisible by dp×", row_blocks);
   local_heads_ = config_.heads / g;
-  local_kv_heads_ = kv / g;
-  qkv_columns_ = block_grouped_columns({config_.heads * d, kv * d, kv * d}, g, name + " QKV");
+  local_kv_heads_ = stored_kv / g;
+  logical_qkv_width_ = (config_.heads + 2 * kv) * d;
+  qkv_columns_ = block_grouped_columns({config_.heads * d, kv * d, kv * d}, {g, g / copies, g / copies}, g,
+                                       name + " QKV");
+  if (copies > 1) {
+    const Topology& topology = mesh.topology();
+    require(mesh.has_comm(group::tp_kv) && mesh.comm(group::tp_kv).size() == copies, name, ": each of the ", kv,
+            " key/value heads is held by ", copies, " of the ", g, " ranks splitting the heads, but the mesh has ",
+            mesh.has_comm(group::tp_kv) ? "tp.kv groups of " + std::to_string(mesh.comm(group::tp_kv).size()) + " ranks"
+                                        : std::string("no tp.kv groups"),
+            " (build it with kv_copies=", copies, ": mesh_config does from the model)");
+    if (!qkv.col_groups.empty())
+      for (int member : topology.group_of(group::tp_kv, mesh.rank())) {
+        const auto& own = topology.group_of(qkv.col_groups.front(), mesh.rank());
+        require(std::find(own.begin(), own.end(), member) != own.end(), name, ": the tp.kv group of rank ",
+                mesh.rank(), " leaves the ", qkv.col_groups.front(), " group that splits the heads");
+      }
+    require(!attn_spec.bias, name, ": a key/value head held by several ranks needs a model without QKV biases");
+    c_attn_->parameters()[0]->replicated_columns =
+        ReplicatedColumns{group::tp_kv, local_heads_ * d, 2 * local_kv_heads_ * d};
+  }
   LinearSpec proj_spec{name + (llama ? ".o_proj" : ".c_proj"), H, H, !llama};
   proj_spec.draw_initial_values = false;
   c_proj_ = mode.linear(proj_spec, qkv);
@@ -87,7 +116,7 @@ std::vector<ModelParam> CausalSelfAttention::parameters() {
   const InitSpec weight{InitSpec::Kind::normal, 0.02, 0.0}, zero{InitSpec::Kind::constant, 0.0, 0.0};
   std::vector<Parameter*> a = c_attn_->parameters(), p = c_proj_->parameters();
   if (config_.family == ModelFamily::llama)  // Hugging Face's Llama init: every weight N(0, 0.02)
-    return {model_param(a[0], weight, true, qkv_columns_), model_param(p[0], weight, true)};
+    return {model_param(a[0], weight, true, qkv_columns_, -1, logical_qkv_width_), model_param(p[0], weight, true)};
   // GPT-2: residual projections get std 0.02/sqrt(2·n_layer).
   const InitSpec proj{InitSpec::Kind::normal, 0.02 / std::sqrt(2.0 * static_cast<double>(config_.layers)), 0.0};
   return {model_param(a[0], weight, true, qkv_columns_), model_param(a[1], zero, false, qkv_columns_),

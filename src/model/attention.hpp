@@ -9,9 +9,17 @@
 //                              residual layout (1D: row-parallel; 3D: parity flips back)
 // So that every rank holds whole heads of Q with their K and V, c_attn's fused weight stores its
 // columns BLOCK-GROUPED (model/fused_columns.hpp): column block b (of g) is [Q heads of b | K heads
-// of b | V heads of b].  Requires heads and kv divisible by g, and the rows a rank holds to be whole
-// sequences.  (Where g exceeds kv, each K/V head would have to be replicated on g/kv ranks with its
-// gradient summed over them: refused in one line, not built yet.)
+// of b | V heads of b].  Requires heads divisible by g, and the rows a rank holds to be whole
+// sequences.  Grouped-query attention with kv key/value heads:
+//  - kv % g = 0: block b holds kv/g K and V heads of its own;
+//  - g % kv = 0: each K/V head is needed by the g/kv consecutive ranks whose query heads read it.
+//    Each of them stores it (c_attn is (heads + 2g)·d wide in storage, (heads + 2kv)·d in the
+//    checkpoint), so forward and backward run exactly as with g heads of K and V.  The copies start
+//    equal (drawn by the logical column) and stay equal: their gradients are partial sums, added
+//    over the tp.kv group (Parameter::replicated_columns) before the data-parallel sum, and the
+//    global norm counts them once.  The input gradient needs nothing: the mode's reduction of dX
+//    over the g ranks already adds every copy's contribution once.
+//  - anything else is refused in one line.
 //
 // Names: GPT-2's c_attn / c_proj (with biases), Llama's fused qkv_proj / o_proj (no biases; the
 // checkpoint splits qkv_proj into Hugging Face's q_proj, k_proj, v_proj).
@@ -65,6 +73,7 @@ class CausalSelfAttention {
   std::unique_ptr<Linear> c_attn_, c_proj_;
   std::int64_t local_heads_ = 0, local_kv_heads_ = 0;
   std::vector<std::int64_t> qkv_columns_;
+  std::int64_t logical_qkv_width_ = 0;  // (heads + 2·kv)·d: the checkpoint's columns
 };
 
 }  // namespace mdtp

@@ -17,4 +17,12 @@ namespace mdtp {
 std::vector<std::int64_t> block_grouped_columns(const std::vector<std::int64_t>& part_widths, std::int64_t blocks,
                                                 const std::string& what);
 
+// The same where part p is cut into part_blocks[p] blocks only (a divisor of `blocks`: the
+// key/value part of fewer heads than the ranks splitting them): storage block b holds part p's
+// block b / (blocks / part_blocks[p]), so blocks / part_blocks[p] consecutive storage blocks hold
+// copies of it, and several storage columns map to one logical column.
+std::vector<std::int64_t> block_grouped_columns(const std::vector<std::int64_t>& part_widths,
+                                                const std::vector<std::int64_t>& part_blocks, std::int64_t blocks,
+                                                const std::string& what);
+
 }  // namespace mdtp

@@ -299,7 +299,7 @@ double GptModel::reduce_loss(double local_sum, int micro_batches) const {
 
 void GptModel::reduce_gradients() {
   PhaseScope phase(ctx_.mesh.ledger(), phase::grad_sync);
-  mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, dp_size_ > 1 ? dp_group_ : "");
+  mdtp::reduce_gradients(raw_parameters(), ctx_.mesh, ctx_.backend, dp_size_ > 1 ? dp_group_ : "");
 }
 
 void GptModel::sum_copies_over(const std::string& group) {

@@ -8,13 +8,13 @@ namespace mdtp {
 namespace {
 
 struct Extents {
-  std::int64_t rows, cols, logical_rows;
+  std::int64_t rows, cols, logical_rows, logical_cols;
 };
 
 Extents extents(const ModelParam& p) {
   const Shape& s = p.param->full_shape;
   const std::int64_t rows = s.size() == 1 ? 1 : s[0];
-  return {rows, s.back(), p.logical_rows < 0 ? rows : p.logical_rows};
+  return {rows, s.back(), p.logical_rows < 0 ? rows : p.logical_rows, p.logical_cols < 0 ? s.back() : p.logical_cols};
 }
 
 std::int64_t logical_col(const ModelParam& p, std::int64_t c) {
@@ -24,15 +24,15 @@ std::int64_t logical_col(const ModelParam& p, std::int64_t c) {
 // Index in the checkpoint tensor of stored element (r, c).
 std::size_t checkpoint_index(const ModelParam& p, const Extents& e, std::int64_t r, std::int64_t c) {
   const std::int64_t lc = logical_col(p, c);
-  return static_cast<std::size_t>(p.linear_weight ? lc * e.logical_rows + r : r * e.cols + lc);
+  return static_cast<std::size_t>(p.linear_weight ? lc * e.logical_rows + r : r * e.logical_cols + lc);
 }
 
 }  // namespace
 
 Shape ModelParam::checkpoint_shape() const {
   const Extents e = extents(*this);
-  if (param->full_shape.size() == 1) return {e.cols};
-  return linear_weight ? Shape{e.cols, e.logical_rows} : Shape{e.logical_rows, e.cols};
+  if (param->full_shape.size() == 1) return {e.logical_cols};
+  return linear_weight ? Shape{e.logical_cols, e.logical_rows} : Shape{e.logical_rows, e.logical_cols};
 }
 
 namespace {
@@ -66,7 +66,7 @@ void initial_values(const ModelParam& p, const Mesh& mesh, std::uint64_t seed, D
     double* o = out + (k - first);
     if (b.row0() + i >= e.logical_rows) std::fill(o, o + len, 0.0);  // padding
     else if (p.init.kind == InitSpec::Kind::constant) std::fill(o, o + len, p.init.value);
-    else draw.fill((b.row0() + i) * e.cols, columns.data() + j, len, stored, o);
+    else draw.fill((b.row0() + i) * e.logical_cols, columns.data() + j, len, stored, o);
     k += len;
   }
 }
@@ -133,7 +133,8 @@ void checkpoint_values(const ModelParam& p, const Mesh& mesh, std::int64_t first
 std::vector<double> gather_logical(const ModelParam& p, const Tensor& shard, const Mesh& mesh, const Backend& backend) {
   const Extents e = extents(p);
   const std::vector<double> stored = backend.to_f64(gather_full(shard, p.param->layout, mesh, backend, e.rows, e.cols));
-  std::vector<double> full(static_cast<std::size_t>(e.logical_rows * e.cols));
+  // Copies of a replicated column (logical_columns repeats it) write the same values twice.
+  std::vector<double> full(static_cast<std::size_t>(e.logical_rows * e.logical_cols));
   for (std::int64_t r = 0; r < e.logical_rows; ++r)
     for (std::int64_t c = 0; c < e.cols; ++c) full[checkpoint_index(p, e, r, c)] = stored[static_cast<std::size_t>(r * e.cols + c)];
   return full;
@@ -142,7 +143,7 @@ std::vector<double> gather_logical(const ModelParam& p, const Tensor& shard, con
 void scatter_logical(const ModelParam& p, const std::vector<double>& full, Tensor& shard, const Mesh& mesh,
                      const Backend& backend) {
   const Extents e = extents(p);
-  require(static_cast<std::int64_t>(full.size()) == e.logical_rows * e.cols, p.name(), ": ", full.size(),
+  require(static_cast<std::int64_t>(full.size()) == e.logical_rows * e.logical_cols, p.name(), ": ", full.size(),
           " values for shape ", shape_string(p.checkpoint_shape()));
   const ShardBlock b = shard_block(p.param->layout, mesh, e.rows, e.cols, p.name());
   std::vector<double> values(static_cast<std::size_t>(b.rows * b.cols), 0.0);

@@ -5,7 +5,8 @@
 //  - logical_columns: the fused attention weight stores its columns head-grouped (column block b
 //    of the TP split holds the Q, K and V heads of block b), so storage column c is logical
 //    column logical_columns[c].  Initial values are drawn by the LOGICAL index, so every mode and
-//    mesh starts from the same model.
+//    mesh starts from the same model.  Where ranks hold copies of a key/value head, several
+//    storage columns map to one logical column, and the tensor has logical_cols < stored columns.
 //  - logical_rows: the vocabulary-parallel embedding pads V up to a multiple of the split; rows
 //    from logical_rows on are zero padding, absent from checkpoints.
 //  - linear_weight: Linear weights are stored [in, out]; PyTorch (and checkpoints) use [out, in].
@@ -22,6 +23,7 @@ struct ModelParam {
   Parameter* param = nullptr;
   InitSpec init{};
   std::vector<std::int64_t> logical_columns;  // empty: identity
+  std::int64_t logical_cols = -1;             // -1: the stored columns (full_shape.back())
   std::int64_t logical_rows = -1;             // -1: every stored row
   bool linear_weight = false;
 
@@ -32,8 +34,10 @@ struct ModelParam {
 
 // Builds a ModelParam (every field named, so call sites stay readable).
 inline ModelParam model_param(Parameter* param, InitSpec init, bool linear_weight = false,
-                              std::vector<std::int64_t> logical_columns = {}, std::int64_t logical_rows = -1) {
+                              std::vector<std::int64_t> logical_columns = {}, std::int64_t logical_rows = -1,
+                              std::int64_t logical_cols = -1) {
   ModelParam p;
+  p.logical_cols = logical_cols;
   p.param = param;
   p.init = init;
   p.linear_weight = linear_weight;

@@ -58,6 +58,10 @@ inline constexpr const char tp_input_weight[] = "tp.input-weight";
 inline constexpr const char tp_output_weight[] = "tp.output-weight";
 // 2.5D only: dp × tp.dep, the replicas of a weight shard (ZeRO shards over it).
 inline constexpr const char dp_depth[] = "dp-tp.dep";
+// Where a model has fewer key/value heads than the ranks that split its heads, the ranks that hold
+// copies of the same key/value head: blocks of consecutive ranks along the fastest TP axis (the one
+// that splits a Linear's output columns in every mode); present only then (mesh/topology.hpp).
+inline constexpr const char tp_kv[] = "tp.kv";
 }  // namespace group
 
 }  // namespace mdtp

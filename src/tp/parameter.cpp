@@ -12,6 +12,7 @@
 
 #include "core/vector_math.hpp"
 #include "mesh/mesh.hpp"
+#include "tp/replicated_columns.hpp"
 
 namespace mdtp {
 namespace {
@@ -271,11 +272,13 @@ void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& bac
   p.grad = grad;
 }
 
-void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
+void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh, const Backend& backend,
                       const std::string& data_parallel_group) {
   for (Parameter* p : params) {
     for (const auto& group : p->partial_grad_over)
       if (mesh.comm(group).size() > 1) mesh.comm(group).all_reduce(p->grad);
+    if (p->replicated_columns)
+      sum_replicated_columns(p->grad, p->grad.cols(), *p->replicated_columns, mesh, backend);
     if (!data_parallel_group.empty() && mesh.comm(data_parallel_group).size() > 1)
       mesh.comm(data_parallel_group).all_reduce(p->grad);
   }
@@ -291,7 +294,10 @@ double global_grad_norm(const std::vector<Parameter*>& params, const Mesh& mesh,
   for (const Parameter* p : params) {
     double copies = 1.0;
     for (const auto& group : p->replicated_over) copies *= mesh.comm(group).size();
-    local += backend.sum_squares(p->grad) / copies;
+    double squares = backend.sum_squares(p->grad);
+    if (p->replicated_columns)
+      squares -= uncounted_squares(p->grad, 0, p->grad.cols(), *p->replicated_columns, mesh, backend);
+    local += squares / copies;
   }
   Tensor total = backend.from_f64({local}, {1}, DType::f64, MemCategory::other);
   Communicator& comm = mesh.comm(model_parallel_group);

@@ -6,6 +6,8 @@
 //  - partial_grad_over: groups over which backward leaves *partial* gradients that must be summed
 //    (e.g. 2.5D weights over tp.dep, LayerNorm γ in 2D over tp.col).  A replicated parameter whose
 //    gradient is computed from replicated data (a 1D row-parallel bias) is not partial.
+// A parameter may also hold a block of columns that other ranks hold copies of while the rest of
+// its shard is its own (replicated_columns, tp/replicated_columns.hpp).
 // Linear weights are stored in compute orientation [in, out] (Y = X·W); checkpoints transpose to
 // PyTorch's [out, in].
 #include <cstdint>
@@ -34,6 +36,15 @@ struct InitRecord {
   InitSpec init{};
 };
 
+// Columns [first, first + count) of a 2-D shard that the ranks of `group` hold as copies of the same
+// logical columns, while the rest of each rank's shard differs: a key/value head held by several
+// ranks beside their own query heads (model/attention.hpp).  Each copy's gradient is partial, and
+// summed over the group before the data-parallel sum; a global norm counts the columns once.
+struct ReplicatedColumns {
+  std::string group;
+  std::int64_t first = 0, count = 0;
+};
+
 struct Parameter {
   std::string name;
   Shape full_shape;  // [in, out] for a weight, [n] for a bias or a LayerNorm parameter
@@ -42,6 +53,7 @@ struct Parameter {
   Tensor grad;
   std::vector<std::string> replicated_over;
   std::vector<std::string> partial_grad_over;
+  std::optional<ReplicatedColumns> replicated_columns;
   bool decays = false;  // weight decay applies (weights of 2+ dimensions)
   // Set by materialize(): value holds init_value(seed, name, ·, init) of its shard.  The model's
   // initialize() (model/model_param.hpp) then skips drawing the same values again, and clears it;
@@ -96,15 +108,16 @@ void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
 // read and accumulate straight into the views (they never cache a parameter's tensors).
 void bind_to_storage(Parameter& p, Tensor value, Tensor grad, const Backend& backend);
 
-// Sums partial gradients over each parameter's partial_grad_over groups (one all-reduce each),
-// then, when `data_parallel_group` is not empty, over that group too.
-void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh,
+// Sums partial gradients over each parameter's partial_grad_over groups (one all-reduce each), its
+// replicated columns over their group (tp/replicated_columns.hpp), then, when `data_parallel_group` is not empty, over that group too.
+void reduce_gradients(const std::vector<Parameter*>& params, const Mesh& mesh, const Backend& backend,
                       const std::string& data_parallel_group = "");
 
 void zero_gradients(const std::vector<Parameter*>& params, const Backend& backend);
 
-// Global ‖grad‖₂ over all parameters of the model, each element counted once: local squares,
-// divided by the replication count (replicated_over), all-reduced over `model_parallel_group`, the
+// Global ‖grad‖₂ over all parameters of the model, each element counted once: local squares (those
+// of replicated columns only on the first rank of their group), divided by the replication count
+// (replicated_over), all-reduced over `model_parallel_group`, the
 // mesh group whose ranks hold distinct elements ("tp-pp": every tensor-parallel shard of every
 // pipeline stage; a ZeRO engine adds the data-parallel shards).
 double global_grad_norm(const std::vector<Parameter*>& params, const Mesh& mesh, const Backend& backend,

@@ -97,6 +97,8 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   const bool text = tc.data.empty() || tc.data.ends_with(".txt");
   if (!text) plan.data = read_token_file(tc.data);
   spec.model = resolve_model(tc, text ? nullptr : &plan.data);
+  // The tp.kv groups follow the resolved model (its key/value heads may come from --init-from).
+  plan.mesh = mesh_config(layout, world_size, spec.model.kv());
   if (text) plan.data = text_corpus_tokens(tc.data.empty() ? find_default_corpus() : tc.data, spec.model.seq);
   if (spec.model.vocab == 0) spec.model.vocab = plan.data.vocab;
   validate(spec.model);

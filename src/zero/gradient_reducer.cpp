@@ -4,6 +4,7 @@
 
 #include "mesh/mesh.hpp"
 #include "spec/names.hpp"
+#include "tp/replicated_columns.hpp"
 
 namespace mdtp {
 
@@ -49,6 +50,15 @@ void GradientReducer::start(std::size_t b, std::vector<Round>& into) {
   // micro-batch's, with per_micro_batch) adds into a fresh one rather than under the collective.
   // Stage 1's full gradient is its persistent bucket.
   r.full = buffers_.stage() >= 2 ? buffers_.detach_full_gradients(b) : buffers_.grad_full(b);
+  // Copies of a key/value head (Parameter::replicated_columns): their partial gradients are added
+  // over their group first, on the full bucket, since the reduce-scatter leaves each rank a
+  // different range of it; the sum commutes with the data-parallel one.
+  for (const BucketSlot& s : layout_.bucket(b).slots) {
+    const Parameter& p = *layout_.params().at(s.param).param;
+    if (p.replicated_columns)
+      sum_replicated_columns(r.full.row_slice(s.offset, s.offset + s.numel), layout_.shape(s.param).back(),
+                             *p.replicated_columns, mesh_, backend_);
+  }
   Communicator& group = layout_.shard_comm(b);
   if (group.size() > 1) {
     const Bucket& bucket = layout_.bucket(b);

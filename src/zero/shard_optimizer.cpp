@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "mesh/mesh.hpp"
+#include "tp/replicated_columns.hpp"
 
 namespace mdtp {
 
@@ -39,8 +40,15 @@ double ShardOptimizer::grad_norm() const {
   double local = 0.0;
   for (std::size_t b = 0; b < layout_.bucket_count(); ++b) {
     Tensor& shard = buffers_.grad_shard(b);
-    for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b)))
-      local += backend_.sum_squares(shard.row_slice(s.shard_offset, s.shard_offset + s.numel)) / layout_.copies(s.param);
+    for (const ShardSegment& s : layout_.segments(b, layout_.shard_rank(b))) {
+      const Tensor segment = shard.row_slice(s.shard_offset, s.shard_offset + s.numel);
+      double squares = backend_.sum_squares(segment);
+      const Parameter& p = *layout_.params().at(s.param).param;
+      if (p.replicated_columns)  // counted on the first copy only
+        squares -= uncounted_squares(segment, s.param_offset, layout_.shape(s.param).back(), *p.replicated_columns,
+                                     mesh_, backend_);
+      local += squares / layout_.copies(s.param);
+    }
   }
   Tensor total = backend_.from_f64({local}, {1}, DType::f64, MemCategory::other);
   for (const std::string& group : {dp_group_, model_group_}) {

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
       mdtp::PhaseScope back(ledger, "backward");
       linear->backward(y, saved);
       mdtp::PhaseScope sync(ledger, "grad-sync");
-      mdtp::reduce_gradients(linear->parameters(), mesh);
+      mdtp::reduce_gradients(linear->parameters(), mesh, *backend);
     }
     mdtp::cost::Workload w;
     w.mode = mdtp::TpMode::d2;

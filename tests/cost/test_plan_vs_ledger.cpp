@@ -79,7 +79,7 @@ void run_step(ModeFixture& f, const cost::Workload& w) {
   }
   {
     PhaseScope phase(f.ledger, "grad-sync");
-    reduce_gradients(layer.parameters(), *f.mesh, w.data_parallel_group);
+    reduce_gradients(layer.parameters(), *f.mesh, *f.backend, w.data_parallel_group);
   }
 }
 

@@ -257,3 +257,39 @@ TEST_CASE("to_table lists sizes, order and every group kind", "[mesh][topology]"
   CHECK_THAT(plain, Contains("\nworld: 1 group of 8\n  [0..7]\n"));
   CHECK_THAT(plain, Contains("\ncp: 8 groups of 1\n  (each rank alone)\n"));
 }
+
+TEST_CASE("tp.kv pairs the ranks that hold copies of one key/value head, along the fastest TP axis",
+          "[mesh][topology][kv]") {
+  using mdtp::TpMode, mdtp::head_split_ranks, mdtp::kv_copies_for;
+  // The head split is the fastest axis: t in 1D, c in 2D/2.5D, i in 3D.
+  CHECK(head_split_ranks(TpMode::d1, 4, 1) == 4);
+  CHECK(head_split_ranks(TpMode::d2, 9, 1) == 3);
+  CHECK(head_split_ranks(TpMode::d2p5, 8, 2) == 2);
+  CHECK(head_split_ranks(TpMode::d3, 27, 1) == 3);
+  CHECK(kv_copies_for(1, 4) == 4);
+  CHECK(kv_copies_for(2, 4) == 2);
+  CHECK(kv_copies_for(8, 4) == 1);  // two heads of its own per rank
+  CHECK(kv_copies_for(3, 4) == 1);  // neither divides: the model refuses it
+  // 1D tp 4, dp 2: blocks of two consecutive TP ranks in each TP group.
+  MeshConfig one = make(8, 4, 1, 1, "tp-cp-dp-pp", "1d");
+  one.kv_copies = 2;
+  CHECK(Topology(one).groups("tp.kv") == Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}});
+  // 2D q 3: each tp.row (fixed r, varying c) is one block of 3.
+  MeshConfig two = make(9, 9, 1, 1, "tp-cp-dp-pp", "2d");
+  two.kv_copies = 3;
+  const Topology t2(two);
+  CHECK(t2.groups("tp.kv") == t2.groups("tp.row"));
+  // 3D q 2 with dp 2 on a tp-dp order: pairs along i inside each TP group.
+  MeshConfig three = make(16, 8, 1, 1, "tp-dp", "3d");
+  three.kv_copies = 2;
+  const Topology t3(three);
+  CHECK(t3.groups("tp.kv") == t3.groups("tp.input"));
+  const auto names = t3.group_names();
+  CHECK(std::find(names.begin(), names.end(), "tp.kv") != names.end());
+  // Absent without copies; a block that does not divide the axis is refused by name.
+  const auto plain = Topology(make(4, 4, 1, 1, "tp-cp-dp-pp", "1d")).group_names();
+  CHECK(std::find(plain.begin(), plain.end(), "tp.kv") == plain.end());
+  MeshConfig bad = make(4, 4, 1, 1, "tp-cp-dp-pp", "1d");
+  bad.kv_copies = 3;
+  CHECK_THROWS_WITH(Topology(bad), Contains("kv_copies=3 must divide the 4 ranks"));
+}

@@ -2,12 +2,15 @@
 """The Llama blocks under the pipeline and ZeRO engines, in every tensor-parallel mode, through
 `mdtp train` in f64: the first step's loss and every gradient (--dump-grads, full tensors in
 Hugging Face's names) equal the serial run's (mode none, one rank, no pipeline, no ZeRO) to
-1e-12 (‖Δ‖∞/‖ref‖∞ per tensor), tied and untied heads, grouped-query attention (4 heads, 2 K/V).
+1e-12 (‖Δ‖∞/‖ref‖∞ per tensor), tied and untied heads, grouped-query attention (4 heads, 2 K/V,
+and 1 K/V head copied on the ranks that split the heads); and mdtp train's own audit says every
+(phase, group, op) of the ledger equals the byte plan and every memory figure the model.
 
   llama_engines.py --mdtp BUILD/mdtp [--mpiexec mpiexec] [--max-ranks 8]
 """
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -20,8 +23,9 @@ except ImportError as e:
     sys.exit(77)
 
 TOLERANCE = 1e-12
-MODEL = ["--model", "llama", "--dtype", "f64", "--layers", "4", "--hidden", "24", "--heads", "4", "--kv-heads", "2",
+MODEL = ["--model", "llama", "--dtype", "f64", "--layers", "4", "--hidden", "24", "--heads", "4",
          "--ffn-hidden", "20", "--seq", "8", "--global-batch", "8", "--steps", "1"]
+KV = ["--kv-heads", "2"]  # unless a case names its own
 # (ranks, label, flags): every mode, a pipeline in each where the world allows one, ZeRO 1-3.
 CASES = [
     (4, "1d tp 2, pp 2 1f1b m 4, zero 3", ["--tp-mode", "1d", "--tp", "2", "--pp", "2", "--schedule", "1f1b",
@@ -36,6 +40,14 @@ CASES = [
     (8, "3d tp 8, zero 3", ["--tp-mode", "3d", "--tp", "8", "--zero", "3"]),
     (4, "none, pp 2 dualpipev m 4, zero 3, dp 2", ["--tp-mode", "none", "--pp", "2", "--schedule", "dualpipev",
                                              "--micro-batches", "4", "--zero", "3"]),
+    # One K/V head on more ranks than it: each rank that splits the heads holds a copy (tp.kv).
+    (4, "1d tp 4 kv 1 (4 copies), zero 2, m 2", ["--kv-heads", "1", "--tp-mode", "1d", "--tp", "4", "--zero", "2",
+                                                 "--micro-batches", "2"]),
+    (8, "2d tp 4 kv 1 (2 copies), pp 2 1f1b m 4, zero 3", ["--kv-heads", "1", "--tp-mode", "2d", "--tp", "4", "--pp",
+                                                           "2", "--schedule", "1f1b", "--micro-batches", "4",
+                                                           "--zero", "3"]),
+    (8, "3d tp 8 kv 1 (2 copies), zero 1, tied", ["--kv-heads", "1", "--tp-mode", "3d", "--tp", "8", "--zero", "1",
+                                                  "--tie-embeddings"]),
 ]
 
 
@@ -47,28 +59,47 @@ def parse():
     return p.parse_args()
 
 
+def kv_of(flags):
+    return flags[flags.index("--kv-heads") + 1] if "--kv-heads" in flags else KV[1]
+
+
 def run(args, ranks, flags, tmp, name):
     grads, out = os.path.join(tmp, name + "-grads.h5"), os.path.join(tmp, name + "-out.h5")
-    subprocess.run([args.mpiexec, "-n", str(ranks), args.mdtp, "train"] + MODEL + flags +
-                   ["--dump-grads", grads, "--out", out], check=True, stdout=subprocess.DEVNULL)
+    kv = [] if "--kv-heads" in flags else KV
+    report = subprocess.run([args.mpiexec, "-n", str(ranks), args.mdtp, "train"] + MODEL + kv + flags +
+                            ["--dump-grads", grads, "--out", out], check=True, stdout=subprocess.PIPE, text=True).stdout
     with h5py.File(grads, "r") as f:
         tensors = {k: np.asarray(f[k]) for k in f.keys()}
     with h5py.File(out, "r") as f:
         loss = float(f["runs"][sorted(f["runs"].keys())[-1]]["steps"]["loss"][0])
-    return loss, tensors
+    return loss, tensors, audit(report)
+
+
+def audit(report):
+    """What mdtp train's own audit printed: every (phase, group, op) of the ledger equal to the byte
+    plan, and each memory figure equal to the model's."""
+    comm = re.search(r"communication per step: (\d+) of (\d+) \(phase, group, op\) equal the model", report)
+    memory = re.findall(r"(\d+) B(?: on rank \d+)?, model (\d+) B", report)
+    problems = []
+    if not comm or comm.group(1) != comm.group(2):
+        problems.append("ledger != plan: " + (comm.group(0) if comm else "no communication line"))
+    if not memory or any(a != b for a, b in memory):
+        problems.append(f"memory != model: {memory}")
+    return problems
 
 
 def main():
     args = parse()
     failures = []
     with tempfile.TemporaryDirectory(prefix="mdtp-llama-engines-") as tmp:
-        refs = {tied: run(args, 1, ["--tp-mode", "none"] + (["--tie-embeddings"] if tied else []), tmp, f"ref{tied}")
-                for tied in (False, True)}
+        refs = {(tied, kv): run(args, 1, ["--tp-mode", "none", "--kv-heads", kv] + (["--tie-embeddings"] if tied else []),
+                                tmp, f"ref{tied}{kv}")
+                for tied in (False, True) for kv in sorted({kv_of(flags) for _, _, flags in CASES})}
         for i, (ranks, label, flags) in enumerate(CASES):
             if ranks > args.max_ranks:
                 continue
-            ref_loss, ref = refs["--tie-embeddings" in flags]
-            loss, grads = run(args, ranks, flags, tmp, f"case{i}")
+            ref_loss, ref, _ = refs[("--tie-embeddings" in flags, kv_of(flags))]
+            loss, grads, problems = run(args, ranks, flags, tmp, f"case{i}")
             loss_err = abs(loss - ref_loss) / abs(ref_loss)
             missing = sorted(set(ref) ^ set(grads))
             worst, worst_name = 0.0, ""
@@ -77,8 +108,9 @@ def main():
                     e = float(np.max(np.abs(grads[name] - g)) / max(np.max(np.abs(g)), 1e-300))
                     if e >= worst:
                         worst, worst_name = e, name
-            ok = loss_err <= TOLERANCE and worst <= TOLERANCE and not missing
-            print(f"{label:<52} ranks {ranks}: loss {loss_err:.2e}, gradients {worst:.2e} ({worst_name}) "
+            ok = loss_err <= TOLERANCE and worst <= TOLERANCE and not missing and not problems
+            print(f"{label:<52} ranks {ranks}: loss {loss_err:.2e}, gradients {worst:.2e} ({worst_name}), "
+                  f"ledger = plan, memory = model: {'; '.join(problems) if problems else 'yes'} "
                   f"{'ok' if ok else 'FAIL'}{' tensors differ: ' + str(missing) if missing else ''}")
             if not ok:
                 failures.append(label)

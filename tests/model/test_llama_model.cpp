@@ -8,6 +8,9 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "mesh/mesh.hpp"
+#include "model/fused_columns.hpp"
+#include "spec/names.hpp"
 #include "support/gpt_harness.hpp"
 #include "support/llama_reference.hpp"
 #include "support/whole_model.hpp"
@@ -141,14 +144,15 @@ TEST_CASE("every mode gives the serial Llama's initial values, loss and gradient
       const ParamMap ref_grads = serial.gather(true);
       for (const ModeCase& c : model_cases_for_world(world)) {
         DYNAMIC_SECTION(c.label() << " dp=" << world / c.config.tp << " kv=" << kv << (tied ? " tied" : "")) {
-          std::unique_ptr<GptRun> run;
-          try {
-            run = std::make_unique<GptRun>(c, size.config, size.batch);
-          } catch (const Error& e) {
-            // The mode splits heads over more ranks than there are K/V heads: refused by name.
-            CHECK_THAT(e.what(), Catch::Contains("num_key_value_heads=" + std::to_string(kv)));
+          // g ranks split the heads: each holds kv/g K/V heads, or g/kv ranks hold copies of one;
+          // anything else is refused by name.
+          const int g = head_split_ranks(c.config.tp_mode, c.config.tp, c.config.tp_depth);
+          if (kv % g != 0 && g % kv != 0) {
+            CHECK_THROWS_WITH(GptRun(c, size.config, size.batch),
+                              Catch::Contains("num_key_value_heads=" + std::to_string(kv)));
             continue;
           }
+          auto run = std::make_unique<GptRun>(c, size.config, size.batch);
           std::string worst;
           CHECK(max_error(run->gather(false), init, &worst) == 0.0);  // same draws by logical index
           run->set(values);
@@ -158,11 +162,32 @@ TEST_CASE("every mode gives the serial Llama's initial values, loss and gradient
           INFO("loss " << loss << " vs " << ref_loss << "; worst gradient " << worst);
           CHECK(loss_err <= 1e-12);
           CHECK(grad_err <= 1e-12);
+          // The global norm counts every element once, copies of a K/V head included.
+          std::vector<Parameter*> raw;
+          for (const ModelParam& p : run->model->parameters()) raw.push_back(p.param);
+          const double norm = global_grad_norm(raw, *run->mesh, *run->backend, group::tp_pp);
+          double ref_squares = 0.0;
+          for (const auto& [name, grad] : ref_grads)
+            for (const double v : grad) ref_squares += v * v;
+          const double norm_err = std::abs(norm - std::sqrt(ref_squares)) / std::sqrt(ref_squares);
+          CHECK(norm_err <= 1e-12);
           if (run->mesh->rank() == 0)
             std::cout << "[llama] " << c.label() << " dp=" << world / c.config.tp << " kv=" << kv
-                      << (tied ? " tied" : " untied") << ": loss error " << loss_err << ", largest gradient error "
-                      << grad_err << " (" << worst << ")\n";
+                      << (g > kv ? " (copies " + std::to_string(g / kv) + ")" : std::string()) << (tied ? " tied" : " untied")
+                      << ": loss error " << loss_err << ", largest gradient error " << grad_err << " (" << worst
+                      << "), norm error " << norm_err << "\n";
         }
       }
     }
+}
+
+TEST_CASE("block-grouped columns with copies of a narrower part", "[model][llama][layout]") {
+  // Q of 4 columns split in 2 blocks, K and V of 2 columns each kept whole: both storage blocks
+  // hold the one K/V block, so logical columns 4-7 appear twice.
+  CHECK(block_grouped_columns({4, 2, 2}, {2, 1, 1}, 2, "t") ==
+        std::vector<std::int64_t>{0, 1, 4, 5, 6, 7, 2, 3, 4, 5, 6, 7});
+  // Without copies it is the plain block grouping.
+  CHECK(block_grouped_columns({4, 2, 2}, {2, 2, 2}, 2, "t") == block_grouped_columns({4, 2, 2}, 2, "t"));
+  CHECK_THROWS_WITH(block_grouped_columns({8, 3, 3}, {4, 3, 3}, 4, "qkv"),
+                    Catch::Contains("qkv: a fused part cut into 3 blocks cannot follow a split into 4"));
 }

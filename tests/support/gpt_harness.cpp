@@ -68,7 +68,11 @@ TokenBatch random_batch(const ModelShape& config, std::int64_t batch, unsigned s
 GptRun::GptRun(const ModeCase& c, const ModelShape& config, std::int64_t global_batch, MPI_Comm comm, DType dtype,
                std::uint64_t seed)
     : backend(make_host_backend()) {
-  mesh = std::make_unique<Mesh>(c.config, comm, ledger);
+  // The tp.kv groups a model of fewer key/value heads than head-splitting ranks needs, as
+  // mesh_config gives mdtp train.
+  MeshConfig mesh_config = c.config;
+  mesh_config.kv_copies = kv_copies_for(config.kv(), head_split_ranks(c.config.tp_mode, c.config.tp, c.config.tp_depth));
+  mesh = std::make_unique<Mesh>(mesh_config, comm, ledger);
   // Mixed precision for 16-bit parameters: their gradients in f32, as mdtp train keeps them.
   mode = make_tp_mode(c.mode, TpContext{*mesh, *backend, dtype, seed, {}, false, precision_for(dtype).grad_reduce});
   const int dp = mesh->comm("dp").size();

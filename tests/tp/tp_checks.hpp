@@ -78,7 +78,7 @@ void check_linear_chain(Fixture& f, const ModeCase& c, double tol) {
     gr = matmul(gr, refs[l].w, false, true);
     check_close(f.gather(g, layers[l]->input_layout(), B, dims[l]).v, gr.v, tol, "dX of layer " + std::to_string(l));
     std::vector<Parameter*> ps = layers[l]->parameters();
-    reduce_gradients(ps, *f.mesh);
+    reduce_gradients(ps, *f.mesh, *f.backend);
     check_close(f.gather_matrix(*ps[0], true).v, dw.v, tol, "dW of layer " + std::to_string(l));
     check_close(f.gather_vector(*ps[1], true), db, tol, "db of layer " + std::to_string(l));
   }
@@ -102,7 +102,7 @@ void check_layernorm(Fixture& f, const ModeCase& c, double tol) {
   check_close(f.gather(y, layout, B, H).v, ref.y.v, tol, "LayerNorm output");
   Tensor dx = ln->backward(f.scatter(dy, layout), saved);
   check_close(f.gather(dx, layout, B, H).v, ref.dx.v, tol, "LayerNorm dX");
-  reduce_gradients(ln->parameters(), *f.mesh);
+  reduce_gradients(ln->parameters(), *f.mesh, *f.backend);
   check_close(f.gather_vector(*ln->parameters()[0], true), ref.dgamma, tol, "LayerNorm dγ");
   check_close(f.gather_vector(*ln->parameters()[1], true), ref.dbeta, tol, "LayerNorm dβ");
 }
@@ -130,7 +130,7 @@ void check_mlp(Fixture& f, const ModeCase& c, double tol) {
   Tensor dx = mlp.backward(f.scatter(dy, layout), saved);
   check_close(f.gather(dx, layout, B, H).v, matmul(dpre, w1, false, true).v, tol, "MLP dX");
   std::vector<Parameter*> ps = mlp.parameters();
-  reduce_gradients(ps, *f.mesh);
+  reduce_gradients(ps, *f.mesh, *f.backend);
   check_close(f.gather_matrix(*ps[0], true).v, matmul(x, dpre, true, false).v, tol, "MLP dW1");
   check_close(f.gather_vector(*ps[1], true), column_sums(dpre), tol, "MLP db1");
   check_close(f.gather_matrix(*ps[2], true).v, matmul(act, dy, true, false).v, tol, "MLP dW2");

@@ -129,7 +129,7 @@ TEST_CASE("SummaLinear issues exactly the documented collectives and matches the
         const Matrix w = full_parameter(1234, "summa.weight", K, N, s.weight_init);
         const std::vector<double> b = full_parameter(1234, "summa.bias", 1, N, s.bias_init).v;
         std::vector<Parameter*> ps = linear->parameters();
-        reduce_gradients(ps, *f.mesh);
+        reduce_gradients(ps, *f.mesh, *f.backend);
         // gather_full works over "tp": with dp > 1 each replica gathers its own (equal) result.
         std::ostringstream report;
         check_close(f.gather(y, linear->output_layout(), B, N).v, add_row(matmul(x, w), b).v, tol, "Y", report);

@@ -35,7 +35,7 @@ LinearResult run_linear(ModeFixture& f, const LinearSpec& spec, const Matrix& x,
   Tensor dx = linear->backward(f.scatter(dy, linear->output_layout()), saved);
   std::vector<Parameter*> ps = linear->parameters();
   f.ledger.clear();
-  reduce_gradients(ps, *f.mesh, dp_group);
+  reduce_gradients(ps, *f.mesh, *f.backend, dp_group);
   if (reduction_calls) *reduction_calls = f.ledger.entries();
   LinearResult r;
   r.y = f.gather(y, linear->output_layout(), x.rows, spec.out_features);

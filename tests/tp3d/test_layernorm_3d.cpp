@@ -71,7 +71,7 @@ TEST_CASE("LayerNorm on 3D activations of either parity matches the serial refer
 
       check_close(f.gather(y, layout, B, H).v, ref.y.v, tol, "LayerNorm output");
       check_close(f.gather(dx, layout, B, H).v, ref.dx.v, tol, "LayerNorm dX");
-      reduce_gradients(ln->parameters(), *f.mesh);
+      reduce_gradients(ln->parameters(), *f.mesh, *f.backend);
       check_close(f.gather_vector(*ln->parameters()[0], true), ref.dgamma, tol, "LayerNorm dγ");
       check_close(f.gather_vector(*ln->parameters()[1], true), ref.dbeta, tol, "LayerNorm dβ");
     }

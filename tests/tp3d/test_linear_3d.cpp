@@ -130,7 +130,7 @@ ChainResult run_chain(const ModeCase& c, const ModeFixture& f, bool keep) {
     const std::string n = std::to_string(l);
     record(f.gather(g, layers[l]->input_layout(), B, dims[l]).v, gr.v, "dX of layer " + n);
     std::vector<Parameter*> ps = layers[l]->parameters();
-    reduce_gradients(ps, *f.mesh);
+    reduce_gradients(ps, *f.mesh, *f.backend);
     record(f.gather_matrix(*ps[0], true).v, dw.v, "dW of layer " + n);
     record(f.gather_vector(*ps[1], true), db, "db of layer " + n);
   }

@@ -13,7 +13,8 @@ Only numpy and h5py: the safetensors files are read and written here from the fo
      holds the same tensors under the same names, bit for bit, and reloads to the same loss.
   2. numpy -> mdtp: random weights written as one F64 file, as two shards behind
      model.safetensors.index.json, and bare (LlamaModel's keys without "model.", tied head) load
-     into mdtp (2D on 4 ranks for one of them) and give the port's loss.
+     into mdtp (2D on 4 ranks for one of them; one K/V head copied on the 4 ranks of 1D tp 4 for
+     another, which saves it back once, the same values) and give the port's loss.
   3. mdtp --save x.safetensors, reloaded and saved again without a step (--steps 0): the same bytes.
   4. Refused in one line, nothing loaded: a missing tensor, an extra tensor, a wrong shape, an integer
      dtype, rope_scaling, attention_bias.
@@ -200,9 +201,22 @@ def main():
                 mdtp_first_loss(args, one, tmp, 4, ("--tp-mode", "2d", "--tp", "4")), reference, failures)
         cfg1 = dict(cfg, num_key_value_heads=1)
         state1 = port.random_state(cfg1, rng)
-        compare("numpy F64 file (kv 1) -> mdtp serial",
-                mdtp_first_loss(args, write_model(os.path.join(tmp, "kv1"), cfg1, state1), tmp, 1, ("--tp-mode", "none")),
-                port.llama_loss(state1, cfg1, x, y.reshape(-1)), failures)
+        kv1 = write_model(os.path.join(tmp, "kv1"), cfg1, state1)
+        reference1 = port.llama_loss(state1, cfg1, x, y.reshape(-1))
+        compare("numpy F64 file (kv 1) -> mdtp serial", mdtp_first_loss(args, kv1, tmp, 1, ("--tp-mode", "none")),
+                reference1, failures)
+        # One K/V head and 4 ranks splitting the heads: every rank holds a copy of it.
+        compare("numpy F64 file (kv 1) -> mdtp 1d tp 4 (4 copies)",
+                mdtp_first_loss(args, kv1, tmp, 4, ("--tp-mode", "1d", "--tp", "4")), reference1, failures)
+        copies = os.path.join(tmp, "kv1-copies")
+        run_mdtp(args, 4, ["--tp-mode", "1d", "--tp", "4", "--steps", "0", "--init-from", kv1, "--save",
+                           os.path.join(copies, "model.safetensors")])
+        written, _ = read_safetensors(os.path.join(copies, "model.safetensors"))
+        same = set(written) == set(state1) and all(np.array_equal(written[k], state1[k]) for k in state1)
+        label = "kv 1 on tp 4 --save: one k/v_proj per layer, the file's values"
+        print(f"{label:<52} {'ok' if same else 'FAIL'}")
+        if not same:
+            failures.append("kv copies save")
         index = write_model(os.path.join(tmp, "shards"), cfg, state, shards=2)
         compare("numpy, 2 shards + index -> mdtp", mdtp_first_loss(args, index, tmp), reference, failures)
         tied_cfg = dict(cfg, tie_word_embeddings=True, num_key_value_heads=2)
