@@ -7,9 +7,14 @@ namespace mdtp::cli {
 void PresetOption::add(CLI::App& app) {
   std::vector<std::string> names;
   for (const cost::ModelPreset& p : cost::model_presets()) names.push_back(p.name);
+  std::string aliases;
+  for (const auto& [alias, preset] : cost::model_preset_aliases()) {
+    names.push_back(alias);
+    aliases += (aliases.empty() ? "" : ", ") + alias + " = " + preset;
+  }
   mdtp::cli::add(app, "--preset", name,
                  "a published model as the base of the spec (flags given beside it override): " +
-                     cost::model_preset_names())
+                     cost::model_preset_names() + " (" + aliases + ")")
       ->check(one_of(names))
       ->type_name("NAME");
 }

@@ -80,7 +80,17 @@ std::string model_preset_names() {
   return out;
 }
 
+const std::vector<std::pair<std::string, std::string>>& model_preset_aliases() {
+  // Llama 2's 7B and 13B match the first generation's shapes but for the 4096 context; its 70B has
+  // no first-generation twin.
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"llama-7b", "llama2-7b"}, {"llama-13b", "llama2-13b"}, {"llama-70b", "llama2-70b"}};
+  return aliases;
+}
+
 const ModelPreset& find_model_preset(std::string_view name) {
+  for (const auto& [alias, preset] : model_preset_aliases())
+    if (alias == name) name = preset;
   for (const ModelPreset& p : model_presets())
     if (p.name == name) return p;
   throw_error("unknown model preset '", name, "'; expected one of ", model_preset_names());

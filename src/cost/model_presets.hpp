@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "spec/run_spec.hpp"
@@ -29,6 +30,9 @@ const std::vector<ModelPreset>& model_presets();
 const ModelPreset& find_model_preset(std::string_view name);
 // "llama2-7b, llama2-13b, ..."
 std::string model_preset_names();
+// Short names people write for the Llama sizes that exist in one generation only ("llama-70b":
+// there is no first-generation 70B), each with the preset it stands for; find_model_preset takes them.
+const std::vector<std::pair<std::string, std::string>>& model_preset_aliases();
 
 // Sets every member of `spec` the preset names (the model's shape and family, the global batch)
 // whose command-line flag was not given: given("--hidden") true keeps spec.model.hidden as the flags

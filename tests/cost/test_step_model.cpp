@@ -63,6 +63,10 @@ TEST_CASE("Llama's parameters and FLOPs: the released totals, PaLM's count witho
   CHECK(parameter_count(find_model_preset("llama2-7b").model) == 6738415616.0);
   CHECK(parameter_count(find_model_preset("llama2-70b").model) == 68976648192.0);
   CHECK(parameter_count(find_model_preset("llama3-8b").model) == 8030261248.0);
+  // The short names stand for Llama 2's sizes.
+  CHECK(&find_model_preset("llama-70b") == &find_model_preset("llama2-70b"));
+  CHECK(&find_model_preset("llama-7b") == &find_model_preset("llama2-7b"));
+  CHECK_THROWS_WITH(find_model_preset("llama-65b"), Catch::Contains("unknown model preset 'llama-65b'"));
   // Llama 2 7B by hand: per layer Q, K, V, O 4h², gate, up, down 3hF, two RMSNorm γ; the embedding
   // and the untied head V·h each; the final norm.
   const ModelShape m = find_model_preset("llama2-7b").model;
