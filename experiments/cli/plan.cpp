@@ -2,7 +2,7 @@
 // (src/cost/step_model.hpp, docs/performance-model.md), without MPI.  Three forms:
 //   search      every feasible configuration that fits, ranked by predicted step time (--top N); every
 //               run flag given (--tp-mode, --tp, --pp, --zero, ...) fixes its axis
-//   validate    --validate: the Narayanan et al. 2021 table, measured beside predicted
+//   validate    --validate: every measured table (cost/measured_tables.hpp), measured beside predicted
 // One configuration's whole breakdown is `mdtp cost`'s GPT-step form.
 #include <algorithm>
 #include <iostream>
@@ -39,7 +39,9 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   add_parsed_list(app, "--modes", o.modes, parse_tp_mode, "search: the TP modes tried (--tp-mode fixes one)");
   add(app, "--rank", o.rank, "with --write-config: write the layout ranked K (1: the quickest)")
       ->check(at_least(1));
-  app.add_flag("--validate", o.validate, "print the Narayanan et al. 2021 validation table instead");
+  app.add_flag("--validate", o.validate,
+               "hold the model against every shipped table of measured runs (Narayanan et al. 2021 on DGX A100, "
+               "the Megatron-LM README's H100 weak scaling), each on its own cluster unless --cluster is given");
 }
 
 // The search: the model, batch and precision from the spec; every axis the command line gave (or
@@ -139,7 +141,7 @@ Command add_plan(CLI::App& root) {
       "  mdtp plan ... --tp 8 --pp 4 --dtype bf16 --dropout 0.1        (only tp 8, pp 4 layouts)\n"
       "  mdtp plan ... --write-config best.json [--rank 2]; mpiexec -n N mdtp train --config best.json\n"
       "  mdtp plan --preset llama2-70b --gpus 512 --cluster dgx-h100   (a published model; flags override it)\n"
-      "  mdtp plan --validate [--cluster dgx-a100]");
+      "  mdtp plan --validate [--json]");
   o->spec = std::make_unique<SpecFlags>(*app, kAllSpecFlags, RunSpec{});
   add_step_assumptions(*app, o->step);
   o->preset.add(*app);
@@ -148,8 +150,16 @@ Command add_plan(CLI::App& root) {
   return {app, false, [o, app](const std::string&) {
             const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o->step.cluster));
             if (o->validate) {
-              const cost::Validation v = cost::validate_narayanan(cluster);
-              std::cout << (o->json ? cost::validation_json(v, cluster) : cost::validation_text(v, cluster));
+              // Each table on the cluster it was measured on, unless --cluster names another.
+              const bool named = app->count("--cluster") > 0;
+              std::string out;
+              for (const cost::MeasuredTable& table : cost::measured_tables()) {
+                const cost::Cluster on = named ? cluster : cost::load_cluster(cost::find_cluster(table.cluster));
+                const cost::Validation v = cost::validate(table, on);
+                out += out.empty() ? "" : (o->json ? ",\n" : "\n");
+                out += o->json ? cost::validation_json(v, on) : cost::validation_text(v, on);
+              }
+              std::cout << (o->json ? "[\n" + out + "]\n" : out);
               return 0;
             }
             return run_search(*o, cluster, *app);

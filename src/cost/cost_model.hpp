@@ -28,7 +28,7 @@
 //   model_flops.hpp     parameters, model FLOPs (MFU), hardware FLOPs (HFU), Narayanan's count
 //   layer_costs.hpp     per micro-batch and rank: F, B, W of a block, the embedding and the head
 //   step_memory.hpp     memory per GPU;  step_model.hpp  the step;  planner.hpp  `mdtp plan`
-//   narayanan.hpp       the published table it is validated against;  step_report.hpp  text, JSON
+//   measured_tables.hpp the published tables it is validated against;  step_report.hpp  text, JSON
 #include <cstdint>
 #include <map>
 #include <optional>

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "cost/model_flops.hpp"
+
 namespace mdtp::cost {
 
-const std::vector<NarayananRow>& narayanan_table() {
+const std::vector<MeasuredRun>& narayanan_table() {
   // billions, heads, hidden, layers, TP, PP, GPUs, batch, TFLOP/s per GPU, % of peak
-  static const std::vector<NarayananRow> rows = {
+  static const std::vector<MeasuredRun> rows = {
       {1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 44},       {3.6, 32, 3072, 30, 2, 1, 64, 512, 138, 44},
       {7.5, 32, 4096, 36, 4, 1, 128, 512, 142, 46},      {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43},
       {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138, 44},    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140, 45},
@@ -17,7 +19,7 @@ const std::vector<NarayananRow>& narayanan_table() {
   return rows;
 }
 
-StepConfig narayanan_config(const NarayananRow& row) {
+StepConfig narayanan_config(const MeasuredRun& row) {
   StepConfig c;
   c.spec.model = ModelShape{row.layers, row.hidden, row.heads, 2048, 51200};
   c.spec.global_batch = row.batch;
@@ -45,30 +47,20 @@ StepConfig narayanan_config(const NarayananRow& row) {
   return c;
 }
 
-Validation validate_narayanan(const Cluster& cluster) {
-  Validation v;
-  const auto& table = narayanan_table();
-  double lo = table.front().tflops_per_gpu, hi = lo;
-  for (const auto& r : table) {
-    lo = std::min(lo, r.tflops_per_gpu);
-    hi = std::max(hi, r.tflops_per_gpu);
-  }
-  // The constant c minimising max |c/x − 1| over the measured x: c/lo − 1 = 1 − c/hi.
-  v.baseline_tflops = 2.0 / (1.0 / lo + 1.0 / hi);
-  for (const auto& r : table) {
-    ValidationRow row;
-    row.row = r;
-    row.estimate = estimate_step(narayanan_config(r), cluster);
-    row.predicted = row.estimate.tflops_per_gpu;
-    row.error = (row.predicted - r.tflops_per_gpu) / r.tflops_per_gpu;
-    row.baseline_error = (v.baseline_tflops - r.tflops_per_gpu) / r.tflops_per_gpu;
-    v.max_error = std::max(v.max_error, std::abs(row.error));
-    v.baseline_max_error = std::max(v.baseline_max_error, std::abs(row.baseline_error));
-    v.mean_abs_error += std::abs(row.error) / static_cast<double>(table.size());
-    v.baseline_mean_abs_error += std::abs(row.baseline_error) / static_cast<double>(table.size());
-    v.rows.push_back(row);
-  }
-  return v;
+MeasuredTable narayanan_measured_table() {
+  MeasuredTable t;
+  t.key = "narayanan-2021";
+  t.title = "Narayanan et al. 2021, Table 1";
+  t.citation = "D. Narayanan et al., Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, "
+               "SC '21, Table 1 (weak scaling, 1.7B-1T, Selene: DGX A100 80 GB, 8 HDR InfiniBand HCAs per node)";
+  t.cluster = "dgx-a100";
+  t.rule = "sequence 2048, vocabulary 51200, fp16, full recomputation, dropout 0.1 (the paper); micro-batch 1, "
+           "1D TP without sequence parallelism, interleaved with the smallest v > 1 dividing the layers per stage, "
+           "no overlap of gradients or pipeline sends (Megatron-LM of 2021)";
+  t.rows = narayanan_table();
+  t.config = narayanan_config;
+  t.flops = [](const StepConfig& c) { return narayanan_flops(c.spec.model, c.spec.global_batch); };
+  return t;
 }
 
 }  // namespace mdtp::cost

@@ -14,38 +14,18 @@
 // blocking pipeline sends).
 #include <vector>
 
-#include "cost/cluster.hpp"
-#include "cost/step_model.hpp"
+#include "cost/measured_tables.hpp"
 
 namespace mdtp::cost {
 
-struct NarayananRow {
-  double billions = 0.0;  // parameters, as the table states them
-  int heads = 0, hidden = 0, layers = 0, tp = 0, pp = 0, gpus = 0, batch = 0;
-  double tflops_per_gpu = 0.0;  // measured
-  double percent_of_peak = 0.0;
-};
-
 // The ten rows, 1.7B … 1008B.
-const std::vector<NarayananRow>& narayanan_table();
+const std::vector<MeasuredRun>& narayanan_table();
 
 // The row as a StepConfig, by the rule above.
-StepConfig narayanan_config(const NarayananRow& row);
+StepConfig narayanan_config(const MeasuredRun& row);
 
-struct ValidationRow {
-  NarayananRow row;
-  StepEstimate estimate;
-  double predicted = 0.0;       // TFLOP/s per GPU
-  double error = 0.0;           // (predicted − measured) / measured
-  double baseline_error = 0.0;  // the same for the constant-efficiency baseline
-};
-
-struct Validation {
-  std::vector<ValidationRow> rows;
-  double baseline_tflops = 0.0;  // one figure for every row: the one with the least worst error
-  double max_error = 0.0, mean_abs_error = 0.0, baseline_max_error = 0.0, baseline_mean_abs_error = 0.0;
-};
-
-Validation validate_narayanan(const Cluster& cluster);
+// The table for measured_tables(): dgx-a100, FLOPs counted as narayanan_flops (the recomputed
+// forward included).
+MeasuredTable narayanan_measured_table();
 
 }  // namespace mdtp::cost

@@ -242,17 +242,26 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
                     {"error", r.error},
                     {"baseline_error", r.baseline_error},
                     {"estimate", estimate_object(r.estimate)}});
-  const json doc = {{"cluster", cluster.name},          {"baseline_tflops_per_gpu", v.baseline_tflops},
-                    {"max_error", v.max_error},         {"mean_abs_error", v.mean_abs_error},
-                    {"baseline_max_error", v.baseline_max_error}, {"baseline_mean_abs_error", v.baseline_mean_abs_error},
+  const json doc = {{"table", v.table->key},
+                    {"title", v.table->title},
+                    {"citation", v.table->citation},
+                    {"rule", v.table->rule},
+                    {"cluster", cluster.name},
+                    {"baseline_tflops_per_gpu", v.baseline_tflops},
+                    {"max_error", v.max_error},
+                    {"mean_abs_error", v.mean_abs_error},
+                    {"spearman", v.spearman},
+                    {"baseline_max_error", v.baseline_max_error},
+                    {"baseline_mean_abs_error", v.baseline_mean_abs_error},
                     {"rows", rows}};
   return doc.dump(2) + "\n";
 }
 
 std::string validation_text(const Validation& v, const Cluster& cluster) {
   std::ostringstream os;
-  os << fmt::format("Narayanan et al. 2021, Table 1, predicted from {} (baseline: {:.1f} TFLOP/s for every row)\n\n",
+  os << fmt::format("{}, predicted from {} (baseline: {:.1f} TFLOP/s for every row)\n", v.table->title,
                     cluster.name, v.baseline_tflops);
+  os << fmt::format("source: {}\nrule for what the rows leave out: {}\n\n", v.table->citation, v.table->rule);
   os << "| params | heads | hidden | layers | TP | PP | GPUs | batch | schedule | measured | predicted | error | "
         "baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
   os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
@@ -270,9 +279,10 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
         r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error, 100 * e.time.compute / s,
         100 * e.time.tp_comm / s, 100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s, 100 * e.time.bubble / s);
   }
-  os << fmt::format("\nmax |error| {:.1f}% (baseline {:.1f}%), mean |error| {:.1f}% (baseline {:.1f}%)\n",
+  os << fmt::format("\nmax |error| {:.1f}% (baseline {:.1f}%), mean |error| {:.1f}% (baseline {:.1f}%), Spearman of "
+                    "predicted vs measured TFLOP/s {:.2f}\n",
                     100 * v.max_error, 100 * v.baseline_max_error, 100 * v.mean_abs_error,
-                    100 * v.baseline_mean_abs_error);
+                    100 * v.baseline_mean_abs_error, v.spearman);
   return os.str();
 }
 

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 
+#include "cost/measured_tables.hpp"
+#include "cost/megatron_h100.hpp"
 #include "cost/narayanan.hpp"
 #include "cost/planner.hpp"
 #include "dgx_a100.hpp"
@@ -91,7 +94,7 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
 }
 
 TEST_CASE("Narayanan et al. 2021: every row within 10 % and the trend right", "[cost][planner][validation]") {
-  const Validation v = validate_narayanan(dgx_a100());
+  const Validation v = validate(narayanan_measured_table(), dgx_a100());
   REQUIRE(v.rows.size() == 10);
   for (const auto& r : v.rows) {
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
@@ -112,4 +115,49 @@ TEST_CASE("Narayanan et al. 2021: every row within 10 % and the trend right", "[
   CHECK(narayanan_config(narayanan_table()[8]).spec.layout.chunks == 3);  // 105 layers on 35 stages
   CHECK(narayanan_config(narayanan_table()[9]).spec.layout.chunks == 2);
   CHECK(narayanan_config(narayanan_table()[0]).spec.layout.pp == 1);
+}
+
+TEST_CASE("Spearman's rank correlation: order, reversal and ties", "[cost][validation]") {
+  CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == Approx(1.0).epsilon(1e-15));
+  CHECK(spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1.0).epsilon(1e-15));
+  // Ranks of {1, 2, 2, 3} are 1, 2.5, 2.5, 4; against 1..4 Pearson of the ranks is 0.9487 (= 3/√10).
+  CHECK(spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(3.0 / std::sqrt(10.0)).epsilon(1e-12));
+  CHECK(spearman({5}, {7}) == 0.0);
+}
+
+TEST_CASE("every shipped measured table: its rows as published and its one rule", "[cost][validation]") {
+  const std::vector<MeasuredTable>& tables = measured_tables();
+  REQUIRE(tables.size() == 2);
+  CHECK(&measured_table("megatron-h100") == &tables[1]);
+  CHECK_THROWS_WITH(measured_table("mlperf"), Catch::Contains("narayanan-2021, megatron-h100"));
+  // The printed % of peak is the printed TFLOP/s over the data-sheet peak (312 A100, 989 H100),
+  // rounded: a check on copying the rows.
+  for (const MeasuredTable& t : tables) {
+    const double peak = t.cluster == "dgx-h100" ? 989.0 : 312.0;
+    for (const MeasuredRun& r : t.rows) {
+      INFO(t.key << " " << r.billions << "B");
+      CHECK(std::abs(100 * r.tflops_per_gpu / peak - r.percent_of_peak) <= 0.5 + 1e-9);
+      CHECK(r.gpus % (r.tp * r.pp) == 0);
+    }
+  }
+  // Megatron's H100 rows: dp 48 throughout; sequence parallelism wherever tp > 1; the distributed
+  // optimizer (ZeRO-1); no recomputation with a streaming attention kernel; overlaps on.
+  for (const MeasuredRun& r : megatron_h100_table()) {
+    const StepConfig c = megatron_h100_config(r);
+    CHECK(c.spec.layout.dp == 48);
+    CHECK(c.spec.layout.mode == (r.tp > 1 ? TpMode::d1_sp : TpMode::d1));
+    CHECK(c.spec.zero.stage == 1);
+    CHECK(c.effective_recompute() == Recompute::none);
+    CHECK(c.micro_batch() == 1);
+    CHECK((c.overlap.dp_gradients && c.overlap.pp_p2p));
+  }
+  // Both tables validate end to end on their own hardware: every prediction below the peak.
+  for (const MeasuredTable& t : tables) {
+    const Cluster cluster = load_cluster(find_cluster(t.cluster));
+    const Validation v = validate(t, cluster);
+    REQUIRE(v.rows.size() == t.rows.size());
+    for (const ValidationRow& r : v.rows) CHECK((r.predicted > 0 && r.predicted < (t.cluster == "dgx-h100" ? 989 : 312)));
+    std::cout << "[validation] " << t.key << ": mean |error| " << 100 * v.mean_abs_error << " %, worst "
+              << 100 * v.max_error << " %, Spearman " << v.spearman << "\n";
+  }
 }
