@@ -8,6 +8,8 @@ cost::OverlapAssumptions StepAssumptions::overlap() const {
   cost::OverlapAssumptions o;
   o.dp_gradients = !no_dp_overlap;
   o.pp_p2p = p2p_overlap;
+  o.tp_comm = tp_comm_overlap;
+  o.param_gather = overlap_param_gather;
   return o;
 }
 
@@ -22,6 +24,12 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
       ->default_str("");
   app.add_flag("--no-dp-overlap", a.no_dp_overlap, "gradients reduced after backward, not under it");
   app.add_flag("--p2p-overlap", a.p2p_overlap, "pipeline sends hidden under compute");
+  app.add_flag("--tp-comm-overlap", a.tp_comm_overlap,
+               "Megatron's --tp-comm-overlap: 1D-SP's all-gathers and reduce-scatters hidden under the GEMMs of "
+               "their pass (other modes are priced without it)");
+  app.add_flag("--overlap-param-gather", a.overlap_param_gather,
+               "Megatron's --overlap-param-gather: ZeRO-1/2's parameter all-gather under the next step's first "
+               "forward (needs the gradient overlap; other stages are priced without it)");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -30,7 +30,9 @@ StepConfig megatron_h100_config(const MeasuredRun& row) {
   c.attention_keeps_probabilities = false;  // Transformer Engine's fused (Flash) attention
   c.spec.precision = {DType::bf16, DType::f32, {}};
   c.spec.dropout = 0.1;
-  c.overlap.dp_gradients = true;
+  c.overlap.dp_gradients = true;  // --overlap-grad-reduce
+  c.overlap.param_gather = true;  // --overlap-param-gather
+  c.overlap.tp_comm = true;       // --tp-comm-overlap
   c.overlap.pp_p2p = true;
   c.spec.layout.schedule = ScheduleKind::one_f_one_b;
   c.spec.layout.chunks = 1;
@@ -55,8 +57,8 @@ MeasuredTable megatron_h100_measured_table() {
   t.cluster = "dgx-h100";
   t.rule = "bf16 with f32 gradients, micro-batch 1, 1D TP with sequence parallelism, ZeRO-1 (distributed "
            "optimizer), no recomputation with Flash attention, dropout 0.1, interleaved with the smallest v > 1 "
-           "dividing the layers per stage, gradients and pipeline sends overlapped; TP-comm and parameter-gather "
-           "overlap not modelled (exposed)";
+           "dividing the layers per stage; gradient reduction, parameter gather, TP collectives (under their "
+           "GEMMs) and pipeline sends overlapped";
   t.rows = megatron_h100_table();
   t.config = megatron_h100_config;
   t.flops = [](const StepConfig& c) { return model_flops(c.spec.model, c.spec.global_batch); };

@@ -13,9 +13,9 @@
 // micro-batch 1; 1D tensor parallelism WITH sequence parallelism (--tp-comm-overlap needs it); the
 // distributed optimizer (ZeRO-1 over dp); no recomputation with a streaming (Flash) attention
 // kernel; dropout 0.1 (Megatron's default); with a pipeline the interleaved schedule with v = the
-// smallest divisor > 1 of the layers per stage; the data-parallel gradient reduction and the
-// pipeline sends overlapped.  mdtp does not model --tp-comm-overlap or --overlap-param-gather: the
-// tensor-parallel collectives and ZeRO-1's parameter gather stay exposed in the prediction.
+// smallest divisor > 1 of the layers per stage; every overlap the README names on, as the step
+// model expresses it (OverlapAssumptions: the gradient reduction, ZeRO-1's parameter gather, the
+// TP collectives under their GEMMs, the pipeline sends).
 #include <vector>
 
 #include "cost/measured_tables.hpp"

@@ -18,6 +18,9 @@ void validate(const StepConfig& c) {
   require(m.kv() > 0 && m.heads % m.kv() == 0, "kv_heads=", m.kv(), " must divide heads=", m.heads);
   require(l.tp >= 1 && l.pp >= 1 && l.dp >= 1 && l.depth >= 1, "tp, pp, dp and depth must be >= 1; got tp=", l.tp,
           " pp=", l.pp, " dp=", l.dp, " depth=", l.depth);
+  require(!c.overlap.param_gather || c.overlap.dp_gradients,
+          "overlapping the parameter gather needs the gradient reduction overlapped too (Megatron's "
+          "--overlap-param-gather needs --overlap-grad-reduce); drop --no-dp-overlap or --overlap-param-gather");
   require(l.mode == TpMode::d2p5 || l.depth == 1, "depth=", l.depth, " applies only to the 2.5d mode, not ", l.mode);
   require(c.spec.global_batch > 0 && l.micro_batches >= 1 && c.micro_batch() > 0,
           "global batch and micro-batch must be > 0; got global_batch=", c.spec.global_batch,

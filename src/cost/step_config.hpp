@@ -43,7 +43,15 @@ struct OverlapAssumptions {
   // Pipeline sends and receives run beside compute: false charges each one on the critical path
   // (blocking send/recv, as Megatron-LM of 2021 and mdtp's first engine).
   bool pp_p2p = false;
-  // Tensor-parallel collectives are never overlapped (every layer waits on them).
+  // Megatron's --tp-comm-overlap (Transformer Engine's userbuffers; it needs sequence parallelism,
+  // so it applies to 1D-SP layouts only): each pass's TP all-gathers and reduce-scatters run in
+  // chunks under that pass's GEMMs, and only what outlasts them is exposed.  Off, as in Megatron;
+  // otherwise every layer waits on its TP collectives.
+  bool tp_comm = false;
+  // Megatron's --overlap-param-gather (the distributed optimizer: ZeRO-1/2 here): the updated
+  // parameters' all-gather runs bucket by bucket under the next step's first forward, so only
+  // what outlasts one micro-batch's forward is exposed.  Off, as in Megatron.
+  bool param_gather = false;
 };
 
 // The run spec (model, batch, layout and schedule, ZeRO, recomputation, precision, dropout) plus

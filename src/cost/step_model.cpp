@@ -34,6 +34,15 @@ struct StageWork {
   double comm() const { return forward.comm_seconds + backward_input.comm_seconds + backward_weight.comm_seconds; }
 };
 
+// A unit's pass as it runs: with --tp-comm-overlap (1D-SP only) its TP collectives hidden under
+// its own GEMMs (chunked all-gather+GEMM and GEMM+reduce-scatter), only what outlasts them exposed.
+PassCost as_run(const PassCost& pass, const StepConfig& c) {
+  PassCost p = pass;
+  if (c.overlap.tp_comm && c.spec.layout.mode == TpMode::d1_sp)
+    p.comm_seconds = std::max(0.0, p.comm_seconds - p.gemm_seconds);
+  return p;
+}
+
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
 StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
@@ -41,15 +50,15 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
   const double share = c.chunk_share();
   const double L = static_cast<double>(c.stage_blocks(stage)) * share;
   StageWork w;
-  w.forward = costs.block.forward.scaled(L);
-  w.backward_input = costs.block.recompute(c.effective_recompute()).scaled(L);
-  w.backward_input += costs.block.backward_input.scaled(L);
-  w.backward_weight = costs.block.backward_weight.scaled(L);
+  w.forward = as_run(costs.block.forward, c).scaled(L);
+  w.backward_input = as_run(costs.block.recompute(c.effective_recompute()), c).scaled(L);
+  w.backward_input += as_run(costs.block.backward_input, c).scaled(L);
+  w.backward_weight = as_run(costs.block.backward_weight, c).scaled(L);
   for (const UnitCosts* unit : {c.holds_embedding(stage) ? &costs.embedding : nullptr, c.holds_head(stage) ? &costs.head : nullptr}) {
     if (unit == nullptr) continue;
-    w.forward += unit->forward.scaled(share);
-    w.backward_input += unit->backward_input.scaled(share);
-    w.backward_weight += unit->backward_weight.scaled(share);
+    w.forward += as_run(unit->forward, c).scaled(share);
+    w.backward_input += as_run(unit->backward_input, c).scaled(share);
+    w.backward_weight += as_run(unit->backward_weight, c).scaled(share);
   }
   return w;
 }
@@ -190,8 +199,12 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
       exposed = std::max(last_bucket, reduction - window);
     }
     e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
-    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2)
-      e.time.dp_comm += seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
+    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2) {
+      const double gather = seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(),
+                                    e.placement.dp, e.placement.dp_nics, model);
+      // --overlap-param-gather: under the next step's first forward.
+      e.time.dp_comm += c.overlap.param_gather ? std::max(0.0, gather - slowest->forward.seconds()) : gather;
+    }
   }
   if (c.spec.layout.dp > 1) {
     // The gradient reduction, once per step or per micro-batch, and ZeRO-1/2's updated parameters.

@@ -149,7 +149,7 @@ TEST_CASE("every shipped measured table: its rows as published and its one rule"
     CHECK(c.spec.zero.stage == 1);
     CHECK(c.effective_recompute() == Recompute::none);
     CHECK(c.micro_batch() == 1);
-    CHECK((c.overlap.dp_gradients && c.overlap.pp_p2p));
+    CHECK((c.overlap.dp_gradients && c.overlap.pp_p2p && c.overlap.tp_comm && c.overlap.param_gather));
   }
   // Both tables validate end to end on their own hardware: every prediction below the peak.
   for (const MeasuredTable& t : tables) {

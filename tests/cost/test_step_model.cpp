@@ -447,3 +447,51 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   CHECK(kept.memory.parameters > per_pass.memory.parameters);
   CHECK(kept.memory.parameters_gathered == Approx(kept.memory.parameter_elements * 4));
 }
+
+TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the parameter gather under a forward",
+          "[cost][step][overlap]") {
+  StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);
+  c.spec.model = ModelShape{8, 4096, 32, 2048, 51200};
+  c.spec.global_batch = 64;
+  c.spec.layout.mode = TpMode::d1_sp;
+  c.spec.layout.tp = 8;
+  c.spec.layout.dp = 4;
+  c.set_micro_batch(1);
+  c.spec.zero.stage = 1;
+  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, false, dgx_a100());
+  const StepEstimate off = estimate_step(c, costs, dgx_a100());
+  // --tp-comm-overlap: per pass, only what outlasts the pass's GEMMs is exposed.
+  StepConfig tp = c;
+  tp.overlap.tp_comm = true;
+  const StepEstimate on = estimate_step(tp, costs, dgx_a100());
+  // Each unit (the 8 blocks, the embedding, the head) per pass: max(0, its TP time − its GEMM time).
+  auto exposed = [](const UnitCosts& u) {
+    double s = 0.0;
+    for (const PassCost* p : {&u.forward, &u.backward_input, &u.backward_weight})
+      s += std::max(0.0, p->comm_seconds - p->gemm_seconds);
+    return s;
+  };
+  const double m = static_cast<double>(c.microbatches()), L = c.spec.model.layers;
+  CHECK(on.time.tp_comm < off.time.tp_comm);
+  CHECK(on.time.compute == Approx(off.time.compute).epsilon(1e-12));
+  CHECK(on.time.tp_comm == Approx(m * (L * exposed(costs.block) + exposed(costs.embedding) + exposed(costs.head)) +
+                                  L * costs.block_grad_sync_seconds)
+                               .epsilon(1e-12));
+  // It needs sequence parallelism: plain 1D is priced as before.
+  StepConfig plain = c, plain_on = c;
+  plain.spec.layout.mode = plain_on.spec.layout.mode = TpMode::d1;
+  plain_on.overlap.tp_comm = true;
+  CHECK(estimate_step(plain_on, dgx_a100()).step_seconds == estimate_step(plain, dgx_a100()).step_seconds);
+  // --overlap-param-gather: ZeRO-1's gather of the updated parameters hidden under the first
+  // forward, so the data-parallel time drops by at most the gather and never below zero.
+  StepConfig gather = c;
+  gather.overlap.param_gather = true;
+  const StepEstimate g = estimate_step(gather, costs, dgx_a100());
+  CHECK(g.time.dp_comm < off.time.dp_comm);
+  CHECK(g.time.dp_comm >= 0.0);
+  CHECK(g.traffic.dp_bytes == off.traffic.dp_bytes);  // the same bytes, moved under compute
+  // It needs the gradient overlap, as Megatron's --overlap-param-gather needs --overlap-grad-reduce.
+  gather.overlap.dp_gradients = false;
+  CHECK_THROWS_WITH(estimate_step(gather, dgx_a100()), Catch::Contains("--overlap-grad-reduce"));
+}
