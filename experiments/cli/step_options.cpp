@@ -18,7 +18,7 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
 }
 
 void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
-  add(app, "--cluster", a.cluster, "a name in data/clusters/ (dgx-a100, dgx-h100, dgx-h200) or a path to a cluster JSON");
+  add(app, "--cluster", a.cluster, "a name in data/clusters/ (dgx-a100, dgx-h100, dgx-h200, pcie-a100) or a path to a cluster JSON");
   add(app, "--gpus", a.gpus, "GPUs in the job (dp = gpus / (tp x pp) unless --dp is given)")
       ->check(at_least(1))
       ->default_str("");

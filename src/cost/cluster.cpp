@@ -148,7 +148,7 @@ Cluster load_cluster(const std::string& path) {
 
 std::string find_cluster(const std::string& name_or_path) {
   namespace fs = std::filesystem;
-  require(!name_or_path.empty(), "no cluster given: name one in data/clusters/ (dgx-a100, dgx-h100, dgx-h200) or give a path");
+  require(!name_or_path.empty(), "no cluster given: name one in data/clusters/ (dgx-a100, dgx-h100, dgx-h200, pcie-a100) or give a path");
   const bool is_path = name_or_path.find('/') != std::string::npos ||
                        (name_or_path.size() > 5 && name_or_path.ends_with(".json"));
   if (is_path) {

@@ -46,6 +46,12 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
   CHECK(h100.peak(DType::bf16) == 989e12);
   CHECK(h100.intra_node.bandwidth == 450e9);
   CHECK(h100.inter_node.bandwidth == 50e9);  // NDR 400 Gb/s per GPU
+  // The PCIe preset: the same A100 peak, PCIe Gen4 between GPUs, four NICs for eight GPUs.
+  const Cluster pcie = load_cluster(find_cluster("pcie-a100"));
+  CHECK(pcie.peak(DType::bf16) == 312e12);
+  CHECK(pcie.intra_node.bandwidth == 32e9);
+  CHECK(pcie.gpus_per_node == 8);
+  CHECK(pcie.nics_per_node == 4);
 
   const TimeModel model = cluster_time_model(a100);
   CHECK(model.link(LinkClass::intra_node).beta == Approx(1.0 / (300e9 * 0.8)));

@@ -495,3 +495,25 @@ TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the pa
   gather.overlap.dp_gradients = false;
   CHECK_THROWS_WITH(estimate_step(gather, dgx_a100()), Catch::Contains("--overlap-grad-reduce"));
 }
+
+TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidth ratio", "[cost][step][cluster]") {
+  StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);
+  c.spec.model = ModelShape{8, 4096, 32, 2048, 51200};
+  c.spec.global_batch = 64;
+  c.spec.layout.mode = TpMode::d1;
+  c.spec.layout.tp = 8;
+  c.spec.layout.dp = 1;
+  c.set_micro_batch(1);
+  const Cluster nvswitch = load_cluster(find_cluster("dgx-a100")), pcie = load_cluster(find_cluster("pcie-a100"));
+  const StepEstimate a = estimate_step(c, nvswitch), b = estimate_step(c, pcie);
+  // The same GPU die: the same GEMM time; the streaming kernels slower by at most the HBM ratio
+  // (2,039 against 1,935 GB/s).  The TP all-reduces of a large activation are bandwidth bound:
+  // their time scales as 1/(bandwidth x efficiency), 300e9 x 0.8 against 32e9 x 0.7, 10.7x, less
+  // what the latencies (3 against 8 us) add to both.
+  CHECK(b.time.compute >= a.time.compute);
+  CHECK(b.time.compute <= a.time.compute * 2.039 / 1.935 * (1 + 1e-12));
+  const double ratio = b.time.tp_comm / a.time.tp_comm;
+  CHECK(ratio > 8.0);
+  CHECK(ratio < (300e9 * 0.8) / (32e9 * 0.7) * 1.05);
+}
