@@ -58,6 +58,28 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return saa == 0.0 || sbb == 0.0 ? 0.0 : sab / std::sqrt(saa * sbb);
 }
 
+StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab) {
+  StepConfig c;
+  c.spec.model = ModelShape{row.layers, row.hidden, row.heads, seq, vocab};
+  c.spec.global_batch = row.batch;
+  c.spec.layout.mode = mode;
+  c.spec.layout.tp = row.tp;
+  c.spec.layout.pp = row.pp;
+  c.spec.layout.dp = row.gpus / (row.tp * row.pp);
+  c.set_micro_batch(1);
+  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
+  c.spec.layout.chunks = 1;
+  const int per_stage = row.layers / row.pp;
+  if (row.pp > 1)
+    for (int v = 2; v <= per_stage; ++v)
+      if (per_stage % v == 0) {
+        c.spec.layout.schedule = ScheduleKind::interleaved;
+        c.spec.layout.chunks = v;
+        break;
+      }
+  return c;
+}
+
 Validation validate(const MeasuredTable& table, const Cluster& cluster) {
   Validation v;
   v.table = &table;

@@ -60,6 +60,12 @@ struct Validation {
 
 Validation validate(const MeasuredTable& table, const Cluster& cluster);
 
+// What every table's rule shares: the GPT block at the table's sequence and vocabulary, the row's
+// batch, tp, pp and dp = GPUs / (tp·pp) in `mode`, micro-batch 1, and with a pipeline the
+// interleaved schedule with v = the smallest divisor > 1 of the layers per stage (1F1B when the
+// stage has one layer).  Precision, ZeRO, recomputation and overlap are each table's own.
+StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab);
+
 // Spearman's ρ of two equally long series (average ranks for ties); 0 for fewer than 2 values.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
 

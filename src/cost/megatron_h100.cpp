@@ -17,14 +17,7 @@ const std::vector<MeasuredRun>& megatron_h100_table() {
 }
 
 StepConfig megatron_h100_config(const MeasuredRun& row) {
-  StepConfig c;
-  c.spec.model = ModelShape{row.layers, row.hidden, row.heads, 4096, 131072};
-  c.spec.global_batch = row.batch;
-  c.spec.layout.mode = row.tp > 1 ? TpMode::d1_sp : TpMode::d1;
-  c.spec.layout.tp = row.tp;
-  c.spec.layout.pp = row.pp;
-  c.spec.layout.dp = row.gpus / (row.tp * row.pp);
-  c.set_micro_batch(1);
+  StepConfig c = measured_run_config(row, row.tp > 1 ? TpMode::d1_sp : TpMode::d1, 4096, 131072);
   c.spec.zero.stage = 1;  // the distributed optimizer
   c.spec.recompute = Recompute::none;
   c.attention_keeps_probabilities = false;  // Transformer Engine's fused (Flash) attention
@@ -34,16 +27,6 @@ StepConfig megatron_h100_config(const MeasuredRun& row) {
   c.overlap.param_gather = true;  // --overlap-param-gather
   c.overlap.tp_comm = true;       // --tp-comm-overlap
   c.overlap.pp_p2p = true;
-  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
-  c.spec.layout.chunks = 1;
-  const int per_stage = row.layers / row.pp;
-  if (row.pp > 1)
-    for (int v = 2; v <= per_stage; ++v)
-      if (per_stage % v == 0) {
-        c.spec.layout.schedule = ScheduleKind::interleaved;
-        c.spec.layout.chunks = v;
-        break;
-      }
   return c;
 }
 

@@ -20,30 +20,13 @@ const std::vector<MeasuredRun>& narayanan_table() {
 }
 
 StepConfig narayanan_config(const MeasuredRun& row) {
-  StepConfig c;
-  c.spec.model = ModelShape{row.layers, row.hidden, row.heads, 2048, 51200};
-  c.spec.global_batch = row.batch;
-  c.spec.layout.mode = TpMode::d1;
-  c.spec.layout.tp = row.tp;
-  c.spec.layout.pp = row.pp;
-  c.spec.layout.dp = row.gpus / (row.tp * row.pp);
-  c.set_micro_batch(1);
+  StepConfig c = measured_run_config(row, TpMode::d1, 2048, 51200);
   c.spec.zero.stage = 0;
   c.spec.recompute = Recompute::full;
   c.spec.precision = {DType::f16, DType::f16, {}};  // fp16 with fp16 gradients, as those runs reduced them
   c.spec.dropout = 0.1;  // GPT-3 and Megatron train with dropout 0.1
   c.overlap.dp_gradients = false;
   c.overlap.pp_p2p = false;
-  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
-  c.spec.layout.chunks = 1;
-  const int per_stage = row.layers / row.pp;
-  if (row.pp > 1)
-    for (int v = 2; v <= per_stage; ++v)
-      if (per_stage % v == 0) {
-        c.spec.layout.schedule = ScheduleKind::interleaved;
-        c.spec.layout.chunks = v;
-        break;
-      }
   return c;
 }
 

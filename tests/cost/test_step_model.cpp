@@ -448,16 +448,27 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   CHECK(kept.memory.parameters_gathered == Approx(kept.memory.parameter_elements * 4));
 }
 
-TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the parameter gather under a forward",
-          "[cost][step][overlap]") {
+namespace {
+
+// An 8-layer GPT of hidden 4096 in bf16 on tp 8 in `mode`, dp replicas, micro-batch 1 of a
+// global batch of 64.
+StepConfig eight_layer_step(TpMode mode, int dp) {
   StepConfig c;
   c.spec.precision = precision_for(DType::bf16);
   c.spec.model = ModelShape{8, 4096, 32, 2048, 51200};
   c.spec.global_batch = 64;
-  c.spec.layout.mode = TpMode::d1_sp;
+  c.spec.layout.mode = mode;
   c.spec.layout.tp = 8;
-  c.spec.layout.dp = 4;
+  c.spec.layout.dp = dp;
   c.set_micro_batch(1);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the parameter gather under a forward",
+          "[cost][step][overlap]") {
+  StepConfig c = eight_layer_step(TpMode::d1_sp, 4);
   c.spec.zero.stage = 1;
   const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, false, dgx_a100());
   const StepEstimate off = estimate_step(c, costs, dgx_a100());
@@ -497,14 +508,7 @@ TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the pa
 }
 
 TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidth ratio", "[cost][step][cluster]") {
-  StepConfig c;
-  c.spec.precision = precision_for(DType::bf16);
-  c.spec.model = ModelShape{8, 4096, 32, 2048, 51200};
-  c.spec.global_batch = 64;
-  c.spec.layout.mode = TpMode::d1;
-  c.spec.layout.tp = 8;
-  c.spec.layout.dp = 1;
-  c.set_micro_batch(1);
+  const StepConfig c = eight_layer_step(TpMode::d1, 1);
   const Cluster nvswitch = load_cluster(find_cluster("dgx-a100")), pcie = load_cluster(find_cluster("pcie-a100"));
   const StepEstimate a = estimate_step(c, nvswitch), b = estimate_step(c, pcie);
   // The same GPU die: the same GEMM time; the streaming kernels slower by at most the HBM ratio
