@@ -210,4 +210,10 @@ std::vector<ParamShard> Geometry::params() const {
   return out;
 }
 
+std::int64_t copied_kv_elements(const Geometry& attention, std::int64_t head_dim) {
+  if (attention.workload().mesh.kv_copies <= 1) return 0;
+  const LinearShape& qkv = attention.linears().front();
+  return qkv.params.front().elements / qkv.y.cols * 2 * head_dim;
+}
+
 }  // namespace mdtp::cost

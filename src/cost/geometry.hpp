@@ -91,4 +91,10 @@ class Geometry {
 
 const char* linear_kind_name(LinearKind kind);
 
+// Where each key/value head is held by several ranks (the workload mesh's kv_copies > 1,
+// model/attention.hpp): the elements of the attention weight shard's copied K/V columns, its rows
+// by the 2·head_dim columns of the one K and V head, which tp.kv sums once per gradient round.  0
+// without copies.  `attention` is the "attention" layer's geometry.
+std::int64_t copied_kv_elements(const Geometry& attention, std::int64_t head_dim);
+
 }  // namespace mdtp::cost

@@ -56,15 +56,12 @@ class StepShapes {
     // Attention holds whole heads: the QKV columns split over g ranks, each with heads/g query and
     // kv/g key/value heads, or a copy of one K/V head that g/kv ranks hold (model/attention.cpp
     // refuses anything else).
-    const LinearShape& qkv = attention_.linears().front();
     const std::int64_t g = head_split_ranks(c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth);
-    const std::int64_t kv = c.spec.model.kv(), d = c.spec.model.hidden / c.spec.model.heads;
+    const std::int64_t kv = c.spec.model.kv();
     require(c.spec.model.heads % g == 0 && (kv % g == 0 || g % kv == 0), "attention splits its heads over ", g,
             " ranks in mode ", tp_mode_name(c.spec.layout.mode), ": heads=", c.spec.model.heads,
             " must be divisible by ", g, ", and kv_heads=", kv, " must divide or be divisible by it");
-    // The copies' partial gradients are added over tp.kv: the weight shard's rows by the 2·d
-    // columns of the one K and V head.
-    if (g > kv) kv_copy_elements_ = qkv.params.front().elements / qkv.y.cols * 2 * d;
+    kv_copy_elements_ = copied_kv_elements(attention_, c.spec.model.hidden / c.spec.model.heads);
     slices_ = size(split_.replicated);
     require(residual_rows_ % slices_ == 0, "pipeline boundary: the ", residual_rows_,
             " rows of a micro-batch's residual stream must divide over the ", slices_, " ranks of ",

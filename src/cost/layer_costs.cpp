@@ -140,12 +140,9 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   for (int i = 0; i < 2; ++i) add_plan(block, out.block_grad_sync, ln_w, topology, time_model);
   // Copies of a key/value head (model/attention.hpp): the attention weight's copied K/V columns,
   // rows × 2·d, all-reduced over tp.kv once per step.
-  if (attention_w.mesh.kv_copies > 1) {
-    const LinearShape& qkv = attention.linears().front();
-    const std::int64_t elements = qkv.params.front().elements / qkv.y.cols * 2 * (model.hidden / model.heads);
+  if (const std::int64_t elements = copied_kv_elements(attention, model.hidden / model.heads); elements > 0)
     out.block_grad_sync.push_back(PlannedCall{phase::grad_sync, group::tp_kv, CollectiveOp::all_reduce,
                                               attention_w.mesh.kv_copies, elements, attention_w.gradient_dtype()});
-  }
   PassCost sync;
   add_calls(sync, out.block_grad_sync, topology, time_model);
   out.block_grad_sync_seconds = sync.comm_seconds;

@@ -1,8 +1,5 @@
 #include "cost/narayanan.hpp"
 
-#include <algorithm>
-#include <cmath>
-
 #include "cost/model_flops.hpp"
 
 namespace mdtp::cost {

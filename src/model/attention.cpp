@@ -28,7 +28,7 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
           "kv/", g, " key/value heads, or each key/value head is held by ", g, "/kv ranks)");
   // Fewer key/value heads than ranks: each rank stores the one K and V head its query heads read,
   // so c_attn is (heads + 2g)·d wide in storage, its K/V columns copies over the tp.kv group.
-  const std::int64_t copies = kv % g == 0 ? 1 : g / kv, stored_kv = kv * copies;
+  const std::int64_t copies = kv_copies_for(kv, g), stored_kv = kv * copies;
   // parameters() gives both Linears their InitSpecs (and c_attn its block-grouped column order)
   // and initialize() draws them once: the Linears only allocate.
   LinearSpec attn_spec{name + (llama ? ".qkv_proj" : ".c_attn"), H, (config_.heads + 2 * stored_kv) * d, !llama};
