@@ -4,6 +4,7 @@
 #
 #   ./quickstart.sh          # install deps, build, run the main job (8-rank TP mode comparison)
 #   ./quickstart.sh test     # install deps, build, run every test (ctest)
+#   ./quickstart.sh simulate # also SimGrid: the SMPI build, every TP mode on 64 simulated H100s
 #
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), MDTP_NATIVE=OFF for portable
 # binaries, MDTP_CUDA_BUILD=0 to skip compiling the CUDA variant in `test` when nvcc is present,
@@ -13,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 mode="${1:-main}"
-case "$mode" in main|test) ;; *) echo "usage: $0 [main|test]" >&2; exit 2 ;; esac
+case "$mode" in main|test|simulate) ;; *) echo "usage: $0 [main|test|simulate]" >&2; exit 2 ;; esac
 BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-$(nproc)}"
 
@@ -47,6 +48,7 @@ configure_and_build() {
   cmake --build "$dir" -j "$JOBS" --target "$target"
 }
 
+[ "$mode" = simulate ] && packages+=(libsimgrid-dev)
 install_packages
 mkdir -p "$BUILD_DIR"
 # The main job needs only the `mdtp` program; the tests need everything.
@@ -94,6 +96,19 @@ if [ "$mode" = test ]; then
   echo "== running the test suite (label slow, the full matrices, left out: ctest -L slow runs them)"
   cd "$BUILD_DIR"
   exec ctest --output-on-failure --timeout 900 -LE slow
+fi
+
+if [ "$mode" = simulate ]; then
+  # The SMPI variant (docs/simulate.md): only the `mdtp` program, compiled with smpicxx.
+  configure_and_build "${BUILD_DIR}-smpi" mdtp -DMDTP_SMPI=ON
+  echo "== every TP mode on 64 simulated DGX H100 GPUs (pipeline 2, ZeRO-3); results/simulate.h5"
+  for tp_mode in "1d --tp 4" "1d-sp --tp 4" "2d --tp 4" "2.5d --tp 8 --tp-depth 2" "3d --tp 8"; do
+    # shellcheck disable=SC2086
+    "$BUILD_DIR/mdtp" simulate --cluster dgx-h100 --gpus 64 -- train --tp-mode $tp_mode --pp 2 --zero 3 \
+      --micro-batches 2 --steps 2 --layers 4 --global-batch 128 --out results/simulate.h5 2>&1 \
+      | grep -v -e '^\[' -e '^/' -e 'Generated unrolled hostfile'
+  done
+  exit 0
 fi
 
 echo "== running the main job"

@@ -15,7 +15,11 @@
 #include "cli/spec_flags.hpp"
 #include "io/output_path.hpp"
 #include "plan/schedule.hpp"
+#include "comm/run_clock.hpp"
+#include "cost/cluster.hpp"
+#include "run/simulation_context.hpp"
 #include "run/stop_request.hpp"
+#include "simulate/charging_backend.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -36,6 +40,18 @@ struct TrainOptions {
 // the staged MPI communicator, which lets ranks share a GPU).
 TrainDevice train_device(const std::string& name) {
   TrainDevice device;
+  if (name == "host" && simulated_build()) {
+    // The SMPI build: host kernels whose modelled time on the preset's GPU is charged to the
+    // simulated clock (docs/simulate.md).
+    const auto sim = run::simulation_from_environment();
+    require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (", run::kSimulationEnvironment,
+            " is not set)");
+    device.make_backend = [cluster = cost::load_cluster(sim->cluster_path)](MPI_Comm) -> std::unique_ptr<Backend> {
+      return std::make_unique<simulate::ChargingBackend>(make_host_backend(), cluster,
+                                                         simulate::charge_simulated_seconds);
+    };
+    return device;
+  }
   if (name == "host") return device;
   require(name == "cuda", "--device must be host or cuda; got '", name, "'");
 #ifdef MDTP_HAVE_CUDA

@@ -21,7 +21,7 @@ const char* reduce_op_name(ReduceOp op) {
 // ---- CommHandle -------------------------------------------------------------------------------
 
 CommHandle::CommHandle(std::unique_ptr<PendingOp> pending, CommLedger* ledger, LedgerEntry entry,
-                       std::chrono::steady_clock::time_point issued)
+                       RunClock::time_point issued)
     : pending_(std::move(pending)), ledger_(ledger), entry_(std::move(entry)), start_(issued) {
   require(pending_ != nullptr, "CommHandle for ", collective_name(entry_.op), " on group '",
           entry_.group, "' got no pending operation");
@@ -69,7 +69,7 @@ void CommHandle::finish() {
   std::unique_ptr<PendingOp> pending = std::move(pending_);
   CommLedger* ledger = std::exchange(ledger_, nullptr);
   pending->wait();
-  auto done = std::chrono::steady_clock::now();
+  auto done = RunClock::now();
   if (ledger == nullptr) return;
   auto device = pending->device_seconds();
   entry_.seconds = device ? *device : std::chrono::duration<double>(done - start_).count();
@@ -125,7 +125,7 @@ template <class Start>
 CommHandle Communicator::launch(CollectiveOp op, std::int64_t elements, DType dtype, bool synchronise, Start&& start) {
   CommLedger* ledger = (ledger_ != nullptr && ledger_->enabled()) ? ledger_ : nullptr;
   LedgerEntry entry;
-  auto arrived = std::chrono::steady_clock::now();
+  auto arrived = RunClock::now();
   if (ledger != nullptr) {
     entry = make_ledger_entry(op, name_, size_, elements, dtype, ledger->phase());
     entry.arrived = std::chrono::duration<double>(arrived.time_since_epoch()).count();
@@ -133,7 +133,7 @@ CommHandle Communicator::launch(CollectiveOp op, std::int64_t elements, DType dt
       // Measurement only: the barrier is not an entry (comm/ledger.hpp), its time is the wait
       // for the last member of the group; on one rank nobody is waited for.
       if (size_ > 1) start_barrier()->wait();
-      auto everybody_there = std::chrono::steady_clock::now();
+      auto everybody_there = RunClock::now();
       entry.wait_seconds = std::chrono::duration<double>(everybody_there - arrived).count();
       entry.synchronised = true;
       arrived = everybody_there;

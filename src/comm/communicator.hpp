@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "comm/ledger.hpp"
+#include "comm/run_clock.hpp"
 #include "core/tensor.hpp"
 
 namespace mdtp {
@@ -56,7 +57,7 @@ class CommHandle {
   CommHandle() = default;
   // `ledger` null: nothing is recorded.  `issued` is when the operation was started.
   CommHandle(std::unique_ptr<PendingOp> pending, CommLedger* ledger, LedgerEntry entry,
-             std::chrono::steady_clock::time_point issued);
+             RunClock::time_point issued);
   CommHandle(CommHandle&&) noexcept;
   CommHandle& operator=(CommHandle&&) noexcept;
   ~CommHandle();
@@ -69,7 +70,7 @@ class CommHandle {
   std::unique_ptr<PendingOp> pending_;
   CommLedger* ledger_ = nullptr;
   LedgerEntry entry_;
-  std::chrono::steady_clock::time_point start_;
+  RunClock::time_point start_;
 };
 
 class Communicator {

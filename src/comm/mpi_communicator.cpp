@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "comm/mpi_half_types.hpp"
+#include "comm/run_clock.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {
@@ -40,6 +41,12 @@ class MpiPendingOp final : public PendingOp {
     if (request_ != MPI_REQUEST_NULL) wait_mpi_request(request_, MPI_STATUS_IGNORE, policy_, label());
   }
   MPI_Request* request() { return &request_; }
+  // A copy of `bytes` bytes at `data` that lives until completion (a send buffer MPI reads).
+  const void* keep_copy(const void* data, std::size_t bytes) {
+    const auto* begin = static_cast<const unsigned char*>(data);
+    staging_.assign(begin, begin + bytes);
+    return staging_.data();
+  }
   // For a receive: after completion, the element count must be exactly `elements`.
   void expect_received(std::int64_t elements, MPI_Datatype type, int peer) {
     expected_ = elements;
@@ -78,6 +85,7 @@ class MpiPendingOp final : public PendingOp {
 
   WaitPolicy policy_;
   std::vector<Tensor> buffers_;
+  std::vector<unsigned char> staging_;
   std::string group_;
   CollectiveOp op_;
   std::int64_t elements_;
@@ -148,7 +156,10 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override {
     void* data = mpi_buffer(buffer);
     auto pending = pending_op(CollectiveOp::all_reduce, buffer.numel(), {buffer});
-    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
+    // SimGrid 3.32's MPI_Iallreduce with MPI_IN_PLACE is broken (wrong sums; a crash at >= 1 MiB):
+    // the SMPI build reduces from a copy of the buffer instead.
+    const void* send = simulated_build() ? pending->keep_copy(data, buffer.bytes()) : MPI_IN_PLACE;
+    check_mpi(MPI_Iallreduce(send, data, mpi_count(buffer.numel()),
                              types_.datatype(buffer.dtype()), types_.op(buffer.dtype(), op), comm_, pending->request()),
               "MPI_Iallreduce");
     return pending;

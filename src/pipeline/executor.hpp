@@ -31,6 +31,7 @@
 #include <tuple>
 #include <vector>
 
+#include "comm/run_clock.hpp"
 #include "model/gpt.hpp"
 #include "pipeline/boundary.hpp"
 #include "plan/schedule.hpp"
@@ -70,7 +71,7 @@ class PipelineExecutor {
   const BoundaryLink& link() const { return link_; }
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = RunClock;
   struct Slot {
     ChunkSaved saved;
     bool input_done = false;

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "core/host_info.hpp"
+#include "comm/run_clock.hpp"
 #include "run/rank_stats.hpp"
+#include "run/simulation_context.hpp"
 #include "mdtp/build_info.hpp"
 #include "spec/names.hpp"
 
@@ -96,6 +98,22 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
   // The host compute (CPU, vector extensions, BLAS and its threads, vector math) as the writing
   // rank sees it: measured times mean little without it.
   for (const auto& [key, value] : host_info().attributes()) a[key] = value;
+  // A run of the SMPI build: its times are SimGrid's, on the platform named here.
+  if (simulated_build()) {
+    a["provenance"] = std::string("simulated");
+    a["collective_watchdog"] = std::string("off (SMPI build)");
+    if (const auto sim = simulation_from_environment()) {
+      a["simulated_cluster"] = sim->cluster;
+      a["simulated_cluster_file"] = sim->cluster_path;
+      a["simulation_platform"] = sim->platform_path;
+      a["simgrid_version"] = sim->simgrid_version;
+      std::string settings;
+      for (const auto& s : sim->settings) settings += (settings.empty() ? "" : " ") + ("--cfg=" + s);
+      a["simulation_settings"] = settings;
+    }
+  } else {
+    a["provenance"] = std::string("measured");
+  }
   return a;
 }
 

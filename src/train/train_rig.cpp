@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "comm/run_clock.hpp"
 #include "modes/registry.hpp"
 #include "plan/unit_passes.hpp"
 #include "spec/names.hpp"
@@ -9,7 +10,7 @@
 namespace mdtp {
 namespace {
 
-double seconds_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+double seconds_between(RunClock::time_point a, RunClock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
@@ -34,21 +35,21 @@ TrainRig::TrainRig(const TrainConfig& tc, const TrainPlan& plan, MPI_Comm world)
                                  plan.spec.precision.grad_reduce});
   kernels_ = tc.device.make_kernels ? tc.device.make_kernels(*backend_) : make_host_gpt_kernels(*backend_);
   stage_ = mesh_->comm(group::pp).rank();
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = RunClock::now();
   model_ = std::make_unique<GptModel>(*mode_, plan.spec.model, plan.micro_batch, stage_chunks(plan.partition, stage_), group::dp,
                                       kernels_.get());
   // DualPipe: this stage's two positions are also held by its mirror stage p − 1 − r.
   if (plan.schedule.parameter_copies() > 1) model_->sum_copies_over(group::mirror);
   model_->set_recompute(plan.spec.recompute);
   model_->track_kept_activations(true);  // the kept peak, sampled at pass ends (docs/memory.md)
-  const auto model_built = std::chrono::steady_clock::now();
+  const auto model_built = RunClock::now();
   executor_ = std::make_unique<PipelineExecutor>(*model_, *mesh_, plan.schedule, stage_);
   // Sharded over dp at ZeRO stages 1–3 (stage 0: every replica holds everything).
   engine_ = std::make_unique<ZeroEngine>(plan.zero, plan.spec.optimizer, *model_, *mesh_, *backend_);
   engine_->set_pass_order(stage_unit_passes(plan.schedule, plan.partition, stage_));  // ZeRO-3's prefetch order
   // The slowest rank's figures, so a collective: no rank can still be building, as each has its engine.
   setup_seconds_ = world_max({seconds_between(start, model_built),
-                              seconds_between(model_built, std::chrono::steady_clock::now())},
+                              seconds_between(model_built, RunClock::now())},
                              *mesh_, *backend_);
 }
 

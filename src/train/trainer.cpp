@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "comm/run_clock.hpp"
 #include "train/comm_audit.hpp"
 #include "train/fault_guard.hpp"
 #include "train/loss_scaler.hpp"
@@ -23,7 +24,7 @@
 namespace mdtp {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = RunClock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 

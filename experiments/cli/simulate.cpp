@@ -1,0 +1,153 @@
+// mdtp simulate: runs mdtp's own engines on a simulated cluster (SimGrid SMPI, docs/simulate.md).
+//
+//   mdtp simulate --cluster dgx-h100 --gpus 64 -- train --tp-mode 2d --tp 4 --pp 2 --zero 3 --steps 1
+//
+// It writes the platform of the cluster preset (simulate/platform.hpp) and its host file, then
+// replaces itself with smpirun running the SMPI build of mdtp (configured with -DMDTP_SMPI=ON; by
+// default BUILD-smpi/mdtp beside this program's BUILD/mdtp) on that platform.  The simulated
+// ranks read what ran where from MDTP_SIMULATION (run/simulation_context.hpp).  Not an MPI
+// program itself: everything is checked here, before smpirun starts.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cost/cluster.hpp"
+#include "io/output_path.hpp"
+#include "run/simulation_context.hpp"
+#include "simulate/platform.hpp"
+
+namespace mdtp::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SimulateOptions {
+  std::string cluster, platform, smpi_mdtp, smpirun = "smpirun", out_dir = "results/simulate";
+  long long gpus = 0;
+  std::vector<std::string> command;  // after --: the mdtp command the simulated ranks run
+};
+
+// SimGrid settings every simulated run uses (recorded in the provenance):
+//  - computation is not measured on this host but charged from the per-kernel model
+//    (simulate/charging_backend.hpp), so simulated times are reproducible;
+//  - CM02, SimGrid's plain max-min flow model without TCP corrections: NVLink and NCCL are not
+//    TCP, and the platform's bandwidths are already the rates a large transfer reaches;
+//  - no TCP window cap (TCP-gamma 0).
+const std::vector<std::string> kSettings = {"smpi/simulate-computation:no", "network/model:CM02",
+                                            "network/TCP-gamma:0"};
+
+fs::path default_smpi_mdtp() {
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  require(!ec, "cannot find the mdtp executable (/proc/self/exe): ", ec.message());
+  return self.parent_path().parent_path() / (self.parent_path().filename().string() + "-smpi") / "mdtp";
+}
+
+std::string first_line_of(const std::string& command) {
+  std::string line;
+  if (FILE* pipe = popen(command.c_str(), "r")) {
+    char buffer[256];
+    if (std::fgets(buffer, sizeof buffer, pipe) != nullptr) line = buffer;
+    pclose(pipe);
+  }
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+std::string read_text(const std::string& path, const char* what) {
+  std::ifstream in(path);
+  require(static_cast<bool>(in), what, " '", path, "' cannot be read");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  require(static_cast<bool>(out), "cannot write '", path.string(), "'");
+}
+
+int run_simulate(const SimulateOptions& o) {
+  require(!o.command.empty(), "mdtp simulate needs the command to simulate after --, e.g. "
+                              "`mdtp simulate --cluster dgx-h100 --gpus 64 -- train --tp 8 --steps 1`");
+  const std::string& what = o.command.front();
+  require(what == "train" || what == "bench", "mdtp simulate runs `train` or `bench` on the simulated cluster; got '",
+          what, "'");
+  require(o.gpus >= 1, "--gpus must be >= 1; got ", o.gpus);
+  const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
+  const fs::path smpi_mdtp = o.smpi_mdtp.empty() ? default_smpi_mdtp() : fs::path(o.smpi_mdtp);
+  require(fs::exists(smpi_mdtp), "the SMPI build of mdtp '", smpi_mdtp.string(),
+          "' does not exist: configure one with `cmake -S . -B build-smpi -DMDTP_SMPI=ON` and build its `mdtp` "
+          "(./quickstart.sh simulate does both), or name it with --smpi-mdtp");
+  const std::string version = first_line_of(o.smpirun + " -version 2>/dev/null");
+  require(version.rfind("SimGrid", 0) == 0, "'", o.smpirun,
+          " -version' did not answer like SimGrid's smpirun (install libsimgrid-dev, or name it with --smpirun)");
+
+  simulate::Platform platform;
+  fs::path platform_path;
+  if (!o.platform.empty()) {
+    platform.xml = read_text(o.platform, "--platform");
+    platform.hosts = simulate::platform_hosts(platform.xml);
+    platform_path = fs::absolute(o.platform);
+  } else {
+    platform = simulate::rail_optimised_platform(cluster, static_cast<int>(o.gpus));
+    platform_path = fs::absolute(fs::path(o.out_dir) / fmt::format("{}-{}.xml", cluster.name, o.gpus));
+  }
+  require(static_cast<long long>(platform.hosts.size()) >= o.gpus, "the platform ",
+          platform_path.string(), " declares ", platform.hosts.size(), " hosts; --gpus ", o.gpus,
+          " needs one per GPU");
+  platform.hosts.resize(static_cast<std::size_t>(o.gpus));
+  fs::create_directories(o.out_dir);
+  if (o.platform.empty()) write_text(platform_path, platform.xml);
+  const fs::path hostfile = fs::absolute(fs::path(o.out_dir) / fmt::format("{}-{}.hosts", cluster.name, o.gpus));
+  write_text(hostfile, simulate::host_file(platform));
+
+  run::SimulationContext context{cluster.name, cluster.path, platform_path.string(), static_cast<int>(o.gpus),
+                                 version, kSettings};
+  setenv(run::kSimulationEnvironment, run::simulation_json(context).c_str(), 1);
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);  // every simulated rank shares this process's one thread
+
+  std::vector<std::string> args = {o.smpirun, "-np", std::to_string(o.gpus), "-platform", platform_path.string(),
+                                   "-hostfile", hostfile.string()};
+  for (const auto& s : kSettings) args.push_back("--cfg=" + s);
+  args.push_back(smpi_mdtp.string());
+  args.insert(args.end(), o.command.begin(), o.command.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  execvp(argv[0], argv.data());
+  throw_error("cannot start ", o.smpirun, ": ", std::strerror(errno));
+}
+
+}  // namespace
+
+Command add_simulate(CLI::App& root) {
+  auto o = std::make_shared<SimulateOptions>();
+  CLI::App* app = add_command(root, "simulate",
+                              "run `train` or `bench` on a simulated cluster (SimGrid SMPI; the SMPI build of mdtp)");
+  app->footer(
+      "The platform is generated from the cluster preset (a rail-optimised fat tree, docs/simulate.md) unless\n"
+      "--platform names one; results carry provenance 'simulated'.\n"
+      "  mdtp simulate --cluster dgx-h100 --gpus 64 -- train --tp-mode 2d --tp 4 --pp 2 --zero 3 --steps 1");
+  app->add_option("--cluster", o->cluster, "cluster preset (data/clusters/NAME.json) or a cluster file")->required();
+  add(*app, "--gpus", o->gpus, "simulated GPUs (ranks)")->required();
+  app->add_option("--platform", o->platform, "a SimGrid platform file to run on instead of the generated one");
+  app->add_option("--smpi-mdtp", o->smpi_mdtp, "the SMPI build of mdtp (default: BUILD-smpi/mdtp beside this one)");
+  app->add_option("--smpirun", o->smpirun, "SimGrid's launcher (default smpirun)");
+  app->add_option("--out-dir", o->out_dir, "where the platform and host files are written (default results/simulate)");
+  app->add_option("command", o->command, "after --: the mdtp command the simulated ranks run (train or bench)");
+  return {app, false, [o](const std::string&) { return run_simulate(*o); }};
+}
+
+}  // namespace mdtp::cli

@@ -1,0 +1,129 @@
+#include "simulate/charging_backend.hpp"
+
+#ifdef MDTP_SMPI
+#include <smpi/smpi.h>
+#endif
+
+#include "core/error.hpp"
+#include "cost/kernel_time.hpp"
+#include "simulate/platform.hpp"
+
+namespace mdtp::simulate {
+
+ChargingBackend::ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster cluster, KernelCharge charge)
+    : Backend(inner->allocator_ptr()),
+      inner_(std::move(inner)),
+      cluster_(std::move(cluster)),
+      charge_(std::move(charge)),
+      name_(std::string(inner_->name()) + " (times charged as " + cluster_.gpu_name + ")") {}
+
+void ChargingBackend::charge(double seconds) const {
+  charged_ += seconds;
+  if (charge_) charge_(seconds);
+}
+
+void ChargingBackend::charge_stream(std::initializer_list<const Tensor*> touched) const {
+  double bytes = 0;
+  for (const Tensor* t : touched) bytes += static_cast<double>(t->bytes());
+  charge(cost::stream_seconds(bytes, cluster_));
+}
+
+std::vector<double> ChargingBackend::do_to_f64(const Tensor& t) const { return inner_->to_f64(t); }
+void ChargingBackend::do_assign_f64(Tensor& t, const std::vector<double>& values) const {
+  inner_->assign_f64(t, values);
+}
+void ChargingBackend::do_fill(Tensor& t, double value) const {
+  charge_stream({&t});
+  inner_->fill(t, value);
+}
+void ChargingBackend::do_copy(const Tensor& src, Tensor& dst) const {
+  charge_stream({&src, &dst});
+  inner_->copy(src, dst);
+}
+void ChargingBackend::do_convert(const Tensor& src, Tensor& dst) const {
+  charge_stream({&src, &dst});
+  inner_->convert(src, dst);
+}
+void ChargingBackend::do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst,
+                                    std::int64_t dr0, std::int64_t dc0, std::int64_t rows, std::int64_t cols) const {
+  charge(cost::stream_seconds(2.0 * static_cast<double>(rows * cols) * static_cast<double>(dtype_size(src.dtype())),
+                              cluster_));
+  inner_->copy_block(src, sr0, sc0, dst, dr0, dc0, rows, cols);
+}
+void ChargingBackend::do_gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b,
+                              double beta, Tensor& c) const {
+  const std::int64_t m = c.rows(), n = c.cols(), k = transpose_a ? a.rows() : a.cols();
+  (void)transpose_b;
+  charge(cost::gemm_roofline_seconds(m, n, k, a.dtype(), cluster_));
+  inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
+}
+void ChargingBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {
+  charge_stream({&x, &y, &y});
+  inner_->axpy(alpha, x, y);
+}
+void ChargingBackend::do_scale(Tensor& x, double alpha) const {
+  charge_stream({&x, &x});
+  inner_->scale(x, alpha);
+}
+void ChargingBackend::do_add_row_vector(Tensor& y, const Tensor& row) const {
+  charge_stream({&y, &y, &row});
+  inner_->add_row_vector(y, row);
+}
+void ChargingBackend::do_column_sums(const Tensor& x, Tensor& out, double beta) const {
+  charge_stream({&x, &out});
+  inner_->column_sums(x, out, beta);
+}
+double ChargingBackend::do_sum_squares(const Tensor& x) const {
+  charge_stream({&x});
+  return inner_->sum_squares(x);
+}
+void ChargingBackend::do_gelu_forward(const Tensor& x, Tensor& y) const {
+  charge_stream({&x, &y});
+  inner_->gelu_forward(x, y);
+}
+void ChargingBackend::do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const {
+  charge_stream({&x, &dy, &dx});
+  inner_->gelu_backward(x, dy, dx);
+}
+void ChargingBackend::do_row_mean_m2(const Tensor& x, Tensor& stats) const {
+  charge_stream({&x, &stats});
+  inner_->row_mean_m2(x, stats);
+}
+void ChargingBackend::do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
+                                         Tensor& mean_rstd, bool centred) const {
+  charge_stream({&stacked, &mean_rstd});
+  inner_->merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd, centred);
+}
+void ChargingBackend::do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
+                                         const Tensor& beta, Tensor& xhat, Tensor& y) const {
+  charge_stream({&x, &mean_rstd, &gamma, &beta, &xhat, &y});
+  inner_->layernorm_apply(x, mean_rstd, gamma, beta, xhat, y);
+}
+void ChargingBackend::do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
+                                                 Tensor& sums, bool centred) const {
+  charge_stream({&dy, &xhat, &gamma, &sums});
+  inner_->layernorm_backward_sums(dy, xhat, gamma, sums, centred);
+}
+void ChargingBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
+                                            const Tensor& mean_rstd, const Tensor& sums, std::int64_t n, Tensor& dx,
+                                            Tensor& dgamma, Tensor& dbeta) const {
+  charge_stream({&dy, &xhat, &gamma, &mean_rstd, &sums, &dx, &dgamma, &dgamma, &dbeta, &dbeta});
+  inner_->layernorm_backward(dy, xhat, gamma, mean_rstd, sums, n, dx, dgamma, dbeta);
+}
+void ChargingBackend::do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
+                                      const AdamWStep& step) const {
+  // Reads param, grad, m, v; writes param, m, v.
+  charge_stream({&param, &grad, &m, &v, &param, &m, &v});
+  inner_->adamw_update(param, grad, m, v, step);
+}
+
+void charge_simulated_seconds(double seconds) {
+#ifdef MDTP_SMPI
+  if (seconds > 0) smpi_execute_flops(seconds * kHostSpeed);
+#else
+  (void)seconds;
+  throw_error("charge_simulated_seconds: this mdtp is not the SMPI build (configure with -DMDTP_SMPI=ON)");
+#endif
+}
+
+}  // namespace mdtp::simulate

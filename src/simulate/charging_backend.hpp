@@ -1,0 +1,80 @@
+#pragma once
+// A Backend that charges each kernel's modelled time on a named GPU to the clock a KernelCharge
+// keeps, then runs the kernel on the backend it wraps (the values stay real and checkable).
+//
+// Why: under SimGrid's SMPI (docs/simulate.md) the simulated clock advances only by what the
+// program declares; the host's own compute time, measured, would make simulated times depend on
+// this machine and on its load (not reproducible).  Charging the cost layer's per-kernel model
+// (cost/kernel_time.hpp: a roofline for GEMMs, HBM streaming for the rest) gives the same
+// simulated compute time for the same command, on the GPU of the cluster preset.
+//
+// What is charged: every Backend kernel (GEMMs and streaming kernels); host transfers
+// (from_f64/to_f64/assign_f64: initialisation, checkpoints, tests) are free.  Kernels outside the
+// Backend interface (the model's fused attention and activation kernels) are not charged here.
+#include <functional>
+#include <memory>
+
+#include "core/backend.hpp"
+#include "cost/cluster.hpp"
+
+namespace mdtp::simulate {
+
+// Receives the modelled seconds of one kernel.
+using KernelCharge = std::function<void(double seconds)>;
+
+class ChargingBackend final : public Backend {
+ public:
+  ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster cluster, KernelCharge charge);
+
+  DeviceKind device() const override { return inner_->device(); }
+  const char* name() const override { return name_.c_str(); }
+  bool computes_in(DType dtype) const override { return inner_->computes_in(dtype); }
+  // Seconds charged so far.
+  double charged_seconds() const { return charged_; }
+
+ protected:
+  std::vector<double> do_to_f64(const Tensor& t) const override;
+  void do_assign_f64(Tensor& t, const std::vector<double>& values) const override;
+  void do_fill(Tensor& t, double value) const override;
+  void do_copy(const Tensor& src, Tensor& dst) const override;
+  void do_convert(const Tensor& src, Tensor& dst) const override;
+  void do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst, std::int64_t dr0,
+                     std::int64_t dc0, std::int64_t rows, std::int64_t cols) const override;
+  void do_gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b, double beta,
+               Tensor& c) const override;
+  void do_axpy(double alpha, const Tensor& x, Tensor& y) const override;
+  void do_scale(Tensor& x, double alpha) const override;
+  void do_add_row_vector(Tensor& y, const Tensor& row) const override;
+  void do_column_sums(const Tensor& x, Tensor& out, double beta) const override;
+  double do_sum_squares(const Tensor& x) const override;
+  void do_gelu_forward(const Tensor& x, Tensor& y) const override;
+  void do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const override;
+  void do_row_mean_m2(const Tensor& x, Tensor& stats) const override;
+  void do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
+                          Tensor& mean_rstd, bool centred) const override;
+  void do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma, const Tensor& beta,
+                          Tensor& xhat, Tensor& y) const override;
+  void do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, Tensor& sums,
+                                  bool centred) const override;
+  void do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma, const Tensor& mean_rstd,
+                             const Tensor& sums, std::int64_t n, Tensor& dx, Tensor& dgamma,
+                             Tensor& dbeta) const override;
+  void do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& step) const override;
+
+ private:
+  // Charges a streaming kernel that reads and writes these tensors once each.
+  void charge_stream(std::initializer_list<const Tensor*> touched) const;
+  void charge(double seconds) const;
+
+  std::unique_ptr<Backend> inner_;
+  cost::Cluster cluster_;
+  KernelCharge charge_;
+  std::string name_;
+  mutable double charged_ = 0.0;
+};
+
+// Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
+// host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).
+void charge_simulated_seconds(double seconds);
+
+}  // namespace mdtp::simulate
