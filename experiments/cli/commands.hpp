@@ -18,12 +18,13 @@ Command add_experiment(CLI::App& root);
 Command add_plan(CLI::App& root);
 Command add_schedule(CLI::App& root);
 Command add_simulate(CLI::App& root);
+Command add_collectives(CLI::App& root);
 
 // Every subcommand, in the order `mdtp --help` lists them.
 inline std::vector<Command> add_commands(CLI::App& root) {
   return {add_mesh(root),      add_smoke(root), add_train(root),      add_cost(root),
           add_plan(root),      add_schedule(root), add_calibrate(root), add_bench(root), add_experiment(root),
-          add_simulate(root)};
+          add_collectives(root), add_simulate(root)};
 }
 
 }  // namespace mdtp::cli

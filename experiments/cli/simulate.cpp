@@ -41,9 +41,11 @@ struct SimulateOptions {
 //    (simulate/charging_backend.hpp), so simulated times are reproducible;
 //  - CM02, SimGrid's plain max-min flow model without TCP corrections: NVLink and NCCL are not
 //    TCP, and the platform's bandwidths are already the rates a large transfer reaches;
-//  - no TCP window cap (TCP-gamma 0).
+//  - no TCP window cap (TCP-gamma 0) and no acknowledgement traffic in the reverse direction
+//    (crosstraffic 0: it took 5 % of a link's bandwidth whenever data flowed both ways, as in every
+//    ring step).
 const std::vector<std::string> kSettings = {"smpi/simulate-computation:no", "network/model:CM02",
-                                            "network/TCP-gamma:0"};
+                                            "network/TCP-gamma:0", "network/crosstraffic:0"};
 
 fs::path default_smpi_mdtp() {
   std::error_code ec;
@@ -81,8 +83,8 @@ int run_simulate(const SimulateOptions& o) {
   require(!o.command.empty(), "mdtp simulate needs the command to simulate after --, e.g. "
                               "`mdtp simulate --cluster dgx-h100 --gpus 64 -- train --tp 8 --steps 1`");
   const std::string& what = o.command.front();
-  require(what == "train" || what == "bench", "mdtp simulate runs `train` or `bench` on the simulated cluster; got '",
-          what, "'");
+  require(what == "train" || what == "bench" || what == "collectives",
+          "mdtp simulate runs `train`, `bench` or `collectives` on the simulated cluster; got '", what, "'");
   require(o.gpus >= 1, "--gpus must be >= 1; got ", o.gpus);
   const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
   const fs::path smpi_mdtp = o.smpi_mdtp.empty() ? default_smpi_mdtp() : fs::path(o.smpi_mdtp);

@@ -1,10 +1,14 @@
 #include "comm/mpi_communicator.hpp"
 
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "comm/mpi_half_types.hpp"
+#include "comm/ring_collectives.hpp"
 #include "comm/run_clock.hpp"
 #include "core/error.hpp"
 
@@ -41,12 +45,7 @@ class MpiPendingOp final : public PendingOp {
     if (request_ != MPI_REQUEST_NULL) wait_mpi_request(request_, MPI_STATUS_IGNORE, policy_, label());
   }
   MPI_Request* request() { return &request_; }
-  // A copy of `bytes` bytes at `data` that lives until completion (a send buffer MPI reads).
-  const void* keep_copy(const void* data, std::size_t bytes) {
-    const auto* begin = static_cast<const unsigned char*>(data);
-    staging_.assign(begin, begin + bytes);
-    return staging_.data();
-  }
+
   // For a receive: after completion, the element count must be exactly `elements`.
   void expect_received(std::int64_t elements, MPI_Datatype type, int peer) {
     expected_ = elements;
@@ -85,7 +84,6 @@ class MpiPendingOp final : public PendingOp {
 
   WaitPolicy policy_;
   std::vector<Tensor> buffers_;
-  std::vector<unsigned char> staging_;
   std::string group_;
   CollectiveOp op_;
   std::int64_t elements_;
@@ -122,6 +120,53 @@ std::vector<int> translate_to_world(MPI_Comm comm, int size) {
   return global;
 }
 
+// A ring collective in flight (comm/ring_collectives.hpp).  For a reduce-scatter the ring works
+// on a scratch copy of the input and this rank's block is copied to the shard at completion.
+class RingPendingOp final : public PendingOp {
+ public:
+  RingPendingOp(std::vector<Tensor> buffers, std::vector<unsigned char> scratch, void* shard_out,
+                std::size_t shard_bytes)
+      : buffers_(std::move(buffers)), scratch_(std::move(scratch)), shard_out_(shard_out), shard_bytes_(shard_bytes) {}
+  ~RingPendingOp() override {
+    if (ring_ && !complete_) wait();
+  }
+  std::vector<unsigned char>& scratch() { return scratch_; }
+  void start(std::unique_ptr<RingCollective> ring, std::int64_t shard_offset_bytes) {
+    ring_ = std::move(ring);
+    shard_offset_ = shard_offset_bytes;
+    RingProgress::process().add(ring_.get());
+    ring_->start();
+    if (ring_->done()) finish();
+  }
+  void wait() override {
+    if (complete_) return;
+    RingProgress::process().wait_for(*ring_);
+    finish();
+  }
+  bool test() override {
+    if (complete_) return true;
+    if (RingProgress::process().test(*ring_)) finish();
+    return complete_;
+  }
+
+ private:
+  void finish() {
+    if (complete_) return;
+    complete_ = true;
+    RingProgress::process().remove(ring_.get());
+    if (shard_out_ != nullptr && shard_bytes_ > 0) std::memcpy(shard_out_, scratch_.data() + shard_offset_, shard_bytes_);
+    buffers_.clear();
+  }
+
+  std::vector<Tensor> buffers_;
+  std::vector<unsigned char> scratch_;
+  void* shard_out_;
+  std::size_t shard_bytes_;
+  std::int64_t shard_offset_ = 0;
+  std::unique_ptr<RingCollective> ring_;
+  bool complete_ = false;
+};
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(std::string name, MPI_Comm comm, CommLedger* ledger, WaitPolicy policy)
@@ -133,11 +178,14 @@ class MpiCommunicator final : public Communicator {
     int found = 0;
     check_mpi(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &value, &found), "MPI_Comm_get_attr");
     if (found) tag_ub_ = *static_cast<int*>(value);
+    // Ring traffic gets a communicator of its own, so its tags never meet the caller's sends.
+    if (use_rings()) check_mpi(MPI_Comm_dup(comm_, &ring_comm_), "MPI_Comm_dup");
   }
 
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (!finalized && ring_comm_ != MPI_COMM_NULL) MPI_Comm_free(&ring_comm_);
     if (!finalized && comm_ != MPI_COMM_WORLD && comm_ != MPI_COMM_SELF) MPI_Comm_free(&comm_);
   }
 
@@ -155,11 +203,10 @@ class MpiCommunicator final : public Communicator {
  protected:
   std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override {
     void* data = mpi_buffer(buffer);
+    if (ring_comm_ != MPI_COMM_NULL)
+      return start_ring(RingKind::all_reduce, {buffer}, data, buffer.numel(), buffer.dtype(), op, {}, nullptr, 0);
     auto pending = pending_op(CollectiveOp::all_reduce, buffer.numel(), {buffer});
-    // SimGrid 3.32's MPI_Iallreduce with MPI_IN_PLACE is broken (wrong sums; a crash at >= 1 MiB):
-    // the SMPI build reduces from a copy of the buffer instead.
-    const void* send = simulated_build() ? pending->keep_copy(data, buffer.bytes()) : MPI_IN_PLACE;
-    check_mpi(MPI_Iallreduce(send, data, mpi_count(buffer.numel()),
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
                              types_.datatype(buffer.dtype()), types_.op(buffer.dtype(), op), comm_, pending->request()),
               "MPI_Iallreduce");
     return pending;
@@ -168,6 +215,12 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_all_gather(const Tensor& shard, Tensor& gathered) override {
     void* out = mpi_buffer(gathered);
     const void* in = mpi_buffer(shard);
+    if (ring_comm_ != MPI_COMM_NULL) {
+      // This rank's block in place first (memmove: the shard may already be that block).
+      if (shard.bytes() > 0) std::memmove(static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()), in, shard.bytes());
+      return start_ring(RingKind::all_gather, {shard, gathered}, out, gathered.numel(), gathered.dtype(), ReduceOp::sum,
+                        {}, nullptr, 0);
+    }
     // Communicator has checked that an overlapping shard is exactly this rank's slot.
     if (shard.bytes() > 0 && in == static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()))
       in = MPI_IN_PLACE;
@@ -182,6 +235,11 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_reduce_scatter(const Tensor& full, Tensor& shard, ReduceOp op) override {
     const void* in = mpi_buffer(full);
     void* out = mpi_buffer(shard);
+    if (ring_comm_ != MPI_COMM_NULL) {
+      const auto* first = static_cast<const unsigned char*>(in);
+      return start_ring(RingKind::reduce_scatter, {full, shard}, nullptr, full.numel(), full.dtype(), op,
+                        std::vector<unsigned char>(first, first + full.bytes()), out, shard.bytes());
+    }
     const int count = mpi_count(shard.numel());
     auto pending = pending_op(CollectiveOp::reduce_scatter, full.numel(), {full, shard});
     check_mpi(MPI_Ireduce_scatter_block(in, out, count, types_.datatype(full.dtype()), types_.op(full.dtype(), op), comm_,
@@ -243,6 +301,29 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // The SMPI build always runs rings (docs/simulate.md); MDTP_COLLECTIVES=ring anywhere.
+  static bool use_rings() {
+    if (simulated_build()) return true;
+    const char* chosen = std::getenv("MDTP_COLLECTIVES");
+    if (chosen == nullptr || std::string_view(chosen).empty() || std::string_view(chosen) == "mpi") return false;
+    require(std::string_view(chosen) == "ring", "MDTP_COLLECTIVES must be mpi or ring; got '", chosen, "'");
+    return true;
+  }
+
+  // `work` null: the ring works on `scratch` (a reduce-scatter's copy of its input), whose block
+  // `rank` goes to `shard_out` at completion.
+  std::unique_ptr<PendingOp> start_ring(RingKind kind, std::vector<Tensor> buffers, void* work, std::int64_t count,
+                                        DType dtype, ReduceOp op, std::vector<unsigned char> scratch, void* shard_out,
+                                        std::size_t shard_bytes) {
+    auto pending = std::make_unique<RingPendingOp>(std::move(buffers), std::move(scratch), shard_out, shard_bytes);
+    if (work == nullptr) work = pending->scratch().data();
+    const int tag = static_cast<int>(ring_sequence_++ % (static_cast<std::uint64_t>(tag_ub_) + 1));
+    pending->start(std::make_unique<RingCollective>(kind, ring_comm_, tag, types_.datatype(dtype), types_.op(dtype, op),
+                                                    dtype_size(dtype), work, count),
+                   static_cast<std::int64_t>(shard_bytes) * rank());
+    return pending;
+  }
+
   std::unique_ptr<MpiPendingOp> pending_op(CollectiveOp op, std::int64_t elements, std::vector<Tensor> buffers) const {
     return std::make_unique<MpiPendingOp>(policy_, std::move(buffers), name(), op, elements, ledger());
   }
@@ -257,7 +338,10 @@ class MpiCommunicator final : public Communicator {
   WaitPolicy policy_;
   std::vector<int> world_ranks_;
   int tag_ub_ = 32767;  // the minimum the MPI standard guarantees
+  MPI_Comm ring_comm_ = MPI_COMM_NULL;  // set when the ring collectives run (use_rings)
+  std::uint64_t ring_sequence_ = 0;     // rings started on this group: each one's tag
 };
+
 
 }  // namespace
 

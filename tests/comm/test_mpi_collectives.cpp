@@ -366,3 +366,43 @@ TEST_CASE("MPI collectives match a serial computation on groups of several shape
     g.comm->barrier();
   }
 }
+
+// Collectives in flight on two groups, waited for in opposite orders on even and odd ranks: the
+// MPI library progresses both inside any wait, and so must the ring collectives (one wait drives
+// every ring in flight on the rank: comm/ring_collectives.hpp), or this deadlocks.  Awkward sizes:
+// 1,001 elements do not split evenly over 3 or 8 ranks.
+TEST_CASE("two collectives in flight complete whichever is waited for first", "[comm][mpi][rings]") {
+  auto backend = make_host_backend();
+  MPI_Comm a = MPI_COMM_NULL, b = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &a);
+  MPI_Comm_dup(MPI_COMM_WORLD, &b);
+  auto first = make_mpi_communicator("first", a, nullptr, test_wait_policy());
+  auto second = make_mpi_communicator("second", b, nullptr, test_wait_policy());
+  const std::int64_t n = 1001;
+  Tensor x = make(*backend, values(world_rank(), 0, n), {n}, DType::f64);
+  Tensor y = make(*backend, values(world_rank(), n, n), {n}, DType::f64);
+  Tensor gathered = filled(*backend, {3 * world_size()}, DType::f64, kSentinel);
+  Tensor shard = make(*backend, values(world_rank(), 0, 3), {3}, DType::f64);
+  CommHandle hx = first->iall_reduce(x);
+  CommHandle hy = second->iall_reduce(y);
+  CommHandle hg = first->iall_gather(shard, gathered);
+  if (world_rank() % 2 == 0) {
+    hx.wait();
+    hy.wait();
+    hg.wait();
+  } else {
+    hg.wait();
+    hy.wait();
+    hx.wait();
+  }
+  std::vector<int> everyone(static_cast<std::size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
+  check_values(backend->to_f64(x), reduce_over(everyone, 0, n, ReduceOp::sum));
+  check_values(backend->to_f64(y), reduce_over(everyone, n, n, ReduceOp::sum));
+  std::vector<double> expected;
+  for (int r = 0; r < world_size(); ++r) {
+    auto v = values(r, 0, 3);
+    expected.insert(expected.end(), v.begin(), v.end());
+  }
+  check_values(backend->to_f64(gathered), expected);
+}

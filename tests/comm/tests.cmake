@@ -16,3 +16,13 @@ mdtp_add_mpi_test(comm_sync_timing
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sync_timing.cpp
   RANKS 2 3
   LIBS mdtp_comm)
+
+# The same MPI collective checks with the ring collectives (comm/ring_collectives.hpp: what the
+# SMPI build runs) in place of the MPI library's all-reduce, all-gather and reduce-scatter.
+foreach(np 2 3 4 8)
+  add_test(NAME comm_rings_np${np}
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} ${MPIEXEC_PREFLAGS} $<TARGET_FILE:test_comm>
+                   ${MPIEXEC_POSTFLAGS} "[mpi]")
+  set_tests_properties(comm_rings_np${np} PROPERTIES LABELS "mpi;comm" TIMEOUT 600 PROCESSORS 1
+                       ENVIRONMENT "MDTP_COLLECTIVES=ring")
+endforeach()

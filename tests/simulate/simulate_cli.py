@@ -40,7 +40,7 @@ with tempfile.TemporaryDirectory() as tmp:
         f.write('<?xml version="1.0"?>\n<platform version="4.1"><zone id="z" routing="Full">'
                 '<host id="a" speed="1f"/><host id="b" speed="1f"/></zone></platform>\n')
     refused(["--cluster", "no-such-cluster", "--gpus", "8", "--", "train"], "no-such-cluster", tmp)
-    refused(["--cluster", "dgx-h100", "--gpus", "8", "--", "calibrate"], "runs `train` or `bench`", tmp)
+    refused(["--cluster", "dgx-h100", "--gpus", "8", "--", "calibrate"], "on the simulated cluster; got 'calibrate'", tmp)
     refused(["--cluster", "dgx-h100", "--gpus", "8"], "needs the command to simulate after --", tmp)
     refused(["--cluster", "dgx-h100", "--gpus", "0", "--", "train"], "--gpus must be >= 1; got 0", tmp)
     refused(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", "/nonexistent/mdtp", "--", "train"],
@@ -52,6 +52,21 @@ with tempfile.TemporaryDirectory() as tmp:
         sys.exit(1 if failures else 0)
     refused(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", smpi, "--platform", tiny, "--", "train"],
             "declares 2 hosts; --gpus 8 needs one per GPU", tmp)
+
+    # Single ring collectives on 16 simulated GPUs (2 nodes): NVLink groups of 8, rail groups of 2,
+    # no link shared: the simulated time is the alpha-beta model's for the same ring within 5 %
+    # from 1 MiB up (the route's latency is the model's alpha, the links its bandwidth x efficiency).
+    p = run(["--cluster", "dgx-h100", "--gpus", "16", "--smpi-mdtp", smpi, "--", "collectives", "--sizes",
+             "64K,1M,16M", "--iters", "2"], tmp)
+    rows = re.findall(r"^(node|rail) +(\d+) +(\S+) +(\d+) +(\S+) +(\S+) +(\S+)$", p.stdout, re.M)
+    print("      " + "\n      ".join(p.stdout.strip().splitlines()[-19:]))
+    big = [r for r in rows if int(r[3]) >= 1 << 20]
+    worst = max((abs(float(r[6]) - 1) for r in big), default=1)
+    ok = p.returncode == 0 and len(rows) == 18 and len(big) == 12 and worst <= 0.05
+    print(("ok    " if ok else "FAIL  ") + f"collectives on 16 simulated GPUs: {len(big)} rows >= 1 MiB, "
+          f"worst |simulated/model - 1| = {worst:.4f}")
+    if not ok:
+        failures.append("collectives")
 
     # Every TP mode with a 2-stage pipeline and ZeRO-3 on 64 simulated GPUs (8 DGX H100 nodes).
     cases = [

@@ -2,7 +2,7 @@
 # run context, without SimGrid; `mdtp simulate`'s refusals; and, where an SMPI build of mdtp and
 # SimGrid's smpirun are present (label smpi), the real engines at 64 simulated ranks.
 mdtp_add_mpi_test(simulate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_platform.cpp RANKS 1 LABELS simulate LIBS mdtp_lib)
-mdtp_find_python(MDTP_SIMULATE_PYTHON "h5py;numpy" "python3 with h5py for the simulate tests")
+mdtp_find_python(MDTP_SIMULATE_PYTHON "h5py, numpy" "python3 with h5py for the simulate tests")
 if(MDTP_SIMULATE_PYTHON)
   add_test(NAME simulate_cli
            COMMAND ${MDTP_SIMULATE_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/simulate_cli.py $<TARGET_FILE:mdtp>)

@@ -1,0 +1,82 @@
+#pragma once
+// NCCL's ring algorithms over MPI point-to-point, for the collectives whose algorithm the cost
+// model must know exactly: all-reduce (a ring reduce-scatter, then a ring all-gather: 2(n−1) steps
+// of S/n bytes), all-gather and reduce-scatter (n−1 steps of S/n bytes).
+//
+// Why: under SimGrid's SMPI (docs/simulate.md) the non-blocking collectives ignore SMPI's algorithm
+// selectors, so a simulated time would belong to an algorithm nobody runs; with these rings the
+// simulated run moves exactly the messages the analytic model counts (cost/time_model.hpp, ring).
+// The SMPI build uses them; MDTP_COLLECTIVES=ring selects them on any MPI (tests compare them with
+// the MPI library's collectives there).
+//
+// Progress: a ring advances one step at a time, when its step's send and receive have completed.
+// Nothing runs in the background, so every wait drives every ring in flight on this rank, on any
+// communicator (RingProgress): a rank waiting for its tensor-parallel all-reduce still forwards
+// the data-parallel ring its peers wait on, as MPI's own progress engine would.
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mdtp {
+
+enum class RingKind { all_reduce, all_gather, reduce_scatter };
+
+// One ring collective on `comm` (a communicator used for ring traffic only) with tag `tag`.
+//   all_reduce:     `work` holds `count` elements, reduced in place.
+//   all_gather:     `work` holds size blocks of count/size elements; this rank's block is in place.
+//   reduce_scatter: `work` holds size blocks (a scratch copy of the input, overwritten); the
+//                   reduced block of this rank ends in block `rank` of `work`.
+// Blocks are as even as the count allows (the first count % size blocks one element longer).
+class RingCollective {
+ public:
+  RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Datatype type, MPI_Op op, std::size_t element_bytes,
+                 void* work, std::int64_t count);
+  RingCollective(const RingCollective&) = delete;
+  RingCollective& operator=(const RingCollective&) = delete;
+  ~RingCollective();
+
+  bool done() const { return step_ >= steps_; }
+  // Posts the first step (or completes at once on one rank).
+  void start();
+  // The current step's send and receive.
+  MPI_Request* requests() { return requests_; }
+  // Both requests of the current step have completed: reduce what arrived, post the next step.
+  void advance();
+
+ private:
+  std::int64_t block_offset(int block) const;
+  std::int64_t block_count(int block) const;
+  void post_step();
+
+  RingKind kind_;
+  MPI_Comm comm_;
+  int tag_, rank_ = 0, size_ = 1;
+  MPI_Datatype type_;
+  MPI_Op op_;
+  std::size_t element_bytes_;
+  unsigned char* work_;
+  std::int64_t count_;
+  int step_ = 0, steps_ = 0;
+  std::vector<unsigned char> incoming_;  // a received block before it is reduced in
+  MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+};
+
+// The rings in flight on this rank; waits drive all of them.  One per process (per simulated rank
+// under SMPI, whose privatisation gives each rank its own).
+class RingProgress {
+ public:
+  static RingProgress& process();
+  void add(RingCollective* ring);
+  void remove(RingCollective* ring);
+  // Blocks (MPI_Waitany) until `ring` is done, advancing every ring in flight meanwhile.
+  void wait_for(RingCollective& ring);
+  // Advances whatever has arrived without blocking; true when `ring` is done.
+  bool test(RingCollective& ring);
+
+ private:
+  std::vector<RingCollective*> active_;
+};
+
+}  // namespace mdtp
