@@ -14,7 +14,9 @@
 #include "calibrate/calibration_io.hpp"
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
+#include "comm/run_clock.hpp"
 #include "run/rank_stats.hpp"
+#include "simulate/charging_backend.hpp"
 #include "run/results_sink.hpp"
 
 namespace mdtp::cli {
@@ -100,6 +102,10 @@ int run_bench(BenchOptions o, const std::string& command_line) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::vector<cost::Workload> cases = workloads(o, world);
   o.settings.check = !o.no_check;
+  if (simulated_build()) {
+    simulate::make_simulated_backend();  // refuses now, on every rank, outside `mdtp simulate`
+    o.settings.make_backend = [] { return simulate::make_simulated_backend(); };
+  }
   o.settings.sync_timing = o.sync_timing || sync_timing_from_environment();
   const calibrate::LinkParameters links =
       o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);

@@ -5,6 +5,9 @@
 // every rank raised the same), and exit with status 2; no stack dump.  A rank whose error differs
 // from rank 0's prints its own line too, naming its rank, so nothing is hidden.
 #include <mpi.h>
+#ifdef MDTP_SMPI
+#include <simgrid/actor.h>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -29,6 +32,10 @@ constexpr int kUsageError = 2;
 
 // The rank mpiexec gave this process, or -1 outside mpiexec: help is printed by rank 0 only.
 int launched_rank() {
+#ifdef MDTP_SMPI
+  // Under SMPI every rank is a SimGrid actor of one process, named by its rank ("0", "1", ...).
+  if (const char* name = sg_actor_self_get_name(); name && *name) return std::atoi(name);
+#endif
   for (const char* name : {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"})
     if (const char* value = std::getenv(name); value && *value) return std::atoi(value);
   return -1;

@@ -16,8 +16,6 @@
 #include "io/output_path.hpp"
 #include "plan/schedule.hpp"
 #include "comm/run_clock.hpp"
-#include "cost/cluster.hpp"
-#include "run/simulation_context.hpp"
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
 #include "train/trainer.hpp"
@@ -43,13 +41,8 @@ TrainDevice train_device(const std::string& name) {
   if (name == "host" && simulated_build()) {
     // The SMPI build: host kernels whose modelled time on the preset's GPU is charged to the
     // simulated clock (docs/simulate.md).
-    const auto sim = run::simulation_from_environment();
-    require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (", run::kSimulationEnvironment,
-            " is not set)");
-    device.make_backend = [cluster = cost::load_cluster(sim->cluster_path)](MPI_Comm) -> std::unique_ptr<Backend> {
-      return std::make_unique<simulate::ChargingBackend>(make_host_backend(), cluster,
-                                                         simulate::charge_simulated_seconds);
-    };
+    simulate::make_simulated_backend();  // refuses now, on every rank, outside `mdtp simulate`
+    device.make_backend = [](MPI_Comm) { return simulate::make_simulated_backend(); };
     return device;
   }
   if (name == "host") return device;

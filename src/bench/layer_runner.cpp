@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bench/mode_mesh.hpp"
+#include "comm/run_clock.hpp"
 #include "modes/registry.hpp"
 #include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
@@ -15,7 +16,7 @@
 namespace mdtp::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = RunClock;
 
 struct PhaseSample {  // this rank, one step, one phase
   double wall = 0, comm = 0, gemm = 0, other = 0, wait = 0;
@@ -165,7 +166,7 @@ LayerMeasurement run_layer_bench(const cost::Workload& workload, const RunSettin
   Mesh mesh(workload.mesh, world, ledger);
   const WaitPolicy policy = mesh.wait_policy();
   m.wait_policy = wait_policy_name(policy);
-  auto host = make_host_backend();
+  auto host = settings.make_backend ? settings.make_backend() : make_host_backend();
   TimedBackend timed(*host);
   auto mode = make_tp_mode(workload.mode, TpContext{mesh, timed, workload.dtype, settings.seed, workload.options});
   auto layer = make_layer_under_test(*mode, workload);

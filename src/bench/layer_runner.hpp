@@ -28,10 +28,13 @@
 // rank's Y and dX shards), so a later repetition cannot silently differ from the checked one.
 #include <mpi.h>
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/layer_check.hpp"
+#include "core/backend.hpp"
 #include "run/provenance.hpp"
 #include "comm/ledger_stats.hpp"
 #include "cost/cost_model.hpp"
@@ -46,6 +49,9 @@ struct RunSettings {
   std::uint64_t seed = 1234;        // parameters
   std::uint64_t input_seed = 4321;  // X and dY
   bool sync_timing = false;         // time blocking collectives after a barrier (wait vs transfer)
+  // The backend the layer runs on; null: the host backend (the SMPI build passes one that charges
+  // modelled kernel times to the simulated clock, docs/simulate.md).
+  std::function<std::unique_ptr<Backend>()> make_backend;
 };
 
 inline const std::vector<std::string>& step_phases() {

@@ -11,6 +11,7 @@
 // need device events instead.
 #include <chrono>
 
+#include "comm/run_clock.hpp"
 #include "core/backend.hpp"
 
 namespace mdtp::bench {
@@ -66,12 +67,12 @@ class TimedBackend final : public Backend {
   // Runs `call` and adds its wall time to `bucket`.
   template <class Call>
   decltype(auto) timed(double KernelSeconds::*bucket, Call&& call) const {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = RunClock::now();
     struct Add {  // also on an exception, so a failed call is not silently lost from the totals
       KernelSeconds& s;
       double KernelSeconds::*b;
-      std::chrono::steady_clock::time_point t0;
-      ~Add() { s.*b += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+      RunClock::time_point t0;
+      ~Add() { s.*b += std::chrono::duration<double>(RunClock::now() - t0).count(); }
     } add{seconds_, bucket, start};
     return call();
   }

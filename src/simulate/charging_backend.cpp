@@ -6,6 +6,7 @@
 
 #include "core/error.hpp"
 #include "cost/kernel_time.hpp"
+#include "run/simulation_context.hpp"
 #include "simulate/platform.hpp"
 
 namespace mdtp::simulate {
@@ -115,6 +116,14 @@ void ChargingBackend::do_adamw_update(Tensor& param, const Tensor& grad, Tensor&
   // Reads param, grad, m, v; writes param, m, v.
   charge_stream({&param, &grad, &m, &v, &param, &m, &v});
   inner_->adamw_update(param, grad, m, v, step);
+}
+
+std::unique_ptr<Backend> make_simulated_backend() {
+  const auto sim = run::simulation_from_environment();
+  require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (",
+          run::kSimulationEnvironment, " is not set)");
+  return std::make_unique<ChargingBackend>(make_host_backend(), cost::load_cluster(sim->cluster_path),
+                                           charge_simulated_seconds);
 }
 
 void charge_simulated_seconds(double seconds) {

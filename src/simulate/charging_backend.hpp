@@ -73,6 +73,11 @@ class ChargingBackend final : public Backend {
   mutable double charged_ = 0.0;
 };
 
+// The SMPI build's backend under `mdtp simulate`: the host backend, its kernels charged as the GPU
+// of the cluster named in MDTP_SIMULATION (run/simulation_context.hpp).  mdtp::Error naming the
+// variable when it is unset (the SMPI build run without `mdtp simulate`).
+std::unique_ptr<Backend> make_simulated_backend();
+
 // Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
 // host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).
 void charge_simulated_seconds(double seconds);

@@ -68,6 +68,19 @@ with tempfile.TemporaryDirectory() as tmp:
     if not ok:
         failures.append("collectives")
 
+    # mdtp bench under simulation: every mode's layer step on 8 simulated GPUs, the serial check
+    # passed (the values are real), the ledger's bytes equal the model's.
+    p = run(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", smpi, "--", "bench", "--modes",
+             "1d,1d-sp,2d,2.5d,3d", "--out", os.path.join(tmp, "bench.h5")], tmp)
+    table = p.stdout.split("== comparison")[-1]
+    bench_rows = [(line.split()[0], line.split("|")[1].split()[1], line.split("|")[-1].split()[0])
+                  for line in table.splitlines() if " tp=" in line and line.count("|") >= 6]
+    ok = p.returncode == 0 and len(bench_rows) == 5 and all(r[1] == "1.000" and r[2] == "passed" for r in bench_rows)
+    print(("ok    " if ok else "FAIL  ") + f"bench on 8 simulated GPUs: {bench_rows}")
+    if not ok:
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        failures.append("bench")
+
     # Every TP mode with a 2-stage pipeline and ZeRO-3 on 64 simulated GPUs (8 DGX H100 nodes).
     cases = [
         ("1d", ["--tp-mode", "1d", "--tp", "4"]),
