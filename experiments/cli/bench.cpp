@@ -102,10 +102,7 @@ int run_bench(BenchOptions o, const std::string& command_line) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::vector<cost::Workload> cases = workloads(o, world);
   o.settings.check = !o.no_check;
-  if (simulated_build()) {
-    simulate::make_simulated_backend();  // refuses now, on every rank, outside `mdtp simulate`
-    o.settings.make_backend = [] { return simulate::make_simulated_backend(); };
-  }
+  if (simulated_build()) o.settings.make_backend = simulate::simulated_backend_factory();
   o.settings.sync_timing = o.sync_timing || sync_timing_from_environment();
   const calibrate::LinkParameters links =
       o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);

@@ -137,7 +137,7 @@ int run_simulate(const SimulateOptions& o) {
 Command add_simulate(CLI::App& root) {
   auto o = std::make_shared<SimulateOptions>();
   CLI::App* app = add_command(root, "simulate",
-                              "run `train` or `bench` on a simulated cluster (SimGrid SMPI; the SMPI build of mdtp)");
+                              "run `train`, `bench` or `collectives` on a simulated cluster (SimGrid SMPI; the SMPI build of mdtp)");
   app->footer(
       "The platform is generated from the cluster preset (a rail-optimised fat tree, docs/simulate.md) unless\n"
       "--platform names one; results carry provenance 'simulated'.\n"
@@ -148,7 +148,7 @@ Command add_simulate(CLI::App& root) {
   app->add_option("--smpi-mdtp", o->smpi_mdtp, "the SMPI build of mdtp (default: BUILD-smpi/mdtp beside this one)");
   app->add_option("--smpirun", o->smpirun, "SimGrid's launcher (default smpirun)");
   app->add_option("--out-dir", o->out_dir, "where the platform and host files are written (default results/simulate)");
-  app->add_option("command", o->command, "after --: the mdtp command the simulated ranks run (train or bench)");
+  app->add_option("command", o->command, "after --: the mdtp command the simulated ranks run (train, bench or collectives)");
   return {app, false, [o](const std::string&) { return run_simulate(*o); }};
 }
 

@@ -14,8 +14,8 @@
 #include "cli/commands.hpp"
 #include "cli/spec_flags.hpp"
 #include "io/output_path.hpp"
-#include "plan/schedule.hpp"
 #include "comm/run_clock.hpp"
+#include "plan/schedule.hpp"
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
 #include "train/trainer.hpp"
@@ -41,8 +41,7 @@ TrainDevice train_device(const std::string& name) {
   if (name == "host" && simulated_build()) {
     // The SMPI build: host kernels whose modelled time on the preset's GPU is charged to the
     // simulated clock (docs/simulate.md).
-    simulate::make_simulated_backend();  // refuses now, on every rank, outside `mdtp simulate`
-    device.make_backend = [](MPI_Comm) { return simulate::make_simulated_backend(); };
+    device.make_backend = [make = simulate::simulated_backend_factory()](MPI_Comm) { return make(); };
     return device;
   }
   if (name == "host") return device;

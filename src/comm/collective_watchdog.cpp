@@ -1,7 +1,5 @@
 #include "comm/collective_watchdog.hpp"
 
-#include "comm/run_clock.hpp"
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <thread>
 
 #include "comm/ledger.hpp"
+#include "comm/run_clock.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {

@@ -118,12 +118,13 @@ void ChargingBackend::do_adamw_update(Tensor& param, const Tensor& grad, Tensor&
   inner_->adamw_update(param, grad, m, v, step);
 }
 
-std::unique_ptr<Backend> make_simulated_backend() {
+std::function<std::unique_ptr<Backend>()> simulated_backend_factory() {
   const auto sim = run::simulation_from_environment();
   require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (",
           run::kSimulationEnvironment, " is not set)");
-  return std::make_unique<ChargingBackend>(make_host_backend(), cost::load_cluster(sim->cluster_path),
-                                           charge_simulated_seconds);
+  return [cluster = cost::load_cluster(sim->cluster_path)]() -> std::unique_ptr<Backend> {
+    return std::make_unique<ChargingBackend>(make_host_backend(), cluster, charge_simulated_seconds);
+  };
 }
 
 void charge_simulated_seconds(double seconds) {

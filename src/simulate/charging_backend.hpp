@@ -13,6 +13,7 @@
 // Backend interface (the model's fused attention and activation kernels) are not charged here.
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/backend.hpp"
 #include "cost/cluster.hpp"
@@ -73,10 +74,11 @@ class ChargingBackend final : public Backend {
   mutable double charged_ = 0.0;
 };
 
-// The SMPI build's backend under `mdtp simulate`: the host backend, its kernels charged as the GPU
-// of the cluster named in MDTP_SIMULATION (run/simulation_context.hpp).  mdtp::Error naming the
-// variable when it is unset (the SMPI build run without `mdtp simulate`).
-std::unique_ptr<Backend> make_simulated_backend();
+// What makes the SMPI build's backend under `mdtp simulate`: the host backend, its kernels charged
+// as the GPU of the cluster named in MDTP_SIMULATION (run/simulation_context.hpp), whose file is
+// read once, here.  mdtp::Error naming the variable when it is unset (the SMPI build run without
+// `mdtp simulate`), so every rank refuses before anything starts.
+std::function<std::unique_ptr<Backend>()> simulated_backend_factory();
 
 // Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
 // host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).
