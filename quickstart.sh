@@ -101,13 +101,15 @@ fi
 if [ "$mode" = simulate ]; then
   # The SMPI variant (docs/simulate.md): only the `mdtp` program, compiled with smpicxx.
   configure_and_build "${BUILD_DIR}-smpi" mdtp -DMDTP_SMPI=ON
-  echo "== every TP mode on 64 simulated DGX H100 GPUs (pipeline 2, ZeRO-3); results/simulate.h5"
-  for tp_mode in "1d --tp 4" "1d-sp --tp 4" "2d --tp 4" "2.5d --tp 8 --tp-depth 2" "3d --tp 8"; do
-    # shellcheck disable=SC2086
-    "$BUILD_DIR/mdtp" simulate --cluster dgx-h100 --gpus 64 -- train --tp-mode $tp_mode --pp 2 --zero 3 \
-      --micro-batches 2 --steps 2 --layers 4 --global-batch 128 --out results/simulate.h5 2>&1 \
-      | grep -v -e '^\[' -e '^/' -e 'Generated unrolled hostfile'
-  done
+  # The TP-mode study's small form (experiments/analysis/simulate_study.py): 1D, 2D, 2.5D and 3D on
+  # 64 simulated DGX H100 GPUs with a 4-stage pipeline and ZeRO-3, beside the analytic model.
+  # --sizes 64,256,1024 is the full study (docs/simulate.md: its wall time and memory here).
+  study=results/simulate-study-$(date +%Y%m%d-%H%M%S).h5
+  echo "== the TP-mode study on 64 simulated DGX H100 GPUs (pipeline 4, ZeRO-3): $study"
+  # Debian's interpreter first: a pyenv/venv python3 earlier on PATH usually lacks h5py.
+  python=/usr/bin/python3; [ -x "$python" ] || python=python3
+  "$python" experiments/analysis/simulate_study.py --mdtp "$BUILD_DIR/mdtp" --sizes 64 --out "$study" \
+    --plots "${study%.h5}"
   exit 0
 fi
 

@@ -22,7 +22,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "comm/run_clock.hpp"
 #include "core/error.hpp"
+#include "run/simulation_context.hpp"
 
 namespace {
 
@@ -109,6 +111,18 @@ void print_error_line(const std::string& who, const std::string& message) {
   std::fflush(stderr);
 }
 
+// Under `mdtp simulate`, the status goes to the file it names (run/simulation_context.hpp):
+// smpirun itself exits 0 after MPI_Abort.
+void record_simulated_failure(int status) {
+  if (!mdtp::simulated_build()) return;
+  const char* path = std::getenv(mdtp::run::kSimulationFailureEnvironment);
+  if (path == nullptr || *path == '\0') return;
+  if (std::FILE* f = std::fopen(path, "w")) {
+    std::fprintf(f, "%d\n", status);
+    std::fclose(f);
+  }
+}
+
 // An error raised while running under MPI, printed once for the job.  Every rank that raised one
 // arrives here; whether all did is found with a non-blocking barrier (a rank still in a collective
 // never completes it): then rank 0 prints the line once and any rank whose message differs prints
@@ -127,6 +141,7 @@ void report_run_error(const std::string& who, const std::string& message) {
   }
   if (!everyone) {
     print_error_line(who + " (rank " + std::to_string(rank) + ")", message);
+    record_simulated_failure(kUsageError);
     MPI_Abort(MPI_COMM_WORLD, kUsageError);
   }
   unsigned long long mine = std::hash<std::string>{}(message), first = mine;

@@ -3,11 +3,13 @@
 //   mdtp simulate --cluster dgx-h100 --gpus 64 -- train --tp-mode 2d --tp 4 --pp 2 --zero 3 --steps 1
 //
 // It writes the platform of the cluster preset (simulate/platform.hpp) and its host file, then
-// replaces itself with smpirun running the SMPI build of mdtp (configured with -DMDTP_SMPI=ON; by
-// default BUILD-smpi/mdtp beside this program's BUILD/mdtp) on that platform.  The simulated
+// runs smpirun with the SMPI build of mdtp (configured with -DMDTP_SMPI=ON; by default
+// BUILD-smpi/mdtp beside this program's BUILD/mdtp) on that platform, and exits with the simulated
+// run's status.  The simulated
 // ranks read what ran where from MDTP_SIMULATION (run/simulation_context.hpp).  Not an MPI
 // program itself: everything is checked here, before smpirun starts.
 #include <fmt/format.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,9 +45,19 @@ struct SimulateOptions {
 //    TCP, and the platform's bandwidths are already the rates a large transfer reaches;
 //  - no TCP window cap (TCP-gamma 0) and no acknowledgement traffic in the reverse direction
 //    (crosstraffic 0: it took 5 % of a link's bandwidth whenever data flowed both ways, as in every
-//    ring step).
+//    ring step);
+//  - MPI_Test and clock reads cost no simulated time (smpi/test:0, smpi/wtime:0): SMPI's default
+//    charges every unsuccessful MPI_Test 0.1 ms, growing with each repeat, which turned the
+//    pipeline's polls of its posted receives into most of a simulated step (a real poll of a
+//    request or a GPU event takes well under a microsecond);
+//  - MPICH's algorithms for the blocking collectives of set-up and reports (host names, ledger
+//    statistics: comm/bookkeeping_collectives.hpp): SMPI's default ones run as its non-blocking
+//    collectives, whose completion scans every request in flight — a world all-gather of host
+//    names held 128 simulated ranks for minutes.  The experiment's own collectives are mdtp's
+//    rings and chains over point-to-point (comm/ring_collectives.hpp), untouched by this.
 const std::vector<std::string> kSettings = {"smpi/simulate-computation:no", "network/model:CM02",
-                                            "network/TCP-gamma:0", "network/crosstraffic:0"};
+                                            "network/TCP-gamma:0", "network/crosstraffic:0",
+                                            "smpi/test:0", "smpi/wtime:0", "smpi/coll-selector:mpich"};
 
 fs::path default_smpi_mdtp() {
   std::error_code ec;
@@ -127,9 +139,34 @@ int run_simulate(const SimulateOptions& o) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+
+  // smpirun exits 0 when a simulated rank calls MPI_Abort (SimGrid 3.32), so a rank that aborts
+  // leaves its exit status in this file (cli/main.cpp, report_run_error) and it becomes ours.
+  const fs::path failure = fs::absolute(fs::path(o.out_dir) / fmt::format("{}-{}-{}.failed", cluster.name, o.gpus, getpid()));
+  fs::remove(failure);
+  setenv(run::kSimulationFailureEnvironment, failure.string().c_str(), 1);
   std::fflush(stdout);
-  execvp(argv[0], argv.data());
-  throw_error("cannot start ", o.smpirun, ": ", std::strerror(errno));
+  std::fflush(stderr);
+  const pid_t child = fork();
+  require(child >= 0, "cannot start ", o.smpirun, ": fork failed: ", std::strerror(errno));
+  if (child == 0) {
+    execvp(argv[0], argv.data());
+    const std::string line = fmt::format("mdtp simulate: error: cannot start {}: {}\n", o.smpirun, std::strerror(errno));
+    [[maybe_unused]] const auto written = write(STDERR_FILENO, line.data(), line.size());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  if (fs::exists(failure)) {
+    std::ifstream in(failure);
+    int aborted = 0;
+    if (!(in >> aborted) || aborted == 0) aborted = 1;
+    fs::remove(failure);
+    if (code == 0) code = aborted;
+  }
+  return code;
 }
 
 }  // namespace

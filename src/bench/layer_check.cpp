@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "modes/registry.hpp"
 #include "run/rank_stats.hpp"
 #include "bench/step_inputs.hpp"
@@ -102,11 +103,9 @@ CheckResult check_against_serial(LayerUnderTest& layer, const Tensor& y, const T
       errors[k++] = it == ref.end() ? INFINITY : relative_error(values, it->second);
     }
   }
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibcast(errors.data(), static_cast<int>(errors.size()), MPI_DOUBLE, 0, world, &request), "MPI_Ibcast");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, mesh.wait_policy(),
-                   WaitLabel{group::world, "broadcast (layer check)", static_cast<std::int64_t>(errors.size()),
-                             nullptr});
+  bookkeeping_broadcast(errors.data(), static_cast<int>(errors.size()), MPI_DOUBLE, 0, world, mesh.wait_policy(),
+                        WaitLabel{group::world, "broadcast (layer check)", static_cast<std::int64_t>(errors.size()),
+                                  nullptr});
   std::size_t k = 0;
   for (const auto& entry : got) {
     result.errors.push_back({entry.first, errors[k]});

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bench/mode_mesh.hpp"
+#include "comm/bookkeeping_collectives.hpp"
 #include "comm/run_clock.hpp"
 #include "modes/registry.hpp"
 #include "run/rank_stats.hpp"
@@ -23,9 +24,7 @@ struct PhaseSample {  // this rank, one step, one phase
 };
 
 void barrier(MPI_Comm comm, WaitPolicy policy) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{group::world, "barrier (bench step)", -1, nullptr});
+  bookkeeping_barrier(comm, policy, WaitLabel{group::world, "barrier (bench step)", -1, nullptr});
 }
 
 double relative_deviation(double value, double reference) {

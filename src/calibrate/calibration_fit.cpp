@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "calibrate/alpha_beta_fit.hpp"
+#include "comm/bookkeeping_collectives.hpp"
 #include "run/rank_stats.hpp"
 #include "core/backend.hpp"
 #include "spec/names.hpp"
@@ -42,10 +43,7 @@ std::vector<GemmRate> measure_gemm_rates(std::int64_t size, const Mesh& mesh, MP
     backend->fill(a, 0.5);
     backend->fill(b, 0.25);
     backend->gemm(false, false, 1.0, a, b, 0.0, c);  // warm-up
-    MPI_Request request = MPI_REQUEST_NULL;
-    check_mpi(MPI_Ibarrier(world, &request), "MPI_Ibarrier");
-    wait_mpi_request(request, MPI_STATUS_IGNORE, mesh.wait_policy(),
-                     WaitLabel{group::world, "barrier (GEMM calibration)", -1, nullptr});
+    bookkeeping_barrier(world, mesh.wait_policy(), WaitLabel{group::world, "barrier (GEMM calibration)", -1, nullptr});
     double best = std::numeric_limits<double>::infinity();
     for (int r = 0; r < 3; ++r) {
       const auto start = std::chrono::steady_clock::now();

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "run/rank_stats.hpp"
 #include "core/backend.hpp"
 
@@ -94,9 +95,7 @@ class CollectiveCase {
 };
 
 void barrier(MPI_Comm comm, WaitPolicy policy) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(comm, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"calibration", "barrier", -1, nullptr});
+  bookkeeping_barrier(comm, policy, WaitLabel{"calibration", "barrier", -1, nullptr});
 }
 
 // Element counts of the sweep for a group of n: each size rounded up to a multiple of n (the

@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {
@@ -34,12 +35,8 @@ void decode_keys(const char* begin, const char* end, std::set<LedgerKey>& keys) 
 }
 
 void all_reduce_doubles(std::vector<double>& values, MPI_Op op, MPI_Comm comm, WaitPolicy policy) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, op,
-                           comm, &request),
-            "MPI_Iallreduce");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
-                   WaitLabel{"ledger statistics", "all_reduce", static_cast<std::int64_t>(values.size()), nullptr});
+  bookkeeping_all_reduce(values.data(), static_cast<int>(values.size()), MPI_DOUBLE, op, comm, policy,
+                         WaitLabel{"ledger statistics", "all_reduce", static_cast<std::int64_t>(values.size()), nullptr});
 }
 
 // Every rank's keys, so that all ranks reduce the same rows in the same order.
@@ -48,19 +45,14 @@ std::set<LedgerKey> union_of_keys(const std::map<LedgerKey, LedgerTotals>& total
   std::vector<char> mine = encode_keys(totals);
   int my_length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm, &request),
-            "MPI_Iallgather");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"ledger statistics", "all_gather", size, nullptr});
+  bookkeeping_all_gather(&my_length, 1, MPI_INT, lengths.data(), comm, policy,
+                         WaitLabel{"ledger statistics", "all_gather", size, nullptr});
 
   std::vector<int> offsets(static_cast<std::size_t>(size), 0);
   for (std::size_t r = 1; r < offsets.size(); ++r) offsets[r] = offsets[r - 1] + lengths[r - 1];
   std::vector<char> all(static_cast<std::size_t>(offsets.back() + lengths.back()) + 1);
-  check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
-                            MPI_CHAR, comm, &request),
-            "MPI_Iallgatherv");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
-                   WaitLabel{"ledger statistics", "all_gatherv", static_cast<std::int64_t>(all.size()), nullptr});
+  bookkeeping_all_gatherv(mine.data(), my_length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), comm, policy,
+                          WaitLabel{"ledger statistics", "all_gatherv", static_cast<std::int64_t>(all.size()), nullptr});
 
   std::set<LedgerKey> keys;
   for (std::size_t r = 0; r < offsets.size(); ++r)

@@ -250,6 +250,9 @@ class MpiCommunicator final : public Communicator {
 
   std::unique_ptr<PendingOp> start_broadcast(Tensor& buffer, int root) override {
     void* data = mpi_buffer(buffer);
+    if (ring_comm_ != MPI_COMM_NULL)
+      return start_ring(RingKind::broadcast, {buffer}, data, buffer.numel(), buffer.dtype(), ReduceOp::sum, {}, nullptr,
+                        0, root);
     auto pending = pending_op(CollectiveOp::broadcast, buffer.numel(), {buffer});
     check_mpi(MPI_Ibcast(data, mpi_count(buffer.numel()), types_.datatype(buffer.dtype()),
                          root, comm_, pending->request()),
@@ -265,6 +268,12 @@ class MpiCommunicator final : public Communicator {
       receive = mpi_buffer(out);
       if (send == receive && in.bytes() > 0) send = MPI_IN_PLACE;
       buffers.push_back(out);
+    }
+    if (ring_comm_ != MPI_COMM_NULL) {
+      const auto* first = static_cast<const unsigned char*>(send == MPI_IN_PLACE ? receive : send);
+      return start_ring(RingKind::reduce, std::move(buffers), nullptr, in.numel(), in.dtype(), op,
+                        std::vector<unsigned char>(first, first + in.bytes()), receive,
+                        rank() == root ? in.bytes() : 0, root);
     }
     auto pending = pending_op(CollectiveOp::reduce, in.numel(), std::move(buffers));
     check_mpi(MPI_Ireduce(send, receive, mpi_count(in.numel()), types_.datatype(in.dtype()),
@@ -295,13 +304,17 @@ class MpiCommunicator final : public Communicator {
   }
 
   std::unique_ptr<PendingOp> start_barrier() override {
+    // With rings: an all-reduce ring of nothing, 2(n−1) empty messages; no rank leaves before every
+    // rank has entered (its last block depends on all).  SMPI's MPI_Ibarrier is its slow path.
+    if (ring_comm_ != MPI_COMM_NULL)
+      return start_ring(RingKind::all_reduce, {}, nullptr, 0, DType::f32, ReduceOp::sum, {}, nullptr, 0);
     auto pending = pending_op(CollectiveOp::barrier, 0, {});
     check_mpi(MPI_Ibarrier(comm_, pending->request()), "MPI_Ibarrier");
     return pending;
   }
 
  private:
-  // The SMPI build always runs rings (docs/simulate.md); MDTP_COLLECTIVES=ring anywhere.
+  // The SMPI build always runs rings and chains (docs/simulate.md); MDTP_COLLECTIVES=ring anywhere.
   static bool use_rings() {
     if (simulated_build()) return true;
     const char* chosen = std::getenv("MDTP_COLLECTIVES");
@@ -312,15 +325,16 @@ class MpiCommunicator final : public Communicator {
 
   // `work` null: the ring works on `scratch` (a reduce-scatter's copy of its input), whose block
   // `rank` goes to `shard_out` at completion.
+  // `root`: of a broadcast or reduce; the reduction then goes to `shard_out` from offset 0.
   std::unique_ptr<PendingOp> start_ring(RingKind kind, std::vector<Tensor> buffers, void* work, std::int64_t count,
                                         DType dtype, ReduceOp op, std::vector<unsigned char> scratch, void* shard_out,
-                                        std::size_t shard_bytes) {
+                                        std::size_t shard_bytes, int root = 0) {
     auto pending = std::make_unique<RingPendingOp>(std::move(buffers), std::move(scratch), shard_out, shard_bytes);
     if (work == nullptr) work = pending->scratch().data();
     const int tag = static_cast<int>(ring_sequence_++ % (static_cast<std::uint64_t>(tag_ub_) + 1));
     pending->start(std::make_unique<RingCollective>(kind, ring_comm_, tag, types_.datatype(dtype), types_.op(dtype, op),
-                                                    dtype_size(dtype), work, count),
-                   static_cast<std::int64_t>(shard_bytes) * rank());
+                                                    dtype_size(dtype), work, count, root),
+                   kind == RingKind::reduce ? 0 : static_cast<std::int64_t>(shard_bytes) * rank());
     return pending;
   }
 

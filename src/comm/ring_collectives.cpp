@@ -1,17 +1,26 @@
 #include "comm/ring_collectives.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "comm/wait_policy.hpp"
 #include "core/error.hpp"
 
 namespace mdtp {
 
+std::int64_t chain_chunks(int n, std::int64_t bytes) {
+  if (n <= 2 || bytes <= 0) return 1;
+  constexpr double kAlphaOverBeta = 1024.0 * 1024.0;
+  const auto k = static_cast<std::int64_t>(std::llround(std::sqrt((n - 2.0) * static_cast<double>(bytes) / kAlphaOverBeta)));
+  return std::max<std::int64_t>(1, k);
+}
+
 RingCollective::RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Datatype type, MPI_Op op,
-                               std::size_t element_bytes, void* work, std::int64_t count)
+                               std::size_t element_bytes, void* work, std::int64_t count, int root)
     : kind_(kind),
       comm_(comm),
       tag_(tag),
+      root_(root),
       type_(type),
       op_(op),
       element_bytes_(element_bytes),
@@ -19,8 +28,18 @@ RingCollective::RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Dataty
       count_(count) {
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
-  const int ring_steps = size_ - 1;
-  steps_ = kind == RingKind::all_reduce ? 2 * ring_steps : ring_steps;
+  if (is_chain()) {
+    // The root and the far end take k steps (send only, receive only); the ranks between take
+    // k + 1 (receive chunk j while sending chunk j − 1).
+    parts_ = chain_chunks(size_, count_ * static_cast<std::int64_t>(element_bytes_));
+    const int position = (rank_ - root_ + size_) % size_;
+    const bool middle = position != 0 && position != size_ - 1;
+    steps_ = size_ == 1 ? 0 : static_cast<int>(parts_) + (middle ? 1 : 0);
+  } else {
+    parts_ = size_;
+    const int ring_steps = size_ - 1;
+    steps_ = kind == RingKind::all_reduce ? 2 * ring_steps : ring_steps;
+  }
 }
 
 RingCollective::~RingCollective() {
@@ -28,12 +47,12 @@ RingCollective::~RingCollective() {
     if (r != MPI_REQUEST_NULL) MPI_Wait(&r, MPI_STATUS_IGNORE);
 }
 
-std::int64_t RingCollective::block_count(int block) const {
-  return count_ / size_ + (block < count_ % size_ ? 1 : 0);
+std::int64_t RingCollective::part_count(std::int64_t part) const {
+  return count_ / parts_ + (part < count_ % parts_ ? 1 : 0);
 }
 
-std::int64_t RingCollective::block_offset(int block) const {
-  return static_cast<std::int64_t>(block) * (count_ / size_) + std::min<std::int64_t>(block, count_ % size_);
+std::int64_t RingCollective::part_offset(std::int64_t part) const {
+  return part * (count_ / parts_) + std::min<std::int64_t>(part, count_ % parts_);
 }
 
 void RingCollective::start() {
@@ -44,38 +63,69 @@ void RingCollective::start() {
 // (r−s−2) mod n from the left and reduce this rank's values into it; after n−1 steps block r is
 // complete here.  Step s of an all-gather ring: send block (r−s) mod n, receive block (r−s−1) mod n
 // in place.  All-reduce: the reduce-scatter ring, then the all-gather ring.
-void RingCollective::post_step() {
-  const int n = size_, right = (rank_ + 1) % n, left = (rank_ + n - 1) % n;
+RingCollective::Step RingCollective::ring_step() const {
+  const int n = size_;
   const bool reducing = kind_ == RingKind::reduce_scatter || (kind_ == RingKind::all_reduce && step_ < n - 1);
   const int s = kind_ == RingKind::all_reduce && !reducing ? step_ - (n - 1) : step_;
-  int send_block = 0, recv_block = 0;
-  if (reducing) {
-    send_block = ((rank_ - s - 1) % n + n) % n;
-    recv_block = ((rank_ - s - 2) % n + n) % n;
-  } else {
-    send_block = ((rank_ - s) % n + n) % n;
-    recv_block = ((rank_ - s - 1) % n + n) % n;
+  Step step;
+  step.to = (rank_ + 1) % n;
+  step.from = (rank_ + n - 1) % n;
+  step.reduce_received = reducing;
+  step.send = reducing ? ((rank_ - s - 1) % n + n) % n : ((rank_ - s) % n + n) % n;
+  step.receive = reducing ? ((rank_ - s - 2) % n + n) % n : ((rank_ - s - 1) % n + n) % n;
+  return step;
+}
+
+// A chain along the ring: broadcast runs from the root (position 0) towards position n−1, reduce
+// from position n−1 towards the root.  At step j a rank receives chunk j (if it is not the
+// chain's source) and sends chunk j−1 on (the source sends chunk j, having it from the start).
+RingCollective::Step RingCollective::chain_step() const {
+  const int n = size_, position = (rank_ - root_ + n) % n;
+  const bool broadcast = kind_ == RingKind::broadcast;
+  const bool source = broadcast ? position == 0 : position == n - 1;
+  const bool sink = broadcast ? position == n - 1 : position == 0;
+  Step step;
+  step.from = broadcast ? (rank_ + n - 1) % n : (rank_ + 1) % n;
+  step.to = broadcast ? (rank_ + 1) % n : (rank_ + n - 1) % n;
+  step.reduce_received = !broadcast;
+  const std::int64_t j = step_;
+  if (!source && j < parts_) step.receive = j;
+  if (!sink) {
+    const std::int64_t sent = source ? j : j - 1;
+    if (sent >= 0 && sent < parts_) step.send = sent;
   }
-  const std::int64_t send_count = block_count(send_block), recv_count = block_count(recv_block);
-  unsigned char* recv_to = work_ + block_offset(recv_block) * static_cast<std::int64_t>(element_bytes_);
-  if (reducing) {
-    incoming_.resize(static_cast<std::size_t>(recv_count) * element_bytes_);
-    recv_to = incoming_.data();
+  return step;
+}
+
+RingCollective::Step RingCollective::current_step() const { return is_chain() ? chain_step() : ring_step(); }
+
+void RingCollective::post_step() {
+  const Step step = current_step();
+  const auto bytes_at = [&](std::int64_t part) {
+    return work_ + part_offset(part) * static_cast<std::int64_t>(element_bytes_);
+  };
+  if (step.receive >= 0) {
+    const std::int64_t recv_count = part_count(step.receive);
+    unsigned char* recv_to = bytes_at(step.receive);
+    if (step.reduce_received) {
+      incoming_.resize(static_cast<std::size_t>(recv_count) * element_bytes_);
+      recv_to = incoming_.data();
+    }
+    check_mpi(MPI_Irecv(recv_to, static_cast<int>(recv_count), type_, step.from, tag_, comm_, &requests_[1]),
+              "MPI_Irecv");
   }
-  check_mpi(MPI_Irecv(recv_to, static_cast<int>(recv_count), type_, left, tag_, comm_, &requests_[1]), "MPI_Irecv");
-  check_mpi(MPI_Isend(work_ + block_offset(send_block) * static_cast<std::int64_t>(element_bytes_),
-                      static_cast<int>(send_count), type_, right, tag_, comm_, &requests_[0]),
-            "MPI_Isend");
+  if (step.send >= 0)
+    check_mpi(MPI_Isend(bytes_at(step.send), static_cast<int>(part_count(step.send)), type_, step.to, tag_, comm_,
+                        &requests_[0]),
+              "MPI_Isend");
 }
 
 void RingCollective::advance() {
-  const int n = size_;
-  const bool reducing = kind_ == RingKind::reduce_scatter || (kind_ == RingKind::all_reduce && step_ < n - 1);
-  if (reducing) {
-    const int recv_block = ((rank_ - step_ - 2) % n + n) % n;
-    // work[block] = incoming op work[block]
-    check_mpi(MPI_Reduce_local(incoming_.data(), work_ + block_offset(recv_block) * static_cast<std::int64_t>(element_bytes_),
-                               static_cast<int>(block_count(recv_block)), type_, op_),
+  const Step step = current_step();
+  if (step.receive >= 0 && step.reduce_received) {
+    // work[part] = incoming op work[part]
+    check_mpi(MPI_Reduce_local(incoming_.data(), work_ + part_offset(step.receive) * static_cast<std::int64_t>(element_bytes_),
+                               static_cast<int>(part_count(step.receive)), type_, op_),
               "MPI_Reduce_local");
   }
   ++step_;

@@ -1,7 +1,9 @@
 #pragma once
 // NCCL's ring algorithms over MPI point-to-point, for the collectives whose algorithm the cost
 // model must know exactly: all-reduce (a ring reduce-scatter, then a ring all-gather: 2(n−1) steps
-// of S/n bytes), all-gather and reduce-scatter (n−1 steps of S/n bytes).
+// of S/n bytes), all-gather and reduce-scatter (n−1 steps of S/n bytes), and broadcast and reduce
+// as NCCL runs them: a pipelined chain along the ring from (or to) the root, the message cut in
+// k chunks (chain_chunks), n−2+k steps of S/k bytes.
 //
 // Why: under SimGrid's SMPI (docs/simulate.md) the non-blocking collectives ignore SMPI's algorithm
 // selectors, so a simulated time would belong to an algorithm nobody runs; with these rings the
@@ -21,18 +23,27 @@
 
 namespace mdtp {
 
-enum class RingKind { all_reduce, all_gather, reduce_scatter };
+enum class RingKind { all_reduce, all_gather, reduce_scatter, broadcast, reduce };
+
+// Chunks of a pipelined chain of n ranks carrying `bytes`: k = round(sqrt((n−2)·bytes / 1 MiB)),
+// at least 1, and 1 for n ≤ 2 (one hop has nothing to overlap).  Why: the chain takes
+// (n−2+k)·(α + S/k·β), least at k = sqrt((n−2)·S·β/α); 1 MiB is α/β of an NVLink route
+// (3 µs at ~360 GB/s, the DGX presets), so the rule is the optimum there and near it elsewhere.
+std::int64_t chain_chunks(int n, std::int64_t bytes);
 
 // One ring collective on `comm` (a communicator used for ring traffic only) with tag `tag`.
 //   all_reduce:     `work` holds `count` elements, reduced in place.
 //   all_gather:     `work` holds size blocks of count/size elements; this rank's block is in place.
 //   reduce_scatter: `work` holds size blocks (a scratch copy of the input, overwritten); the
 //                   reduced block of this rank ends in block `rank` of `work`.
-// Blocks are as even as the count allows (the first count % size blocks one element longer).
+//   broadcast:      `work` holds `count` elements, the root's sent, the others' overwritten.
+//   reduce:         `work` holds `count` elements (a scratch copy of the input, overwritten); the
+//                   reduction ends in `work` on the root.
+// Blocks and chunks are as even as the count allows (the first ones one element longer).
 class RingCollective {
  public:
   RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Datatype type, MPI_Op op, std::size_t element_bytes,
-                 void* work, std::int64_t count);
+                 void* work, std::int64_t count, int root = 0);
   RingCollective(const RingCollective&) = delete;
   RingCollective& operator=(const RingCollective&) = delete;
   ~RingCollective();
@@ -46,13 +57,24 @@ class RingCollective {
   void advance();
 
  private:
-  std::int64_t block_offset(int block) const;
-  std::int64_t block_count(int block) const;
+  // What one step moves: a part (block or chunk) to send and one to receive, or none (-1).
+  struct Step {
+    std::int64_t send = -1, receive = -1;
+    int to = 0, from = 0;
+    bool reduce_received = false;  // combine the received part into `work`, rather than store it
+  };
+  Step ring_step() const;
+  Step chain_step() const;
+  Step current_step() const;
+  bool is_chain() const { return kind_ == RingKind::broadcast || kind_ == RingKind::reduce; }
+  std::int64_t part_offset(std::int64_t part) const;
+  std::int64_t part_count(std::int64_t part) const;
   void post_step();
 
   RingKind kind_;
   MPI_Comm comm_;
-  int tag_, rank_ = 0, size_ = 1;
+  int tag_, rank_ = 0, size_ = 1, root_ = 0;
+  std::int64_t parts_ = 1;  // ring: blocks (= size); chain: chunks
   MPI_Datatype type_;
   MPI_Op op_;
   std::size_t element_bytes_;

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "comm/run_clock.hpp"
 #include "core/error.hpp"
 #include "spec/names.hpp"
@@ -90,14 +91,10 @@ NodeOccupancy measure_node_occupancy(MPI_Comm world) {
   std::copy(mask.begin(), mask.end(), mine.begin() + static_cast<std::ptrdiff_t>(name_bytes));
 
   std::vector<char> all(record * static_cast<std::size_t>(size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(mine.data(), static_cast<int>(record), MPI_CHAR, all.data(),
-                           static_cast<int>(record), MPI_CHAR, world, &request),
-            "MPI_Iallgather");
   // Polite: this runs before the policy is known, possibly on an oversubscribed node.
-  wait_mpi_request(request, MPI_STATUS_IGNORE, WaitPolicy::polite,
-                   WaitLabel{group::world, "all_gather (node occupancy)", static_cast<std::int64_t>(all.size()),
-                             nullptr});
+  bookkeeping_all_gather(mine.data(), static_cast<int>(record), MPI_CHAR, all.data(), world, WaitPolicy::polite,
+                         WaitLabel{group::world, "all_gather (node occupancy)", static_cast<std::int64_t>(all.size()),
+                                   nullptr});
 
   NodeOccupancy occupancy;
   occupancy.local_ranks = 0;

@@ -11,6 +11,15 @@
 
 namespace mdtp {
 
+void require_heads_split(const ModelShape& model, int g, const std::string& where, const char* mode_name) {
+  const std::int64_t kv = model.kv();
+  require(model.heads % g == 0, where, ": n_head=", model.heads, " must be divisible by the ", g,
+          " ranks that split the QKV heads in mode ", mode_name);
+  require(kv % g == 0 || g % kv == 0, where, ": num_key_value_heads=", kv, " and the ", g,
+          " ranks that split the heads in mode ", mode_name, " must divide one another (each rank holds ",
+          "kv/", g, " key/value heads, or each key/value head is held by ", g, "/kv ranks)");
+}
+
 CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const GptKernels& kernels,
                                          const std::string& name, const ModelShape& config, const Layout& input,
                                          std::int64_t batch_per_replica)
@@ -21,11 +30,7 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
   // The g ranks that split the heads: those that split a Linear's output columns, the fastest TP
   // axis in every mode (checked against c_attn's output layout below).
   const int g = mesh.topology().tp_grid().axes().front().size;
-  require(config_.heads % g == 0, name, ": n_head=", config_.heads, " must be divisible by the ", g,
-          " ranks that split the QKV heads in mode ", mode.name());
-  require(kv % g == 0 || g % kv == 0, name, ": num_key_value_heads=", kv, " and the ", g,
-          " ranks that split the heads in mode ", mode.name(), " must divide one another (each rank holds ",
-          "kv/", g, " key/value heads, or each key/value head is held by ", g, "/kv ranks)");
+  require_heads_split(config_, g, name, mode.name().c_str());
   // Fewer key/value heads than ranks: each rank stores the one K and V head its query heads read,
   // so c_attn is (heads + 2g)·d wide in storage, its K/V columns copies over the tp.kv group.
   const std::int64_t copies = kv_copies_for(kv, g), stored_kv = kv * copies;

@@ -25,6 +25,7 @@
 // checkpoint splits qkv_proj into Hugging Face's q_proj, k_proj, v_proj).
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gpt_config.hpp"
@@ -33,6 +34,11 @@
 #include "tp/mode.hpp"
 
 namespace mdtp {
+
+// The rule above for a model and the g ranks that split its heads (the fastest TP axis of the
+// mode's grid); `where` starts the one-line error.  Called by the trainer's set-up on every rank
+// before any collective, and by the attention layer itself.
+void require_heads_split(const ModelShape& model, int g, const std::string& where, const char* mode_name);
 
 // What attention keeps for one micro-batch: its two Linears', Q·K·V (after the rotary embedding)
 // and the softmax probabilities (the latter unless selective recomputation drops them:

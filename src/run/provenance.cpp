@@ -6,6 +6,7 @@
 #include <set>
 #include <vector>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "core/host_info.hpp"
 #include "comm/run_clock.hpp"
 #include "run/rank_stats.hpp"
@@ -24,12 +25,9 @@ std::vector<std::string> gather_host_names(MPI_Comm world, WaitPolicy policy) {
   int length = 0;
   check_mpi(MPI_Get_processor_name(mine.data(), &length), "MPI_Get_processor_name");
   std::vector<char> all(mine.size() * static_cast<std::size_t>(size), 0);
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                           MPI_CHAR, world, &request),
-            "MPI_Iallgather");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy,
-                   WaitLabel{group::world, "all_gather (host names)", static_cast<std::int64_t>(all.size()), nullptr});
+  bookkeeping_all_gather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), world, policy,
+                         WaitLabel{group::world, "all_gather (host names)", static_cast<std::int64_t>(all.size()),
+                                   nullptr});
   std::vector<std::string> names;
   for (int r = 0; r < size; ++r) {
     const char* begin = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;

@@ -1,20 +1,17 @@
 #include "run/rank_stats.hpp"
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "core/error.hpp"
 
 namespace mdtp::run {
 namespace {
 
 void all_reduce_in_place(void* data, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm, WaitPolicy policy) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, count, type, op, comm, &request), "MPI_Iallreduce");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"rank statistics", "all_reduce", count, nullptr});
+  bookkeeping_all_reduce(data, count, type, op, comm, policy, WaitLabel{"rank statistics", "all_reduce", count, nullptr});
 }
 
 void broadcast(void* data, int count, MPI_Datatype type, int root, MPI_Comm comm, WaitPolicy policy) {
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibcast(data, count, type, root, comm, &request), "MPI_Ibcast");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, policy, WaitLabel{"rank statistics", "broadcast", count, nullptr});
+  bookkeeping_broadcast(data, count, type, root, comm, policy, WaitLabel{"rank statistics", "broadcast", count, nullptr});
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "comm/bookkeeping_collectives.hpp"
 #include "run/rank_stats.hpp"
 #include "core/error.hpp"
 #include "spec/names.hpp"
@@ -36,9 +37,7 @@ ResultsSink::ResultsSink(std::string path, MPI_Comm world) : path_(std::move(pat
   check_mpi(MPI_Comm_rank(world_, &rank_), "MPI_Comm_rank");
   // HDF5 locks a file opened for writing against its readers: every rank must have closed what
   // it read (a calibration kept in this same file) before rank 0 opens it.
-  MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibarrier(world_, &request), "MPI_Ibarrier");
-  wait_mpi_request(request, MPI_STATUS_IGNORE, kPolicy, WaitLabel{group::world, "barrier (results file)", -1, nullptr});
+  bookkeeping_barrier(world_, kPolicy, WaitLabel{group::world, "barrier (results file)", -1, nullptr});
   std::string problem = rank_ == 0 ? check_destination(path_) : "";
   problem = broadcast_string(problem, 0, world_, kPolicy);
   require(problem.empty(), "results file: ", problem);

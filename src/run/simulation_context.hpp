@@ -10,6 +10,9 @@
 namespace mdtp::run {
 
 inline constexpr const char* kSimulationEnvironment = "MDTP_SIMULATION";
+// A file a simulated rank writes its exit status to before MPI_Abort: smpirun exits 0 after an
+// abort, so `mdtp simulate` reads the status from here.
+inline constexpr const char* kSimulationFailureEnvironment = "MDTP_SIMULATION_FAILURE";
 
 struct SimulationContext {
   std::string cluster;        // the preset's name

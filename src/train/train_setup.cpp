@@ -1,6 +1,8 @@
 #include "train/train_setup.hpp"
 
 #include "io/output_path.hpp"
+#include "mesh/tp_mode.hpp"
+#include "model/attention.hpp"
 #include "plan/schedule_sim.hpp"
 #include "train/hf_checkpoint.hpp"
 
@@ -110,6 +112,12 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   plan.schedule = make_schedule(layout.schedule, layout.pp, layout.micro_batches, layout.chunks, layout.group_size);
   simulate(plan.schedule, PassTimes{});  // proves it completes and its channels match in order
   validate(spec);  // the spec's own rules, after the engine's messages that name the flags
+  // The heads must split over the mode's grid: refused here, on every rank before any collective,
+  // rather than by the attention layer of whichever stage builds one first.
+  if (layout.mode != TpMode::none) {
+    const TpGrid grid(grid_kind(layout.mode), layout.tp, layout.depth);
+    require_heads_split(spec.model, grid.axes().front().size, "--heads", tp_mode_name(layout.mode));
+  }
   return plan;
 }
 

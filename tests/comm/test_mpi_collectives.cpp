@@ -5,6 +5,7 @@
 // root and every combination's parts are covered without multiplying the run time.
 #include <catch2/catch.hpp>
 
+#include "comm/ring_collectives.hpp"
 #include "comm_test_groups.hpp"
 
 using namespace mdtp;
@@ -405,4 +406,38 @@ TEST_CASE("two collectives in flight complete whichever is waited for first", "[
     expected.insert(expected.end(), v.begin(), v.end());
   }
   check_values(backend->to_f64(gathered), expected);
+}
+
+TEST_CASE("a pipelined chain cuts a message in the chunks that minimise its time on NVLink", "[comm][rings]") {
+  CHECK(chain_chunks(1, 1 << 30) == 1);
+  CHECK(chain_chunks(2, 1 << 30) == 1);        // one hop: nothing to overlap
+  CHECK(chain_chunks(3, 0) == 1);
+  CHECK(chain_chunks(8, 6 << 20) == 6);        // sqrt(6 x 6 MiB / 1 MiB)
+  CHECK(chain_chunks(10, 2 << 20) == 4);       // sqrt(8 x 2)
+  CHECK(chain_chunks(4, 64 << 10) == 1);       // sqrt(2 / 16) rounds to 0: at least one
+}
+
+// Broadcast and reduce large enough that the ring build's chains (NCCL's pipelined chain along
+// the ring) cut them in several chunks on 3 or more ranks, from every root; 300,001 doubles do not
+// split evenly.  Under the MPI library's collectives the same checks hold.
+TEST_CASE("broadcast and reduce of several chunks arrive whole from every root", "[comm][mpi][rings]") {
+  auto backend = make_host_backend();
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  auto comm = make_mpi_communicator("chain", dup, nullptr, test_wait_policy());
+  const std::int64_t n = 300001;
+  std::vector<int> everyone(static_cast<std::size_t>(world_size()));
+  for (int r = 0; r < world_size(); ++r) everyone[static_cast<std::size_t>(r)] = r;
+  for (int root = 0; root < world_size(); ++root) {
+    INFO("root " << root << " of " << world_size());
+    Tensor b = world_rank() == root ? make(*backend, values(root, 0, n), {n}, DType::f64)
+                                    : filled(*backend, {n}, DType::f64, kSentinel);
+    comm->broadcast(b, root);
+    check_values(backend->to_f64(b), values(root, 0, n));
+    Tensor in = make(*backend, values(world_rank(), 7, n), {n}, DType::f64);
+    Tensor out = filled(*backend, {n}, DType::f64, kSentinel);
+    comm->reduce(in, out, root, ReduceOp::sum);
+    if (world_rank() == root) check_values(backend->to_f64(out), reduce_over(everyone, 7, n, ReduceOp::sum));
+    check_values(backend->to_f64(in), values(world_rank(), 7, n));  // the input is left alone
+  }
 }

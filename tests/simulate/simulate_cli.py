@@ -45,6 +45,21 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(["--cluster", "dgx-h100", "--gpus", "0", "--", "train"], "--gpus must be >= 1; got 0", tmp)
     refused(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", "/nonexistent/mdtp", "--", "train"],
             "does not exist", tmp)
+    # The study driver refuses what it cannot run, in one line, before any simulation.
+    study = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "analysis",
+                         "simulate_study.py")
+    for extra, expect in ((["--modes", "1d,4d"], "unknown mode '4d'"),
+                          (["--sizes", "100"], "100 GPUs do not split into tp 8 x pp 4 for mode 1d"),
+                          (["--mdtp", "/nonexistent/mdtp"], "is not an executable")):
+        p = subprocess.run([sys.executable, study, "--mdtp", mdtp, "--out", os.path.join(tmp, "s.h5")] + extra,
+                           cwd=tmp, capture_output=True, text=True)
+        err = p.stderr.strip().splitlines()
+        ok = p.returncode == 2 and len(err) == 1 and expect in err[0] and not os.path.exists(os.path.join(tmp, "s.h5"))
+        print(("ok    " if ok else "FAIL  ") + "simulate_study.py " + " ".join(extra) + "\n      -> " +
+              (err[0] if err else "(no error line)"))
+        if not ok:
+            failures.append("simulate_study.py " + " ".join(extra))
+
     smpi = os.environ.get("MDTP_SMPI_MDTP") or os.path.join(os.path.dirname(mdtp) + "-smpi", "mdtp")
     if not (shutil.which("smpirun") and os.path.exists(smpi)):
         print(f"no SMPI run: smpirun {'found' if shutil.which('smpirun') else 'missing'}, "
@@ -120,6 +135,36 @@ with tempfile.TemporaryDirectory() as tmp:
                f"memory {mem.group(1)} B = model; step times {times}" if comm and mem else text[-2000:]))
         if not ok:
             failures.append(name)
+
+    # A simulated run that fails on some ranks only (2D attention needs whole sequences per row
+    # block; b = 1 here) ends the simulation through MPI_Abort, after which smpirun exits 0:
+    # `mdtp simulate` must still exit non-zero.
+    p = run(["--cluster", "dgx-h100", "--gpus", "16", "--smpi-mdtp", smpi, "--", "train", "--tp-mode", "2d", "--tp",
+             "4", "--pp", "2", "--micro-batches", "2", "--global-batch", "4", "--steps", "1"], tmp)
+    ok = p.returncode == 2 and "attention needs whole sequences" in p.stderr
+    print(("ok    " if ok else "FAIL  ") + f"a run failing on some simulated ranks: exit status {p.returncode}")
+    if not ok:
+        failures.append("failed simulated run exit status")
+
+    # The TP-mode study's small form: every mode's ledger equals the model, beside the analytic step.
+    out = os.path.join(tmp, "study.h5")
+    p = subprocess.run([sys.executable, study, "--mdtp", mdtp, "--smpi-mdtp", smpi, "--sizes", "64", "--modes", "1d,2d,2.5d,3d",
+                        "--layers", "4", "--steps", "1", "--out", out, "--plots", os.path.join(tmp, "study")],
+                       cwd=tmp, capture_output=True, text=True, timeout=900)
+    ok = p.returncode == 0 and os.path.exists(out)
+    if ok:
+        with h5py.File(out, "r") as f:
+            rows = f["study"][:]
+        ok = len(rows) == 4 and all(r["keys_equal"] == r["keys"] > 0 and r["bytes_measured"] == r["bytes_model"]
+                                    and r["simulated_step_s"] > 0 and r["model_step_s"] > 0 for r in rows) and \
+            os.path.exists(os.path.join(tmp, "study", "step_time.png"))
+        print(("ok    " if ok else "FAIL  ") + "TP-mode study at 64 simulated GPUs: " + ", ".join(
+            f"{r['mode'].decode()} {r['simulated_step_s'] * 1e3:.2f} ms simulated / {r['model_step_s'] * 1e3:.2f} ms "
+            f"analytic, {int(r['keys_equal'])}/{int(r['keys'])} keys" for r in rows))
+    else:
+        print("FAIL  TP-mode study: " + (p.stderr or p.stdout)[-2000:])
+    if not ok:
+        failures.append("study")
 
     # The values are computed, not synthetic: every mode trains the same model to the same loss.
     print(f"final losses: {losses}")

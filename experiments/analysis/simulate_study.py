@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""The TP-mode study on a simulated cluster: mdtp's real engines under SimGrid (docs/simulate.md).
+
+    simulate_study.py [--mdtp build/mdtp] [--smpi-mdtp FILE] [--cluster dgx-h100] [--sizes 64,256,1024]
+                      [--modes 1d,2d,2.5d,3d] [--pp 4] [--micro-batches 4] [--micro-batch-size 4]
+                      [--layers 8]
+                      [--hidden 64] [--heads 8] [--seq 32] [--steps 2] [--zero 3]
+                      [--out results/simulate-study.h5] [--plots results/simulate-study]
+
+For every size and mode: `mdtp simulate --cluster C --gpus N -- train ...` with a pipeline of --pp
+stages and ZeRO --zero (1D tp 8 = one node, 2D tp 4 = a 2 x 2 grid, 2.5D tp 8 with depth 2, 3D tp 8
+= 2 x 2 x 2; dp = N / (tp x pp); b sequences per micro-batch, so B = dp x m x b: the 2D, 2.5D and
+3D grids split a micro-batch's sequences over their row blocks, 2 here), then `mdtp cost` on
+the same configuration and cluster for the analytic step.  Each run's own results (ledger, memory,
+pipeline, provenance 'simulated') go to RUNDIR/<mode>-<N>.h5 beside --out.
+
+--out gets one row per run in the dataset `study`: the simulated step time (the last step), the
+analytic step and its parts, the ledger's (phase, group, op) keys equal to the model and the bytes
+of the last step on both sides, and the simulator's own cost: wall seconds and the peak PSS of its
+process (all ranks live in one process; PSS, not maxrss). The plots: simulated vs analytic step time
+per mode against GPUs, and wall time and PSS against simulated ranks.
+
+Token data: random ids (seeded) in a file of exactly the rows one step needs, since the shipped
+corpus holds 228 rows of 32 tokens and dp x m outgrows it at a thousand GPUs.
+Needs h5py, numpy and matplotlib (Debian: python3-h5py python3-numpy python3-matplotlib).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+
+# The tensor-parallel mesh of each mode: (flags, tp).
+MODES = {
+    "1d": (["--tp-mode", "1d", "--tp", "8"], 8),
+    "1d-sp": (["--tp-mode", "1d-sp", "--tp", "8"], 8),
+    "2d": (["--tp-mode", "2d", "--tp", "4"], 4),
+    "2.5d": (["--tp-mode", "2.5d", "--tp", "8", "--tp-depth", "2"], 8),
+    "3d": (["--tp-mode", "3d", "--tp", "8"], 8),
+}
+
+
+def fail(message: str) -> None:
+    print(f"simulate_study.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def pss_bytes(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below pid (smpirun runs the simulator, smpimain, as a child)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        for c in children.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def run_measured(command: list[str], log_path: str) -> tuple[int, float, int]:
+    """Runs command; returns (exit status, wall seconds, peak PSS summed over its processes)."""
+    start = time.monotonic()
+    peak = 0
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        while proc.poll() is None:
+            peak = max(peak, sum(pss_bytes(p) for p in [proc.pid] + descendants(proc.pid)))
+            time.sleep(0.5)
+    return proc.returncode, time.monotonic() - start, peak
+
+
+def write_tokens(path: str, rows: int, seq: int, vocab: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocab, size=(rows, seq + 1), dtype=np.int32)
+    with h5py.File(path, "w") as f:
+        f["inputs"] = ids[:, :seq]
+        f["targets"] = ids[:, 1:]
+        f.attrs["vocab_size"] = vocab
+
+
+def last_step(results: str) -> dict:
+    with h5py.File(results, "r") as f:
+        run = f["runs"][sorted(f["runs"].keys())[-1]]
+        steps = run["steps"][:]
+        ledger = run["ledger"][:]
+        step = int(steps["step"].max())
+        rows = ledger[ledger["step"] == step]
+        equal = int(np.sum(rows["logical_bytes"] == rows["model_logical_bytes"]))
+        return {
+            "simulated_step_s": float(steps["seconds"][steps["step"] == step][0]),
+            "loss": float(steps["loss"][steps["step"] == step][0]),
+            "keys_equal": equal,
+            "keys": int(len(rows)),
+            "bytes_measured": float(rows["logical_bytes"].sum()),
+            "bytes_model": float(rows["model_logical_bytes"].sum()),
+            "provenance": run.attrs["provenance"].decode(),
+        }
+
+
+def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -> dict:
+    command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), *mode_flags, "--pp", str(pp),
+               "--zero", str(args.zero), "--micro-batches", str(args.micro_batches), "--layers", str(args.layers),
+               "--hidden", str(args.hidden), "--heads", str(args.heads), "--seq", str(args.seq), "--vocab",
+               str(args.vocab), "--global-batch", str(batch), "--json"]
+    p = subprocess.run(command, capture_output=True, text=True)
+    if p.returncode != 0:
+        fail(f"{' '.join(command)}: {p.stderr.strip()}")
+    d = json.loads(p.stdout)
+    t = d["time"]
+    return {"model_step_s": d["step_s"], "model_tp_s": t["tp_comm_s"], "model_dp_s": t["dp_comm_s"],
+            "model_pp_s": t["pp_comm_s"], "model_bubble_s": t["bubble_s"], "model_compute_s": t["compute_s"]}
+
+
+def plot(rows: list[dict], plots: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(plots, exist_ok=True)
+    modes = sorted({r["mode"] for r in rows})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, mode in enumerate(modes):
+        mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["gpus"])
+        g = [r["gpus"] for r in mine]
+        ax.plot(g, [r["simulated_step_s"] * 1e3 for r in mine], "o-", color=f"C{i}", label=f"{mode} simulated")
+        ax.plot(g, [r["model_step_s"] * 1e3 for r in mine], "x--", color=f"C{i}", label=f"{mode} analytic")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("GPUs (simulated)")
+    ax.set_ylabel("step time, ms")
+    ax.set_title("TP modes on a simulated cluster: SimGrid vs the analytic model")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(plots, "step_time.png"), dpi=120)
+    plt.close(fig)
+
+    fig, ax1 = plt.subplots(figsize=(7, 4.5))
+    ax2 = ax1.twinx()
+    for i, mode in enumerate(modes):
+        mine = sorted((r for r in rows if r["mode"] == mode), key=lambda r: r["gpus"])
+        g = [r["gpus"] for r in mine]
+        ax1.plot(g, [r["wall_s"] for r in mine], "o-", color=f"C{i}", label=f"{mode} wall")
+        ax2.plot(g, [r["pss_bytes"] / 2**30 for r in mine], "s:", color=f"C{i}", label=f"{mode} PSS")
+    ax1.set_xscale("log", base=2)
+    ax1.set_xlabel("simulated ranks")
+    ax1.set_ylabel("wall time of the simulation, s (o)")
+    ax2.set_ylabel("peak PSS, GiB (s)")
+    ax1.set_title("What the simulation costs on this machine")
+    ax1.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(os.path.join(plots, "simulator_cost.png"), dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mdtp", default="build/mdtp")
+    ap.add_argument("--smpi-mdtp", default="", help="the SMPI build (default: mdtp simulate's, BUILD-smpi/mdtp)")
+    ap.add_argument("--cluster", default="dgx-h100")
+    ap.add_argument("--sizes", default="64,256,1024")
+    ap.add_argument("--modes", default="1d,2d,2.5d,3d")
+    ap.add_argument("--pp", type=int, default=4)
+    ap.add_argument("--micro-batches", type=int, default=4)
+    ap.add_argument("--micro-batch-size", type=int, default=4)
+    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=32)
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--zero", type=int, default=3)
+    ap.add_argument("--out", default="results/simulate-study.h5")
+    ap.add_argument("--plots", default="results/simulate-study")
+    args = ap.parse_args()
+
+    modes = [m for m in args.modes.split(",") if m]
+    for m in modes:
+        if m not in MODES:
+            fail(f"--modes: unknown mode '{m}'; expected some of {','.join(MODES)}")
+    try:
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+    except ValueError:
+        fail(f"--sizes must be comma-separated GPU counts; got '{args.sizes}'")
+    for n in sizes:
+        for m in modes:
+            tp = MODES[m][1]
+            if n % (tp * args.pp) != 0:
+                fail(f"--sizes: {n} GPUs do not split into tp {tp} x pp {args.pp} for mode {m}")
+    if not os.access(args.mdtp, os.X_OK):
+        fail(f"--mdtp {args.mdtp} is not an executable (build it: ./quickstart.sh simulate)")
+    if os.path.exists(args.out):
+        fail(f"--out {args.out} exists; name a new file (runs are never overwritten)")
+    run_dir = os.path.splitext(args.out)[0] + "-runs"
+    os.makedirs(run_dir, exist_ok=True)
+
+    rows = []
+    for n in sizes:
+        for m in modes:
+            flags, tp = MODES[m]
+            dp = n // (tp * args.pp)
+            batch = dp * args.micro_batches * args.micro_batch_size
+            tokens = os.path.join(run_dir, f"tokens-{batch}x{args.seq}.h5")
+            if not os.path.exists(tokens):
+                write_tokens(tokens, batch, args.seq, args.vocab, seed=1234)
+            results = os.path.join(run_dir, f"{m}-{n}.h5")
+            if os.path.exists(results):
+                os.remove(results)
+            smpi = ["--smpi-mdtp", args.smpi_mdtp] if args.smpi_mdtp else []
+            command = [args.mdtp, "simulate", "--cluster", args.cluster, "--gpus", str(n), *smpi, "--", "train", *flags,
+                       "--pp", str(args.pp), "--zero", str(args.zero), "--micro-batches", str(args.micro_batches),
+                       "--steps", str(args.steps), "--layers", str(args.layers), "--hidden", str(args.hidden),
+                       "--heads", str(args.heads), "--seq", str(args.seq), "--global-batch", str(batch), "--data",
+                       tokens, "--out", results]
+            print(f"== {m} on {n} simulated GPUs (tp {tp}, pp {args.pp}, dp {dp}, m {args.micro_batches})", flush=True)
+            status, wall, pss = run_measured(command, results + ".log")
+            if status != 0 or not os.path.exists(results):
+                fail(f"{' '.join(command)} exited {status}; its output is in {results}.log")
+            row = {"gpus": n, "mode": m, "tp": tp, "pp": args.pp, "dp": dp, "wall_s": wall, "pss_bytes": pss,
+                   **last_step(results), **analytic_step(args, flags, n, args.pp, batch)}
+            rows.append(row)
+            print(f"   simulated step {row['simulated_step_s'] * 1e3:.3f} ms, analytic {row['model_step_s'] * 1e3:.3f} ms; "
+                  f"ledger = model on {row['keys_equal']} of {row['keys']} keys "
+                  f"({row['bytes_measured']:.0f} B vs {row['bytes_model']:.0f} B); "
+                  f"simulator {wall:.1f} s wall, {pss / 2**20:.0f} MiB PSS", flush=True)
+
+    names = ["gpus", "mode", "tp", "pp", "dp", "simulated_step_s", "model_step_s", "model_tp_s", "model_dp_s",
+             "model_pp_s", "model_bubble_s", "model_compute_s", "keys_equal", "keys", "bytes_measured", "bytes_model",
+             "loss", "wall_s", "pss_bytes"]
+    dtype = [(k, "S8") if k == "mode" else (k, "f8") for k in names]
+    table = np.array([tuple(r[k].encode() if k == "mode" else r[k] for k in names) for r in rows], dtype=dtype)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with h5py.File(args.out, "w") as f:
+        f["study"] = table
+        f.attrs["cluster"] = args.cluster
+        f.attrs["command_line"] = " ".join(sys.argv)
+        f.attrs["provenance"] = "simulated"
+        f.attrs["runs"] = run_dir
+    plot(rows, args.plots)
+    print(f"study: {args.out} (dataset 'study'), plots in {args.plots}/")
+
+
+if __name__ == "__main__":
+    main()
