@@ -55,6 +55,10 @@ std::int64_t RingCollective::part_offset(std::int64_t part) const {
   return part * (count_ / parts_) + std::min<std::int64_t>(part, count_ % parts_);
 }
 
+unsigned char* RingCollective::part_data(std::int64_t part) const {
+  return work_ + part_offset(part) * static_cast<std::int64_t>(element_bytes_);
+}
+
 void RingCollective::start() {
   if (!done()) post_step();
 }
@@ -101,12 +105,9 @@ RingCollective::Step RingCollective::current_step() const { return is_chain() ? 
 
 void RingCollective::post_step() {
   const Step step = current_step();
-  const auto bytes_at = [&](std::int64_t part) {
-    return work_ + part_offset(part) * static_cast<std::int64_t>(element_bytes_);
-  };
   if (step.receive >= 0) {
     const std::int64_t recv_count = part_count(step.receive);
-    unsigned char* recv_to = bytes_at(step.receive);
+    unsigned char* recv_to = part_data(step.receive);
     if (step.reduce_received) {
       incoming_.resize(static_cast<std::size_t>(recv_count) * element_bytes_);
       recv_to = incoming_.data();
@@ -115,7 +116,7 @@ void RingCollective::post_step() {
               "MPI_Irecv");
   }
   if (step.send >= 0)
-    check_mpi(MPI_Isend(bytes_at(step.send), static_cast<int>(part_count(step.send)), type_, step.to, tag_, comm_,
+    check_mpi(MPI_Isend(part_data(step.send), static_cast<int>(part_count(step.send)), type_, step.to, tag_, comm_,
                         &requests_[0]),
               "MPI_Isend");
 }
@@ -124,8 +125,8 @@ void RingCollective::advance() {
   const Step step = current_step();
   if (step.receive >= 0 && step.reduce_received) {
     // work[part] = incoming op work[part]
-    check_mpi(MPI_Reduce_local(incoming_.data(), work_ + part_offset(step.receive) * static_cast<std::int64_t>(element_bytes_),
-                               static_cast<int>(part_count(step.receive)), type_, op_),
+    check_mpi(MPI_Reduce_local(incoming_.data(), part_data(step.receive), static_cast<int>(part_count(step.receive)),
+                               type_, op_),
               "MPI_Reduce_local");
   }
   ++step_;

@@ -69,6 +69,7 @@ class RingCollective {
   bool is_chain() const { return kind_ == RingKind::broadcast || kind_ == RingKind::reduce; }
   std::int64_t part_offset(std::int64_t part) const;
   std::int64_t part_count(std::int64_t part) const;
+  unsigned char* part_data(std::int64_t part) const;  // where the part starts in `work`
   void post_step();
 
   RingKind kind_;
