@@ -14,7 +14,10 @@ cost::OverlapAssumptions StepAssumptions::overlap() const {
 }
 
 cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
-  return cost::StepConfig{.spec = spec, .overlap = overlap(), .attention_keeps_probabilities = !streaming_attention};
+  return cost::StepConfig{.spec = spec,
+                          .overlap = overlap(),
+                          .attention_keeps_probabilities = !streaming_attention,
+                          .gradient_accumulation_fusion = !no_gradient_accumulation_fusion};
 }
 
 void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
@@ -30,6 +33,9 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--overlap-param-gather", a.overlap_param_gather,
                "Megatron's --overlap-param-gather: ZeRO-1/2's parameter all-gather under the next step's first "
                "forward (needs the gradient overlap; other stages are priced without it)");
+  app.add_flag("--no-gradient-accumulation-fusion", a.no_gradient_accumulation_fusion,
+               "Megatron's switch: each micro-batch's weight gradient added into the gradient buffer by its own "
+               "kernel (dW read, the buffer read and written), not in the GEMM's epilogue");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

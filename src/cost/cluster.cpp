@@ -120,6 +120,11 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
     c.peak_flops[d] = peaks.number_of(value, "gpu.peak_flops." + dtype, 0.0, 1e18);
   }
   c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
+  c.sm_count = gpu.has("sm_count") ? gpu.integer("sm_count", 1, 100000) : 0;
+  c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.number("kernel_overhead", -1.0, 1e-3) : 0.0;
+  c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
+  require(c.kernel_overhead >= 0, "cluster file ", where, ": field 'gpu.kernel_overhead' must be in [0, 1e-3] s; got ",
+          c.kernel_overhead);
   c.hbm_bytes = gpu.number("hbm_bytes", 0.0, 1e15);
   c.hbm_bandwidth = gpu.number("hbm_bandwidth", 0.0, 1e15);
   c.memory_efficiency = gpu.number("memory_efficiency", 0.0, 1.0);
@@ -225,7 +230,7 @@ std::string cluster_json(const Cluster& c) {
   for (const auto& [dtype, peak] : c.peak_flops) peaks[dtype_name(dtype)] = peak;
   json links = {{"intra_node", link_json(c.intra_node)}, {"inter_node", link_json(c.inter_node)}};
   if (c.pcie) links["pcie"] = link_json(*c.pcie);
-  const json doc = {{"name", c.name},
+  json doc = {{"name", c.name},
                     {"description", c.description},
                     {"source", c.source},
                     {"gpus_per_node", c.gpus_per_node},
@@ -240,6 +245,10 @@ std::string cluster_json(const Cluster& c) {
                       {"memory_efficiency", c.memory_efficiency},
                       {"reserved_bytes", c.reserved_bytes}}},
                     {"links", links}};
+  // The tile model and the overhead only where known (a calibrated cluster has neither).
+  if (c.sm_count > 0) doc["gpu"]["sm_count"] = c.sm_count;
+  if (c.kernel_overhead > 0) doc["gpu"]["kernel_overhead"] = c.kernel_overhead;
+  if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
   return doc.dump(2) + "\n";
 }
 

@@ -4,7 +4,14 @@
 //
 //   gpus_per_node                    placement: TP inside a node when it fits, PP/DP across
 //   gpu.peak_flops {dtype: flop/s}   dense tensor-core peak per data type
-//   gpu.gemm_efficiency              the fraction of that peak a large GEMM sustains in training
+//   gpu.gemm_efficiency              the fraction of that peak the best-shaped large GEMM reaches in
+//                                    a microbenchmark (kernel_time.hpp adds tile and wave losses)
+//   gpu.sm_count (optional)          streaming multiprocessors: the GEMM's waves; absent (0): the
+//                                    roofline alone at gemm_efficiency
+//   gpu.kernel_overhead (optional)   seconds each kernel adds beyond its work (launch, ramp, tail)
+//   gpu.attention_efficiency (opt.)  the fraction of the peak a streaming (FlashAttention-style)
+//                                    attention kernel reaches on the work it does, from the kernel's
+//                                    published benchmarks; absent: its products at the GEMM model's
 //   gpu.hbm_bytes, hbm_bandwidth     capacity and the data-sheet bandwidth (B, B/s)
 //   gpu.memory_efficiency            the fraction of hbm_bandwidth streaming kernels reach
 //   gpu.reserved_bytes               what the framework holds besides the model (CUDA context,
@@ -45,6 +52,9 @@ struct Cluster {
   std::string gpu_name;
   std::map<DType, double> peak_flops;  // flop/s
   double gemm_efficiency = 1.0;
+  int sm_count = 0;              // 0: no tile/wave model (calibrated or host clusters)
+  double kernel_overhead = 0.0;  // s per kernel
+  double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)
   double hbm_bytes = 0.0;
   double hbm_bandwidth = 0.0;  // B/s
   double memory_efficiency = 1.0;

@@ -1,15 +1,25 @@
 #pragma once
-// Kernel times on one GPU of a Cluster: the two physical limits of a kernel, nothing fitted per
-// shape.
+// Kernel times on one GPU of a Cluster, from the GPU's data sheet and a microbenchmark of its GEMM,
+// nothing fitted to a training run.
 //
-//   GEMM [m,k]·[k,n] (a roofline on arithmetic intensity, Williams et al. 2009):
-//       t = max( 2mnk / (η_gemm · peak),  dtype·(mk + kn + mn) / (η_mem · B_hbm) )
-//     A large GEMM runs at the sustained fraction η_gemm of the tensor-core peak; a thin one
-//     (attention's per-head products with k or n = d_head, a small micro-batch) is limited by
-//     reading its operands and writing its result, so its efficiency falls with its arithmetic
-//     intensity mnk/(mk+kn+mn) below the ridge η_gemm·peak/(η_mem·B_hbm) flop/B.
+//   GEMM [m,k]·[k,n], one kernel (the way cuBLAS runs it on a GPU of S streaming multiprocessors):
+//     the output is cut into tiles of Tm×Tn, one thread block per tile, S blocks at a time, so the
+//     kernel runs ⌈⌈m/Tm⌉·⌈n/Tn⌉ / S⌉ waves, each as long as one tile's 2·Tm·Tn·k flops at the
+//     SM's share of the sustained rate (tile and wave quantisation: a GEMM with S + 1 tiles takes
+//     two waves).  The library picks the tile that finishes first among 256×128, 128×256 and
+//     128×128 at the full rate and 128×64, 64×128 and 64×64 at a rate lowered by their operand
+//     reuse (a Tm×Tn tile loads (Tm+Tn)/(Tm·Tn) operand elements per multiply-add: half the tile,
+//     twice the loads per flop), so small problems use small tiles and large ones large tiles.
+//     A thin GEMM (attention's per-head products, a small micro-batch) is limited instead by
+//     reading its operands and writing its result at the streaming bandwidth (a roofline,
+//     Williams et al. 2009):
+//       t = max( waves · 2·Tm·Tn·k / (η_gemm · peak / S),  δ·(mk + kn + mn) / (η_mem · B_hbm) )
+//           + the per-kernel overhead
+//     η_gemm is the fraction of the data-sheet peak the best-shaped large GEMM reaches in a
+//     microbenchmark (the cluster file names it); a cluster without an SM count (a calibrated or
+//     host cluster) keeps the roofline alone at its measured rate.
 //   Streaming kernels (LayerNorm, bias+GeLU, softmax, dropout, residual adds, the optimizer):
-//       t = bytes read and written / (η_mem · B_hbm)
+//       t = bytes read and written / (η_mem · B_hbm) + kernels · the per-kernel overhead
 #include <cstdint>
 
 #include "core/dtype.hpp"
@@ -17,7 +27,17 @@
 
 namespace mdtp::cost {
 
-double gemm_roofline_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const Cluster& cluster);
-double stream_seconds(double bytes, const Cluster& cluster);
+// One cuBLAS-style GEMM kernel [m,k]·[k,n] (header comment); `batch` > 1 is one strided-batched
+// kernel of that many independent products (attention's per-head products), whose tiles share the
+// waves.
+double gemm_kernel_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const Cluster& cluster,
+                           std::int64_t batch = 1);
+// The tile-and-wave compute time of those products alone, without their HBM traffic or the
+// kernel's overhead: the matmuls inside a fused kernel (a streaming attention kernel's, whose
+// operands stay on chip).
+double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const Cluster& cluster,
+                            std::int64_t batch = 1);
+// `kernels` streaming kernels that together read and write `bytes`.
+double stream_seconds(double bytes, const Cluster& cluster, int kernels = 1);
 
 }  // namespace mdtp::cost

@@ -84,7 +84,7 @@ void add_gemms(UnitCosts& unit, const std::vector<PlannedGemm>& gemms, DType dty
   for (const auto& g : gemms) {
     PassCost& pass = g.what == "Y=XW" ? unit.forward : g.what == "dW=XtdY" ? unit.backward_weight : unit.backward_input;
     pass.gemm_flops += g.flops();
-    pass.gemm_seconds += g.count * gemm_roofline_seconds(g.m, g.n, g.k, dtype, cluster);
+    pass.gemm_seconds += g.count * gemm_kernel_seconds(g.m, g.n, g.k, dtype, cluster);
   }
 }
 
@@ -122,7 +122,7 @@ double sum_depth_replica_params(const Geometry& g) {
 }  // namespace
 
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster) {
+                       bool dropout, const Cluster& cluster, bool streaming_attention) {
   const TimeModel time_model = cluster_time_model(cluster);
   auto workload = [&](const char* layer) {
     return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, cluster.gpus_per_node);
@@ -162,8 +162,6 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
           " on tp=", tp, "; they must be whole sequences of seq=", s, " (raise the micro-batch ", micro_batch, ")");
   const std::int64_t heads_local = model.heads / qkv_split, seqs_local = c_attn.y.rows / s;
   const std::int64_t products = heads_local * seqs_local;
-  const double t_scores = products * gemm_roofline_seconds(s, s, d_head, dtype, cluster);   // Q·Kᵀ, dP = dO·Vᵀ
-  const double t_context = products * gemm_roofline_seconds(s, d_head, s, dtype, cluster);  // P·V, dV, dQ, dK
   const double flops_one = 2.0 * static_cast<double>(products) * static_cast<double>(s * s * d_head);
 
   // Streaming traffic (header comment), in bytes.
@@ -180,25 +178,66 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   const double E_qk = block_widths(model).rotary
                           ? static_cast<double>(seqs_local * s * (heads_local + kv / qkv_split) * d_head)
                           : 0.0;
-  const double attention_dropout = dropout ? (2 * delta + mu) * E_A : 0.0;
-  const double core_forward_bytes = 2 * E_A * delta + attention_dropout;
   const double forward_bytes = 2 * 2 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta +
-                               (E_f + E_h) * delta + 2 * E_qk * delta + core_forward_bytes;
+                               (E_f + E_h) * delta + 2 * E_qk * delta;
   const double backward_bytes = 2 * 3 * E_r * delta + 2 * (3 * delta + mu) * E_r + 2 * E_c * delta +
-                                (2 * E_f + E_h) * delta + 2 * E_qk * delta + 3 * E_A * delta + attention_dropout;
+                                (2 * E_f + E_h) * delta + 2 * E_qk * delta;
+  // Kernels launched per pass outside the attention core, each paying the GPU's per-kernel
+  // overhead: two LayerNorms, two bias+dropout+add, the context transpose, bias+activation and the
+  // rotary rotation (Megatron's fused kernels; the backward runs one per forward kernel).
+  const int pass_kernels = 6 + (E_qk > 0 ? 1 : 0);
 
-  block.attention_core.gemm_flops = 2 * flops_one;
-  block.attention_core.gemm_seconds = t_scores + t_context;
-  block.attention_core.stream_bytes = core_forward_bytes;
-  block.attention_core.stream_seconds = stream_seconds(core_forward_bytes, cluster);
-  block.forward.gemm_flops += 2 * flops_one;
-  block.forward.gemm_seconds += t_scores + t_context;
+  // The attention core, forward and backward.
+  PassCost core_forward, core_backward;
+  core_forward.gemm_flops = 2 * flops_one;
+  if (!streaming_attention) {
+    // Materialised: cuBLAS batched products over every local head and sequence (Q·Kᵀ, P·V forward;
+    // dP = dO·Vᵀ, and dV, dQ, dK like P·V backward) and the s×s scores through HBM: softmax,
+    // attention dropout (header comment).
+    const double t_scores = gemm_kernel_seconds(s, s, d_head, dtype, cluster, products);
+    const double t_context = gemm_kernel_seconds(s, d_head, s, dtype, cluster, products);
+    const double attention_dropout = dropout ? (2 * delta + mu) * E_A : 0.0;
+    const int kernels = dropout ? 2 : 1;
+    core_forward.gemm_seconds = t_scores + t_context;
+    core_forward.stream_bytes = 2 * E_A * delta + attention_dropout;
+    core_forward.stream_seconds = stream_seconds(core_forward.stream_bytes, cluster, kernels);
+    core_backward.gemm_flops = 4 * flops_one;
+    core_backward.gemm_seconds = t_scores + 3 * t_context;
+    core_backward.stream_bytes = 3 * E_A * delta + attention_dropout;
+    core_backward.stream_seconds = stream_seconds(core_backward.stream_bytes, cluster, kernels);
+  } else {
+    // Streaming (FlashAttention-style, Dao et al. 2022): one kernel per pass whose scores stay on
+    // chip.  Forward reads Q, K, V and writes O; backward recomputes the scores (a fifth product)
+    // and reads Q, K, V, O, dO and writes dQ, dK, dV.  A causal kernel skips the blocks above the
+    // diagonal: of n = ⌈s/128⌉ blocks per row it computes (n + 1)/(2n) of the products.  Its
+    // products run at the GPU's attention_efficiency (the kernel's published benchmarks), or, where
+    // the cluster gives none, at the GEMM model's tiles and waves (an upper bound).
+    const std::int64_t kv_local = std::max<std::int64_t>(1, kv / qkv_split);
+    const double E_q = static_cast<double>(seqs_local * s * heads_local * d_head);
+    const double E_kv = static_cast<double>(seqs_local * s * kv_local * d_head);
+    const double blocks = static_cast<double>((s + 127) / 128);
+    const double causal = (blocks + 1) / (2 * blocks);
+    double c_scores = 0.0, c_context = 0.0;  // one forward product each: Q·Kᵀ, P·V
+    if (cluster.attention_efficiency > 0) {
+      c_scores = c_context = causal * flops_one / (cluster.attention_efficiency * cluster.peak(dtype));
+    } else {
+      c_scores = causal * gemm_compute_seconds(s, s, d_head, dtype, cluster, products);
+      c_context = causal * gemm_compute_seconds(s, d_head, s, dtype, cluster, products);
+    }
+    const double io_forward = (2 * E_q + 2 * E_kv) * delta, io_backward = (4 * E_q + 4 * E_kv) * delta;
+    core_forward.gemm_seconds =
+        std::max(c_scores + c_context, io_forward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
+    core_backward.gemm_flops = 5 * flops_one;
+    core_backward.gemm_seconds =
+        std::max(2 * c_scores + 3 * c_context, io_backward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
+  }
+  block.attention_core = core_forward;
+  block.forward += core_forward;
   block.forward.stream_bytes += forward_bytes;
-  block.forward.stream_seconds += stream_seconds(forward_bytes, cluster);
-  block.backward_input.gemm_flops += 4 * flops_one;
-  block.backward_input.gemm_seconds += t_scores + 3 * t_context;
+  block.forward.stream_seconds += stream_seconds(forward_bytes, cluster, pass_kernels);
+  block.backward_input += core_backward;
   block.backward_input.stream_bytes += backward_bytes;
-  block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster);
+  block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster, pass_kernels);
 
   // Kept activations (Korthikanti et al. 2022, itemised; header comment).
   ActivationBytes& a = out.block_activations;
@@ -209,6 +248,8 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   a.input = E_r * delta;
 
   out.block_params = sum_params(attention) + sum_params(mlp) + 2 * sum_params(ln);
+  out.block_param_tensors =
+      static_cast<int>(attention.params().size() + mlp.params().size() + 2 * ln.params().size());
   out.block_depth_replica_params =
       sum_depth_replica_params(attention) + sum_depth_replica_params(mlp) + 2 * sum_depth_replica_params(ln);
   out.boundary_elements = E_r;

@@ -8,20 +8,24 @@
 //   GEMMs        plan_gemms of attention's Linears (c_attn H → 3H, or (heads + 2·kv)·d with
 //                grouped-query attention; c_proj H→H) and the MLP (H → F → H, or H → 2F → F → H
 //                with SwiGLU's fused gate|up: block_widths.hpp), plus
-//                the attention core per local head and local sequence: Q·Kᵀ [s,d]·[d,s] and P·V
-//                forward; dP, dV, dQ, dK backward (all B: no weight);  timed by the roofline
-//                (kernel_time.hpp)
+//                the attention core over every local head and sequence: Q·Kᵀ [s,d]·[d,s] and P·V
+//                forward; dP, dV, dQ, dK backward (all B: no weight), batched kernels; each
+//                kernel timed by its tiles and waves on the SMs or its roofline (kernel_time.hpp).
+//                A streaming attention kernel instead: one kernel per pass, the causal part of
+//                the products at the GPU's attention rate, Q, K, V, O (and their gradients)
+//                through HBM, the backward recomputing the scores
 //   streaming    bytes read + written per kernel (Megatron's fused kernels; E_r the residual shard,
 //                E_c c_proj's input shard, E_f fc1's output shard (the activation's input), E_h
 //                fc2's input shard (its output: E_f under GeLU, E_f/2 under SwiGLU), E_qk this
 //                rank's Q and K columns (rotary positions; 0 without), E_A = local heads·local
 //                sequences·s² the scores; δ the dtype's bytes, μ = 1 byte of dropout mask or 0):
 //                  forward   2 norms 2·2E_r·δ, 2 bias+dropout+add 2·(3δ+μ)E_r, context
-//                            transpose 2E_c·δ, activation (E_f + E_h)·δ, RoPE 2E_qk·δ,
-//                            scale+mask+softmax 2E_A·δ, attention dropout (2δ+μ)E_A
+//                            transpose 2E_c·δ, activation (E_f + E_h)·δ, RoPE 2E_qk·δ, and,
+//                            materialised, scale+mask+softmax 2E_A·δ, attention dropout (2δ+μ)E_A
 //                  backward  norms 2·3E_r·δ, bias+dropout+add 2·(3δ+μ)E_r, transpose 2E_c·δ,
 //                            activation (2E_f + E_h)·δ (reads its input and dY, writes dX), RoPE
-//                            2E_qk·δ, softmax 3E_A·δ, dropout (2δ+μ)E_A
+//                            2E_qk·δ, materialised softmax 3E_A·δ and dropout (2δ+μ)E_A;
+//                each kernel also pays the GPU's per-kernel overhead
 //   collectives  plan_step of the attention, MLP and both norms (forward, backward; the
 //                grad-sync calls once per step), and the embedding/head calls of
 //                model/embedding.hpp and model/lm_head.hpp; timed by the cluster's α-β model on
@@ -71,6 +75,7 @@ struct ActivationBytes {
 struct LayerCosts {
   UnitCosts block, embedding, head;
   double block_params = 0.0;      // elements on one rank, one block
+  int block_param_tensors = 0;    // parameter tensors of one block (one accumulation kernel each)
   // Of block_params, the elements whose gradient is partial over exactly tp.dep (2.5D weights):
   // ZeRO treats their depth copies as data-parallel replicas and shards them over dp × depth.
   double block_depth_replica_params = 0.0;
@@ -89,8 +94,10 @@ struct LayerCosts {
 
 // Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
 // heads not divisible by the QKV column split, rows that are not whole sequences.
+// streaming_attention: the core as one FlashAttention-style kernel per pass (no s×s tensor in HBM)
+// instead of batched GEMMs around a materialised softmax.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster);
+                       bool dropout, const Cluster& cluster, bool streaming_attention = false);
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
 struct VocabCosts {

@@ -80,6 +80,20 @@ StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t
   return c;
 }
 
+PairOrder distinct_pair_order(const std::vector<double>& measured, const std::vector<double>& predicted,
+                              double apart) {
+  require(measured.size() == predicted.size(), "pair order: series of ", measured.size(), " and ", predicted.size(),
+          " values");
+  PairOrder o;
+  for (std::size_t i = 0; i < measured.size(); ++i)
+    for (std::size_t j = 0; j < measured.size(); ++j) {
+      if (measured[i] <= measured[j] * (1.0 + apart)) continue;  // i not more than `apart` above j
+      ++o.pairs;
+      if (predicted[i] > predicted[j]) ++o.ordered;
+    }
+  return o;
+}
+
 Validation validate(const MeasuredTable& table, const Cluster& cluster) {
   Validation v;
   v.table = &table;
@@ -109,6 +123,9 @@ Validation validate(const MeasuredTable& table, const Cluster& cluster) {
     v.rows.push_back(row);
   }
   v.spearman = spearman(predicted, measured);
+  const PairOrder order = distinct_pair_order(measured, predicted);
+  v.distinct_pairs = order.pairs;
+  v.distinct_pairs_ordered = order.ordered;
   return v;
 }
 

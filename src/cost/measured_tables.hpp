@@ -56,7 +56,18 @@ struct Validation {
   // Spearman's rank correlation of predicted and measured TFLOP/s over the rows (ties averaged):
   // whether the model orders the table's runs as they measured.
   double spearman = 0.0;
+  // The pairs of rows whose measured TFLOP/s differ by more than 10 % (the larger over the smaller),
+  // and how many of them the model predicts in the measured order: the order a user choosing
+  // between configurations relies on.
+  int distinct_pairs = 0, distinct_pairs_ordered = 0;
 };
+
+// The pair count of Validation over parallel series of measured and predicted values.
+struct PairOrder {
+  int pairs = 0, ordered = 0;
+};
+PairOrder distinct_pair_order(const std::vector<double>& measured, const std::vector<double>& predicted,
+                              double apart = 0.10);
 
 Validation validate(const MeasuredTable& table, const Cluster& cluster);
 

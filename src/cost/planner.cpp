@@ -160,6 +160,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
   base.spec.dropout = (r.dropout) ? 0.1 : 0.0;
   base.overlap = r.overlap;
   base.attention_keeps_probabilities = r.attention_keeps_probabilities;
+  base.gradient_accumulation_fusion = r.gradient_accumulation_fusion;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
       r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;
@@ -185,7 +186,8 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         auto [slot, fresh] = by_micro_batch.try_emplace(b);
         if (fresh) {
           try {
-            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster);
+            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster,
+                                       !r.attention_keeps_probabilities);
           } catch (const Error&) {
             ++result.refused;  // a shape this mode's layouts cannot hold
           }

@@ -124,6 +124,7 @@ std::string describe(const StepConfig& c) {
   if (c.spec.zero.keep_parameters) os << " keep-params";
   os << " recompute=" << recompute_name(c.spec.recompute) << " " << dtype_name(c.dtype());
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
+  if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
   return os.str();
 }
 

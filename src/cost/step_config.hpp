@@ -62,6 +62,12 @@ struct StepConfig {
   // false: a streaming attention kernel keeps no probabilities (nor their dropout mask and
   // output, Korthikanti's 5as/h): the kept bytes lose that term under every policy.
   bool attention_keeps_probabilities = true;
+  // Megatron's --gradient-accumulation-fusion (on by default; --no-gradient-accumulation-fusion):
+  // each micro-batch's weight-gradient GEMM adds into the gradient buffer in its epilogue
+  // (C = XᵀdY + C), whose extra traffic sits under the GEMM's compute.  false: the GEMM writes
+  // dW and a separate kernel per parameter adds it into the buffer, reading dW (δ) and reading
+  // and writing the buffer (g) per element and micro-batch (Megatron-LM 2021's main_grad hook).
+  bool gradient_accumulation_fusion = true;
 
   int gpus() const { return spec.layout.world(); }
   // m, the micro-batches per step and replica.

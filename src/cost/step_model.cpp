@@ -45,7 +45,7 @@ PassCost as_run(const PassCost& pass, const StepConfig& c) {
 
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
-StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
+StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, const Cluster& cluster) {
   // Under DualPipe each chunk runs half the micro-batches: per micro-batch, half of both.
   const double share = c.chunk_share();
   const double L = static_cast<double>(c.stage_blocks(stage)) * share;
@@ -59,6 +59,16 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage) {
     w.forward += as_run(unit->forward, c).scaled(share);
     w.backward_input += as_run(unit->backward_input, c).scaled(share);
     w.backward_weight += as_run(unit->backward_weight, c).scaled(share);
+  }
+  if (!c.gradient_accumulation_fusion) {
+    // The separate accumulation kernels (StepConfig): dW read, the buffer read and written.
+    double params = costs.block_params * L;
+    if (c.holds_embedding(stage)) params += costs.embedding_params * share;
+    if (c.holds_head(stage)) params += costs.head_params * share;
+    const double bytes = params * static_cast<double>(dtype_size(c.dtype()) + 2 * dtype_size(c.grad_dtype()));
+    const int kernels = static_cast<int>(std::lround(costs.block_param_tensors * L)) + 2;
+    w.backward_weight.stream_bytes += bytes;
+    w.backward_weight.stream_seconds += stream_seconds(bytes, cluster, kernels);
   }
   return w;
 }
@@ -96,7 +106,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   std::vector<double> weight;  // how many stages each entry stands for
   for (int r = 0; r < pp; ++r)
     if (!even || r == 0 || r == pp - 1 || r == 1) {
-      stages.push_back(stage_work(c, costs, r));
+      stages.push_back(stage_work(c, costs, r, cluster));
       weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
     }
   const StageWork* slowest = &stages.front();
@@ -238,7 +248,8 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   validate(c);
   const LayerCosts costs =
-      layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(), c.dropout(), cluster);
+      layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
+                  c.dropout(), cluster, !c.attention_keeps_probabilities);
   return estimate_step(c, costs, cluster);
 }
 

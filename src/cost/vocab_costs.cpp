@@ -101,7 +101,7 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
 
   auto gemm = [&](PassCost& p, std::int64_t m, std::int64_t n, std::int64_t k) {
     p.gemm_flops += 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    p.gemm_seconds += gemm_roofline_seconds(m, n, k, dt, cluster);
+    p.gemm_seconds += gemm_kernel_seconds(m, n, k, dt, cluster);
   };
   gemm(out.head.forward, rows, vocab_local, h_c);         // P = G·wteᵀ
   gemm(out.head.backward_input, rows, h_c, vocab_local);  // dG = dP·wte

@@ -55,7 +55,7 @@ void ChargingBackend::do_gemm(bool transpose_a, bool transpose_b, double alpha, 
                               double beta, Tensor& c) const {
   const std::int64_t m = c.rows(), n = c.cols(), k = transpose_a ? a.rows() : a.cols();
   (void)transpose_b;
-  charge(cost::gemm_roofline_seconds(m, n, k, a.dtype(), cluster_));
+  charge(cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_));
   inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
 }
 void ChargingBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {

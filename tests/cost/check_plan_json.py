@@ -96,20 +96,24 @@ def main():
         if steps != sorted(steps):
             sys.exit(f"not ranked by step time: {steps}")
     else:
-        # One object per shipped table; Narayanan's within 10 % on every row, every table with its
-        # source, rule, cluster, Spearman and one row per measured run.
+        # One object per shipped table; Narayanan's within the prediction issue's worst bound (25 %)
+        # with its measured order kept, every table with its source, rule, cluster, Spearman, pair
+        # order and one row per measured run.
         tables = {t["table"]: t for t in doc}
         if set(tables) != {"narayanan-2021", "megatron-h100"}:
             sys.exit(f"validation tables: {sorted(tables)}")
         for key, t in tables.items():
-            for field in ("citation", "rule", "cluster", "spearman", "mean_abs_error"):
+            for field in ("citation", "rule", "cluster", "spearman", "mean_abs_error", "distinct_pairs",
+                          "distinct_pairs_ordered"):
                 if field not in t:
                     sys.exit(f"validation {key}: no '{field}'")
             if not all(0 < r["predicted_tflops_per_gpu"] for r in t["rows"]):
                 sys.exit(f"validation {key}: a prediction is not positive")
         n = tables["narayanan-2021"]
-        if len(n["rows"]) != 10 or n["max_error"] > 0.10 or n["cluster"] != "dgx-a100":
+        if len(n["rows"]) != 10 or n["max_error"] > 0.25 or n["cluster"] != "dgx-a100":
             sys.exit(f"validation: {len(n['rows'])} rows, max error {n['max_error']} on {n['cluster']}")
+        if n["distinct_pairs_ordered"] != n["distinct_pairs"]:
+            sys.exit(f"validation: {n['distinct_pairs_ordered']} of {n['distinct_pairs']} distinct pairs in order")
         if len(tables["megatron-h100"]["rows"]) != 9 or tables["megatron-h100"]["cluster"] != "dgx-h100":
             sys.exit("validation: the H100 table has 9 rows, predicted on dgx-h100")
     print("ok")

@@ -56,7 +56,17 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
   const TimeModel model = cluster_time_model(a100);
   CHECK(model.link(LinkClass::intra_node).beta == Approx(1.0 / (300e9 * 0.8)));
   CHECK(model.gemm_rate(DType::bf16) == Approx(312e12 * a100.gemm_efficiency));
-  CHECK(parse_cluster(cluster_json(a100), "round trip").hbm_bytes == a100.hbm_bytes);
+  // The GEMM model's figures: the SM count, the per-kernel overhead, the attention kernel's rate.
+  CHECK(a100.sm_count == 108);
+  CHECK(h100.sm_count == 132);
+  CHECK(a100.kernel_overhead == 2e-6);
+  CHECK(a100.attention_efficiency == 0.5);
+  CHECK(h100.gemm_efficiency == 0.801);  // 792.1 of 989 TFLOP/s in the microbenchmark
+  const Cluster round_trip = parse_cluster(cluster_json(a100), "round trip");
+  CHECK(round_trip.hbm_bytes == a100.hbm_bytes);
+  CHECK(round_trip.sm_count == 108);
+  CHECK(round_trip.kernel_overhead == a100.kernel_overhead);
+  CHECK(round_trip.attention_efficiency == a100.attention_efficiency);
 }
 
 TEST_CASE("a broken cluster file is refused in one line naming the file and the field", "[cost][cluster]") {
@@ -66,8 +76,14 @@ TEST_CASE("a broken cluster file is refused in one line naming the file and the 
                     Catch::Contains("'gpus_per_node' must be a whole number"));
   CHECK_THROWS_WITH(parse_edited("\"bandwidth\": 25e9", "\"bandwidth\": \"fast\""),
                     Catch::Contains("'links.inter_node.bandwidth' must be a number"));
-  CHECK_THROWS_WITH(parse_edited("\"gemm_efficiency\": 0.65", "\"gemm_efficiency\": 1.5"),
+  CHECK_THROWS_WITH(parse_edited("\"gemm_efficiency\": 0.859", "\"gemm_efficiency\": 1.5"),
                     Catch::Contains("'gpu.gemm_efficiency' must be in (0, 1]"));
+  CHECK_THROWS_WITH(parse_edited("\"sm_count\": 108", "\"sm_count\": 0"),
+                    Catch::Contains("'gpu.sm_count' must be a whole number in [1, 100000]"));
+  CHECK_THROWS_WITH(parse_edited("\"kernel_overhead\": 2e-6", "\"kernel_overhead\": -2e-6"),
+                    Catch::Contains("'gpu.kernel_overhead' must be in [0, 1e-3] s"));
+  CHECK_THROWS_WITH(parse_edited("\"attention_efficiency\": 0.5", "\"attention_efficiency\": 2"),
+                    Catch::Contains("'gpu.attention_efficiency' must be in (0, 1]"));
   CHECK_THROWS_WITH(parse_edited("\"bf16\": 312e12", "\"bf17\": 312e12"),
                     Catch::Contains("'gpu.peak_flops.bf17' is not a dtype"));
   CHECK_THROWS_WITH(parse_edited("\"library\": \"nccl\"", "\"library\": \"gloo\""), Catch::Contains("gloo"));

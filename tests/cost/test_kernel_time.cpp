@@ -1,0 +1,126 @@
+// Kernel times from first principles (cost/kernel_time.hpp), on the shipped DGX A100 preset (108
+// SMs, the microbenchmark's 85.9 % of 312 TFLOP/s): a GEMM whose tiles fill the SMs runs at that
+// rate; one more row of tiles costs a whole extra wave; a GEMV (M = 1) is bound by HBM; a
+// batched kernel shares its waves; every kernel pays the per-kernel overhead once; a cluster
+// without an SM count keeps the plain roofline; a streaming attention kernel keeps the scores on chip.
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "cost/kernel_time.hpp"
+#include "cost/layer_costs.hpp"
+#include "dgx_a100.hpp"
+
+using namespace mdtp;
+using namespace mdtp::cost;
+
+namespace {
+
+// The preset without its per-kernel overhead, so ratios of times are ratios of work.
+Cluster a100_no_overhead() {
+  Cluster c = mdtp::testing::dgx_a100();
+  c.kernel_overhead = 0.0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a GEMM kernel: tiles in waves over the SMs, the microbenchmark's rate when they fill them",
+          "[cost][kernel]") {
+  const Cluster a100 = a100_no_overhead();
+  REQUIRE(a100.sm_count == 108);
+  const double rate = a100.gemm_rate(DType::bf16);
+  CHECK(rate == Approx(0.859 * 312e12));
+  // 216 tiles of 128×128 in two full waves (or 108 of 128×256 in one): the GEMM at the sustained
+  // rate.  (n = 256 keeps it above the ridge: with n = 128 reading A would take longer.)
+  const std::int64_t m = 128 * 108, n = 256, k = 8192;
+  const double full = gemm_kernel_seconds(m, n, k, DType::bf16, a100);
+  CHECK(2.0 * m * n * k / full == Approx(rate).epsilon(1e-12));
+  // One more row: 218 tiles of 128×128 need a third wave; no other tile does better (128×256: a
+  // second wave of twice the work; 128×64: 436 tiles, 5 waves of 3/4 the time), so 1.5 times the
+  // time for 0.9 % more work.
+  CHECK(gemm_kernel_seconds(m + 1, n, k, DType::bf16, a100) == Approx(1.5 * full).epsilon(1e-12));
+  // Time grows with k linearly (every tile runs the whole k loop).
+  CHECK(gemm_kernel_seconds(m, n, 2 * k, DType::bf16, a100) == Approx(2.0 * full).epsilon(1e-12));
+  // A small problem takes small tiles: 64×64 outputs are one 64×64 tile at half the full rate
+  // (operand reuse 32 against 64), not a 128×128 tile wasting three quarters of its work.
+  const double small = gemm_kernel_seconds(64, 64, k, DType::bf16, a100);
+  CHECK(small == Approx(2.0 * 64 * 64 * k / (rate / 108 * 0.5)).epsilon(1e-12));
+}
+
+TEST_CASE("a GEMM with M = 1 is bound by HBM bandwidth, far below the tensor-core rate", "[cost][kernel]") {
+  const Cluster a100 = a100_no_overhead();
+  const std::int64_t n = 12288, k = 12288;
+  const double t = gemm_kernel_seconds(1, n, k, DType::bf16, a100);
+  // It reads the k×n weight (and a row, and writes a row) at the streaming bandwidth.
+  const double bytes = 2.0 * (1.0 * k + 1.0 * k * n + 1.0 * n);
+  CHECK(t == Approx(bytes / (a100.hbm_bandwidth * a100.memory_efficiency)).epsilon(1e-12));
+  const double achieved = 2.0 * n * k / t;
+  CHECK(achieved < 0.01 * a100.peak(DType::bf16));  // about 1 flop per byte: ~1.7 TFLOP/s of 312
+}
+
+TEST_CASE("a batched GEMM shares its waves; every kernel pays the per-kernel overhead once", "[cost][kernel]") {
+  const Cluster a100 = a100_no_overhead();
+  const double rate = a100.gemm_rate(DType::bf16);
+  // Products of [1024, 1024]·[1024, 1024]: alone, 64 tiles of 128×128 fill 64 of the 108 SMs in
+  // one wave; 24 in one batched kernel run 1,536 tiles in 15 waves, not 24.
+  const std::int64_t e = 1024;
+  const double unit = 2.0 * 128 * 128 * e / (rate / 108);  // one 128×128 tile over k = 1024
+  const double one = gemm_kernel_seconds(e, e, e, DType::bf16, a100);
+  CHECK(one == Approx(unit).epsilon(1e-12));
+  const double batched = gemm_kernel_seconds(e, e, e, DType::bf16, a100, 24);
+  CHECK(batched == Approx(15 * unit).epsilon(1e-12));
+  CHECK(batched >= 24 * 2.0 * e * e * e / rate);
+  // Attention's scores Q·Kᵀ ([2048, 128]·[128, 2048]: k = d_head) write 2048² outputs for 2·128
+  // flops each: bound by HBM, batched or not, so 24 heads take 24 times one.
+  const std::int64_t s = 2048, d = 128;
+  CHECK(gemm_kernel_seconds(s, s, d, DType::bf16, a100, 24) ==
+        Approx(24 * gemm_kernel_seconds(s, s, d, DType::bf16, a100)).epsilon(1e-12));
+  // The overhead: once per kernel, batched or not; streaming kernels once each.
+  Cluster with = a100;
+  with.kernel_overhead = 2e-6;
+  CHECK(gemm_kernel_seconds(e, e, e, DType::bf16, with, 24) == Approx(batched + 2e-6).epsilon(1e-12));
+  CHECK(stream_seconds(0.0, with, 5) == Approx(5 * 2e-6).epsilon(1e-12));
+  CHECK(stream_seconds(1e9, with) ==
+        Approx(1e9 / (with.hbm_bandwidth * with.memory_efficiency) + 2e-6).epsilon(1e-12));
+  CHECK(gemm_kernel_seconds(0, s, d, DType::bf16, with) == 0.0);  // no kernel runs
+  CHECK_THROWS_WITH(gemm_kernel_seconds(-1, s, d, DType::bf16, with), Catch::Contains("m=-1"));
+  CHECK_THROWS_WITH(stream_seconds(1.0, with, -1), Catch::Contains("got -1"));
+}
+
+TEST_CASE("a cluster without an SM count (calibrated, host) keeps the plain roofline", "[cost][kernel]") {
+  Cluster c = a100_no_overhead();
+  c.sm_count = 0;
+  const double rate = c.gemm_rate(DType::bf16);
+  // 109 tile rows cost no second wave without the tile model.
+  const std::int64_t m = 128 * 108 + 1, n = 256, k = 8192;
+  CHECK(gemm_kernel_seconds(m, n, k, DType::bf16, c) == Approx(2.0 * m * n * k / rate).epsilon(1e-12));
+}
+
+TEST_CASE("a streaming attention kernel: no s x s tensor through HBM, the causal half of its products at its rate",
+          "[cost][kernel]") {
+  const Cluster& a100 = mdtp::testing::dgx_a100();
+  REQUIRE(a100.attention_efficiency == 0.5);
+  // One block of hidden 2048, 16 heads of 128, sequence 4096, one sequence, bf16 with dropout; no TP.
+  const ModelShape model{2, 2048, 16, 4096, 51200};
+  const LayerCosts kept = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, true, a100, false);
+  const LayerCosts streaming = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, true, a100, true);
+  // The materialised core's softmax (read and write) and dropout (read, write, a mask byte) on the
+  // 16 x 4096² scores are gone from the forward's streaming bytes.
+  const double scores = 16.0 * 4096 * 4096;
+  CHECK(kept.block.forward.stream_bytes - streaming.block.forward.stream_bytes ==
+        Approx((2 * 2 + 2 * 2 + 1) * scores).epsilon(1e-12));
+  // The kernel: Q·Kᵀ and P·V on 16 heads, 2·4096²·128 flops each per head, of which a causal kernel
+  // computes (32 + 1)/64 (32 blocks of 128 per row), at half the A100's peak; its reads of Q, K, V
+  // and write of O (4 x 4096 x 2048 x 2 B: 39 us at 85 % of 2,039 GB/s) hide under that.
+  const double product = 2.0 * 16 * 4096.0 * 4096 * 128, causal = 33.0 / 64;
+  const double rate = 0.5 * 312e12;
+  CHECK(streaming.block.attention_core.gemm_seconds == Approx(2 * causal * product / rate + 2e-6).epsilon(1e-12));
+  CHECK(streaming.block.attention_core.stream_bytes == 0.0);
+  // Its backward recomputes the scores: five products, against the materialised core's batched
+  // dP = dO·Vᵀ (like Q·Kᵀ) and dV, dQ, dK (like P·V); the GEMMs outside the core are the same.
+  const double t_scores = gemm_kernel_seconds(4096, 4096, 128, DType::bf16, a100, 16);
+  const double t_context = gemm_kernel_seconds(4096, 128, 4096, DType::bf16, a100, 16);
+  CHECK(streaming.block.backward_input.gemm_seconds - kept.block.backward_input.gemm_seconds ==
+        Approx(5 * causal * product / rate + 2e-6 - (t_scores + 3 * t_context)).epsilon(1e-9));
+  CHECK(streaming.block.backward_input.gemm_flops - kept.block.backward_input.gemm_flops == Approx(product));
+}
