@@ -17,6 +17,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/data/corpus.txt DESTINATION ${CMAKE_INSTALL_DA
 # The cluster presets `mdtp plan --cluster NAME` finds (src/cost/cluster.hpp).
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/clusters/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mdtp/clusters
         FILES_MATCHING PATTERN "*.json")
+# The tables of measured runs `mdtp plan --validate` holds the model against (src/cost/measured_tables.hpp).
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/data/measured/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mdtp/measured
+        FILES_MATCHING PATTERN "*.json")
 
 install(EXPORT mdtpTargets NAMESPACE mdtp:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/mdtp)
 # HDF5 in the installed package.  mdtpConfig.cmake cannot call find_dependency(HDF5 COMPONENTS C):

@@ -23,6 +23,7 @@ namespace {
 struct PlanOptions {
   StepAssumptions step;
   bool json = false, validate = false;
+  std::vector<std::string> tables;  // --table: keys of shipped tables or paths to table files
   int top = 10, max_tp = 64, rank = 1;
   std::int64_t max_micro_batch = 16;
   std::vector<TpMode> modes;
@@ -39,9 +40,15 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   add_parsed_list(app, "--modes", o.modes, parse_tp_mode, "search: the TP modes tried (--tp-mode fixes one)");
   add(app, "--rank", o.rank, "with --write-config: write the layout ranked K (1: the quickest)")
       ->check(at_least(1));
-  app.add_flag("--validate", o.validate,
-               "hold the model against every shipped table of measured runs (Narayanan et al. 2021 on DGX A100, "
-               "the Megatron-LM README's H100 weak scaling), each on its own cluster unless --cluster is given");
+  CLI::Option* validate =
+      app.add_flag("--validate", o.validate,
+                   "hold the model against every shipped table of measured runs (data/measured/: Narayanan et al. 2021 "
+                   "on DGX A100, the Megatron-LM README's H100 weak scaling), each on its own cluster unless --cluster "
+                   "is given");
+  app.add_option("--table", o.tables,
+                 "with --validate: only these tables, each a shipped key (narayanan-2021, megatron-h100) or a path to "
+                 "a table file in the same format (docs/performance-model.md)")
+      ->needs(validate);
 }
 
 // The search: the model, batch and precision from the spec; every axis the command line gave (or
@@ -142,7 +149,7 @@ Command add_plan(CLI::App& root) {
       "  mdtp plan ... --tp 8 --pp 4 --dtype bf16 --dropout 0.1        (only tp 8, pp 4 layouts)\n"
       "  mdtp plan ... --write-config best.json [--rank 2]; mpiexec -n N mdtp train --config best.json\n"
       "  mdtp plan --preset llama2-70b --gpus 512 --cluster dgx-h100   (a published model; flags override it)\n"
-      "  mdtp plan --validate [--json]");
+      "  mdtp plan --validate [--table KEY|FILE ...] [--json]");
   o->spec = std::make_unique<SpecFlags>(*app, kAllSpecFlags, RunSpec{});
   add_step_assumptions(*app, o->step);
   o->preset.add(*app);
@@ -153,8 +160,12 @@ Command add_plan(CLI::App& root) {
             if (o->validate) {
               // Each table on the cluster it was measured on, unless --cluster names another.
               const bool named = app->count("--cluster") > 0;
+              // Every table read (and any bad file refused) before anything is printed.
+              std::vector<cost::MeasuredTable> tables;
+              if (o->tables.empty()) tables = cost::measured_tables();
+              for (const std::string& t : o->tables) tables.push_back(cost::measured_table(t));
               std::string out;
-              for (const cost::MeasuredTable& table : cost::measured_tables()) {
+              for (const cost::MeasuredTable& table : tables) {
                 const cost::Cluster on = named ? cluster : cost::load_cluster(cost::find_cluster(table.cluster));
                 const cost::Validation v = cost::validate(table, on);
                 out += out.empty() ? "" : (o->json ? ",\n" : "\n");

@@ -9,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mdtp/build_info.hpp"
 #include "core/error.hpp"
+#include "core/data_files.hpp"
+#include "cost/json_fields.hpp"
 
 namespace mdtp::cost {
 
@@ -18,54 +19,8 @@ namespace {
 
 using nlohmann::json;
 
-// Reads fields of one JSON object, naming "file: field a.b.c" in every error.
-class Reader {
- public:
-  Reader(const json& node, std::string where, std::string prefix)
-      : node_(node), where_(std::move(where)), prefix_(std::move(prefix)) {}
-
-  const json& field(const std::string& key) const {
-    require(node_.contains(key), "cluster file ", where_, ": field '", prefix_ + key, "' is missing");
-    return node_.at(key);
-  }
-  bool has(const std::string& key) const { return node_.contains(key); }
-  std::string name(const std::string& key) const { return prefix_ + key; }
-
-  std::string text(const std::string& key) const {
-    const json& v = field(key);
-    require(v.is_string(), "cluster file ", where_, ": field '", name(key), "' must be a string; got ", v.dump());
-    return v.get<std::string>();
-  }
-  // A number in (lo, hi]: the bounds every figure of a machine must respect.
-  double number(const std::string& key, double lo, double hi) const { return number_of(field(key), name(key), lo, hi); }
-  double number_of(const json& v, const std::string& full, double lo, double hi) const {
-    require(v.is_number(), "cluster file ", where_, ": field '", full, "' must be a number; got ", v.dump());
-    const double x = v.get<double>();
-    require(std::isfinite(x) && x > lo && x <= hi, "cluster file ", where_, ": field '", full, "' must be in (", lo,
-            ", ", hi, "]; got ", v.dump());
-    return x;
-  }
-  int integer(const std::string& key, int lo, int hi) const {
-    const json& v = field(key);
-    require(v.is_number_integer() && v.get<long long>() >= lo && v.get<long long>() <= hi, "cluster file ", where_,
-            ": field '", name(key), "' must be a whole number in [", lo, ", ", hi, "]; got ", v.dump());
-    return v.get<int>();
-  }
-  Reader object(const std::string& key) const {
-    const json& v = field(key);
-    require(v.is_object(), "cluster file ", where_, ": field '", name(key), "' must be an object; got ", v.dump());
-    return Reader(v, where_, name(key) + ".");
-  }
-  const json& node() const { return node_; }
-  const std::string& where() const { return where_; }
-
- private:
-  const json& node_;
-  std::string where_, prefix_;
-};
-
-ClusterLink read_link(const Reader& links, const std::string& key) {
-  const Reader r = links.object(key);
+ClusterLink read_link(const JsonFields& links, const std::string& key) {
+  const JsonFields r = links.object(key);
   ClusterLink l;
   l.kind = r.text("kind");
   l.alpha = r.number("alpha", 0.0, 1.0);
@@ -97,18 +52,18 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
     throw_error("cluster file ", where, ": not valid JSON (", e.what(), ")");
   }
   require(doc.is_object(), "cluster file ", where, ": the top level must be an object");
-  const Reader top(doc, where, "");
+  const JsonFields top(doc, "cluster file", where);
   Cluster c;
   c.name = top.text("name");
   c.description = top.has("description") ? top.text("description") : "";
   c.source = top.text("source");
-  c.gpus_per_node = top.integer("gpus_per_node", 1, 1024);
-  c.nics_per_node = top.has("nics_per_node") ? top.integer("nics_per_node", 1, 1024) : 1;
+  c.gpus_per_node = static_cast<int>(top.integer("gpus_per_node", 1, 1024));
+  c.nics_per_node = top.has("nics_per_node") ? static_cast<int>(top.integer("nics_per_node", 1, 1024)) : 1;
   c.library = parse_collective_library(top.text("library"));
 
-  const Reader gpu = top.object("gpu");
+  const JsonFields gpu = top.object("gpu");
   c.gpu_name = gpu.text("name");
-  const Reader peaks = gpu.object("peak_flops");
+  const JsonFields peaks = gpu.object("peak_flops");
   require(!peaks.node().empty(), "cluster file ", where, ": field 'gpu.peak_flops' must name at least one dtype");
   for (const auto& [dtype, value] : peaks.node().items()) {
     DType d;
@@ -120,7 +75,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
     c.peak_flops[d] = peaks.number_of(value, "gpu.peak_flops." + dtype, 0.0, 1e18);
   }
   c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
-  c.sm_count = gpu.has("sm_count") ? gpu.integer("sm_count", 1, 100000) : 0;
+  c.sm_count = gpu.has("sm_count") ? static_cast<int>(gpu.integer("sm_count", 1, 100000)) : 0;
   c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.number("kernel_overhead", -1.0, 1e-3) : 0.0;
   c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
   require(c.kernel_overhead >= 0, "cluster file ", where, ": field 'gpu.kernel_overhead' must be in [0, 1e-3] s; got ",
@@ -134,7 +89,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   require(c.reserved_bytes >= 0 && c.reserved_bytes < c.hbm_bytes, "cluster file ", where,
           ": field 'gpu.reserved_bytes' must be in [0, hbm_bytes); got ", c.reserved_bytes);
 
-  const Reader links = top.object("links");
+  const JsonFields links = top.object("links");
   c.intra_node = read_link(links, "intra_node");
   c.inter_node = read_link(links, "inter_node");
   if (links.has("pcie")) c.pcie = read_link(links, "pcie");
@@ -161,27 +116,8 @@ std::string find_cluster(const std::string& name_or_path) {
     return name_or_path;
   }
   const std::string file = name_or_path + ".json";
-  std::vector<fs::path> tried;
-  if (const char* dir = std::getenv("MDTP_DATA_DIR"); dir != nullptr && *dir != '\0')
-    tried.push_back(fs::path(dir) / "clusters" / file);
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-      tried.push_back(dir / "data" / "clusters" / file);
-      tried.push_back(dir / "share" / "mdtp" / "clusters" / file);
-    }
-  tried.push_back(fs::path(build_info::source_data_dir) / "clusters" / file);
-  tried.push_back(fs::path(build_info::installed_data_dir) / "clusters" / file);
-  tried.push_back(fs::current_path() / "data" / "clusters" / file);
-  for (const auto& p : tried)
-    if (fs::exists(p)) return p.string();
-  std::string where;
-  for (const auto& p : tried) {
-    where += ' ';
-    where += p.string();
-  }
-  throw_error("no cluster named '", name_or_path, "' (", file, "); looked in:", where);
+  if (const auto found = find_data_file("clusters/" + file)) return found->string();
+  throw_error("no cluster named '", name_or_path, "' (", file, "); looked in:", data_file_places("clusters/" + file));
 }
 
 TimeModel cluster_time_model(const Cluster& c) {

@@ -4,24 +4,173 @@
 #include <cmath>
 #include <numeric>
 
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/data_files.hpp"
 #include "core/error.hpp"
-#include "cost/megatron_h100.hpp"
-#include "cost/narayanan.hpp"
+#include "cost/json_fields.hpp"
+#include "cost/model_flops.hpp"
 
 namespace mdtp::cost {
 
+namespace {
+
+namespace fs = std::filesystem;
+
+// The columns of a row, in the order the file's "columns" must list them.
+constexpr std::array<const char*, 10> kColumns = {"params_billions", "heads", "hidden", "layers", "tp", "pp",
+                                                  "gpus", "batch", "tflops_per_gpu", "percent_of_peak"};
+
+FlopCount parse_flop_count(const JsonFields& f, const std::string& key) {
+  const std::string name = f.text(key);
+  if (name == "narayanan") return FlopCount::narayanan;
+  if (name == "model") return FlopCount::model;
+  throw_error(f.head(), "field '", f.name(key), "' must be \"narayanan\" (the recomputed forward counted) or ",
+              "\"model\" (model FLOPs); got \"", name, "\"");
+}
+
+template <typename Parse>
+auto parse_named(const JsonFields& f, const std::string& key, Parse parse) {
+  const std::string name = f.text(key);
+  try {
+    return parse(name);
+  } catch (const Error& e) {
+    throw_error(f.head(), "field '", f.name(key), "': ", e.what());
+  }
+}
+
+MeasuredRule parse_rule(const JsonFields& r) {
+  MeasuredRule rule;
+  rule.text = r.text("text");
+  rule.seq = r.integer("seq", 1, 1 << 24);
+  rule.vocab = r.integer("vocab", 1, 1 << 30);
+  rule.sequence_parallel = r.flag("sequence_parallel");
+  rule.precision.params = parse_named(r, "dtype", parse_dtype);
+  rule.precision.grad_reduce = parse_named(r, "grad_dtype", parse_dtype);
+  rule.zero = static_cast<int>(r.integer("zero", 0, 3));
+  rule.recompute = parse_named(r, "recompute", parse_recompute);
+  rule.dropout = r.has("dropout") ? r.number("dropout", -1.0, 0.999) : 0.0;
+  require(rule.dropout >= 0, r.head(), "field '", r.name("dropout"), "' must be in [0, 1); got ", rule.dropout);
+  rule.streaming_attention = r.flag("streaming_attention");
+  rule.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
+  const JsonFields o = r.object("overlap");
+  rule.overlap.dp_gradients = o.flag("dp_gradients");
+  rule.overlap.pp_p2p = o.flag("pp_p2p");
+  rule.overlap.tp_comm = o.flag("tp_comm");
+  rule.overlap.param_gather = o.flag("param_gather");
+  return rule;
+}
+
+MeasuredRun parse_row(const JsonFields& f, const JsonFields::json& row, std::size_t i) {
+  const std::string at = "rows[" + std::to_string(i) + "]";
+  require(row.is_array() && row.size() == kColumns.size(), f.head(), "field '", at, "' must list ", kColumns.size(),
+          " values (the columns); got ", row.dump());
+  auto whole = [&](std::size_t c) {
+    return static_cast<int>(f.integer_of(row[c], at + "." + kColumns[c], 1, 1 << 30));
+  };
+  MeasuredRun r;
+  r.billions = f.number_of(row[0], at + "." + kColumns[0], 0.0, 1e6);
+  r.heads = whole(1);
+  r.hidden = whole(2);
+  r.layers = whole(3);
+  r.tp = whole(4);
+  r.pp = whole(5);
+  r.gpus = whole(6);
+  r.batch = whole(7);
+  r.tflops_per_gpu = f.number_of(row[8], at + "." + kColumns[8], 0.0, 1e6);
+  r.percent_of_peak = f.number_of(row[9], at + "." + kColumns[9], 0.0, 100.0);
+  require(r.gpus % (r.tp * r.pp) == 0, f.head(), at, ": ", r.gpus, " GPUs are not a whole number of tp x pp = ",
+          r.tp, " x ", r.pp, " replicas");
+  return r;
+}
+
+bool names_a_file(const std::string& key_or_path) {
+  return key_or_path.find('/') != std::string::npos || key_or_path.ends_with(".json");
+}
+
+}  // namespace
+
+MeasuredTable parse_measured_table(const std::string& json_text, const std::string& where) {
+  JsonFields::json doc;
+  try {
+    doc = JsonFields::json::parse(json_text);
+  } catch (const JsonFields::json::parse_error& e) {
+    throw_error("measured table ", where, ": not valid JSON (", e.what(), ")");
+  }
+  require(doc.is_object(), "measured table ", where, ": the top level must be an object");
+  const JsonFields top(doc, "measured table", where);
+  MeasuredTable t;
+  t.key = top.text("key");
+  t.title = top.text("title");
+  t.citation = top.text("citation");
+  t.cluster = top.text("cluster");
+  t.flops = parse_flop_count(top, "flops");
+  t.rule = parse_rule(top.object("rule"));
+  const JsonFields::json& columns = top.field("columns");
+  JsonFields::json expected = JsonFields::json::array();
+  for (const char* c : kColumns) expected.push_back(c);
+  require(columns == expected, top.head(), "field 'columns' must be ", expected.dump(), "; got ", columns.dump());
+  const JsonFields::json& rows = top.field("rows");
+  require(rows.is_array() && !rows.empty(), top.head(), "field 'rows' must be a non-empty list of rows");
+  for (std::size_t i = 0; i < rows.size(); ++i) t.rows.push_back(parse_row(top, rows[i], i));
+  return t;
+}
+
+MeasuredTable load_measured_table(const std::string& path) {
+  std::ifstream in(path);
+  require(in.good(), "measured table ", path, ": cannot be opened");
+  std::ostringstream text;
+  text << in.rdbuf();
+  MeasuredTable t = parse_measured_table(text.str(), path);
+  t.path = path;
+  return t;
+}
+
 const std::vector<MeasuredTable>& measured_tables() {
-  static const std::vector<MeasuredTable> tables = {narayanan_measured_table(), megatron_h100_measured_table()};
+  static const std::vector<MeasuredTable> tables = [] {
+    const auto dir = find_data_file("measured");
+    require(dir.has_value(), "the shipped tables of measured runs (data/measured/) were not found; looked in:",
+            data_file_places("measured"));
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(*dir))
+      if (entry.is_regular_file() && entry.path().extension() == ".json") files.push_back(entry.path().string());
+    std::vector<MeasuredTable> all;
+    for (const auto& file : files) all.push_back(load_measured_table(file));
+    std::sort(all.begin(), all.end(), [](const MeasuredTable& a, const MeasuredTable& b) { return a.key < b.key; });
+    return all;
+  }();
   return tables;
 }
 
-const MeasuredTable& measured_table(const std::string& key) {
+MeasuredTable measured_table(const std::string& key_or_path) {
+  if (names_a_file(key_or_path)) return load_measured_table(key_or_path);
   std::string keys;
   for (const MeasuredTable& t : measured_tables()) {
-    if (t.key == key) return t;
+    if (t.key == key_or_path) return t;
     keys += (keys.empty() ? "" : ", ") + t.key;
   }
-  throw_error("no measured table '", key, "'; expected one of ", keys);
+  throw_error("no measured table '", key_or_path, "'; expected one of ", keys, " or a path to a table file");
+}
+
+StepConfig MeasuredTable::config(const MeasuredRun& row) const {
+  StepConfig c = measured_run_config(row, rule.sequence_parallel && row.tp > 1 ? TpMode::d1_sp : TpMode::d1, rule.seq,
+                                     rule.vocab);
+  c.spec.precision = rule.precision;
+  c.spec.zero.stage = rule.zero;
+  c.spec.recompute = rule.recompute;
+  c.spec.dropout = rule.dropout;
+  c.attention_keeps_probabilities = !rule.streaming_attention;
+  c.gradient_accumulation_fusion = rule.gradient_accumulation_fusion;
+  c.overlap = rule.overlap;
+  return c;
+}
+
+double MeasuredTable::step_flops(const StepConfig& c) const {
+  return flops == FlopCount::narayanan ? narayanan_flops(c.spec.model, c.spec.global_batch)
+                                       : model_flops(c.spec.model, c.spec.global_batch);
 }
 
 namespace {
@@ -111,7 +260,7 @@ Validation validate(const MeasuredTable& table, const Cluster& cluster) {
     row.row = r;
     const StepConfig config = table.config(r);
     row.estimate = estimate_step(config, cluster);
-    row.predicted = table.flops(config) / (row.estimate.step_seconds * config.gpus()) / 1e12;
+    row.predicted = table.step_flops(config) / (row.estimate.step_seconds * config.gpus()) / 1e12;
     row.error = (row.predicted - r.tflops_per_gpu) / r.tflops_per_gpu;
     row.baseline_error = (v.baseline_tflops - r.tflops_per_gpu) / r.tflops_per_gpu;
     v.max_error = std::max(v.max_error, std::abs(row.error));

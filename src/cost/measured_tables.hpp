@@ -1,13 +1,15 @@
 #pragma once
 // Published tables of measured training runs, and the step model held against them (`mdtp plan
-// --validate`).  Each table states its hardware, how it counts FLOPs and what its rows leave out;
-// what a row does not give is fixed by ONE rule per table (its `config`), written from the
-// publication's stated setup, never fitted to its numbers.  Nothing in the model is tuned on these
-// rows: they are how a user (and the tests) see how far the predictions are from real clusters.
+// --validate`).  Each table is a data file (data/measured/KEY.json: docs/performance-model.md,
+// "Tables of measured runs") that states its hardware, how it counts FLOPs, its citation, its rows
+// as published and ONE rule for what its rows leave out, written from the publication's stated
+// setup, never fitted to its numbers.  Nothing in the model is tuned on these rows: they are how a
+// user (and the tests) see how far the predictions are from real clusters, and a user's own table
+// in the same format is validated the same way.
 //
 //   narayanan-2021   Narayanan et al. 2021 (SC '21), Table 1: GPT 1.7B-1T on Selene (DGX A100)
 //   megatron-h100    the Megatron-LM README's weak-scaling table (images/model_table.png): GPT
-//                    2B-462B on DGX H100, all overlaps on
+//                    1.7B-462B on DGX H100, all overlaps on
 #include <string>
 #include <vector>
 
@@ -24,21 +26,54 @@ struct MeasuredRun {
   double percent_of_peak = 0.0;
 };
 
+// How a table counts the FLOPs of a step, from which its TFLOP/s per GPU follow.
+enum class FlopCount {
+  narayanan,  // 96·B·s·l·h²(1 + s/6h + V/16lh): the recomputed forward counted (model_flops.hpp)
+  model,      // model FLOPs, no recomputation counted (Megatron's num_floating_point_operations)
+};
+
+// What a table's rows leave out, fixed once for every row.  Shared by every table
+// (measured_run_config): the GPT block at `seq` and `vocab`, the row's batch, tp, pp and
+// dp = GPUs / (tp·pp), micro-batch 1, and with a pipeline the interleaved schedule with v = the
+// smallest divisor > 1 of the layers per stage (1F1B when a stage has one layer).
+struct MeasuredRule {
+  std::string text;  // the rule in words, printed above the table
+  std::int64_t seq = 0, vocab = 0;
+  bool sequence_parallel = false;  // 1D-SP wherever tp > 1; else 1D
+  Precision precision;
+  int zero = 0;
+  Recompute recompute = Recompute::none;
+  double dropout = 0.0;
+  bool streaming_attention = false;
+  bool gradient_accumulation_fusion = true;
+  OverlapAssumptions overlap;
+};
+
 struct MeasuredTable {
   std::string key;       // "narayanan-2021", "megatron-h100"
   std::string title;     // printed above the table
   std::string citation;  // where the numbers are, exactly
   std::string cluster;   // the cluster preset of the hardware it was measured on
-  std::string rule;      // what the rows do not say, and how `config` fixes it
+  std::string path;      // the file it was read from
+  FlopCount flops = FlopCount::model;
+  MeasuredRule rule;
   std::vector<MeasuredRun> rows;
-  StepConfig (*config)(const MeasuredRun&) = nullptr;
-  // The FLOPs of one step as the table counts them, from which its TFLOP/s per GPU follow.
-  double (*flops)(const StepConfig&) = nullptr;
+
+  // A row as a StepConfig, by the rule.
+  StepConfig config(const MeasuredRun& row) const;
+  // The FLOPs of one step of `config` as the table counts them.
+  double step_flops(const StepConfig& config) const;
 };
 
-// Every shipped table, in the order --validate prints them.
+// Reads and validates a table file; mdtp::Error "measured table F: field X ..." on any problem.
+MeasuredTable load_measured_table(const std::string& path);
+MeasuredTable parse_measured_table(const std::string& json_text, const std::string& where);
+
+// Every shipped table (data/measured/*.json, core/data_files.hpp), ordered by key.
 const std::vector<MeasuredTable>& measured_tables();
-const MeasuredTable& measured_table(const std::string& key);  // an mdtp::Error names the keys
+// A shipped table by key, or a table file by path (anything with a '/' or ending in .json); an
+// mdtp::Error names the shipped keys.
+MeasuredTable measured_table(const std::string& key_or_path);
 
 struct ValidationRow {
   MeasuredRun row;
@@ -71,10 +106,7 @@ PairOrder distinct_pair_order(const std::vector<double>& measured, const std::ve
 
 Validation validate(const MeasuredTable& table, const Cluster& cluster);
 
-// What every table's rule shares: the GPT block at the table's sequence and vocabulary, the row's
-// batch, tp, pp and dp = GPUs / (tp·pp) in `mode`, micro-batch 1, and with a pipeline the
-// interleaved schedule with v = the smallest divisor > 1 of the layers per stage (1F1B when the
-// stage has one layer).  Precision, ZeRO, recomputation and overlap are each table's own.
+// What every table's rule shares (MeasuredRule's comment), in `mode`.
 StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab);
 
 // Spearman's ρ of two equally long series (average ranks for ties); 0 for fewer than 2 values.

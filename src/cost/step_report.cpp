@@ -251,7 +251,7 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
   const json doc = {{"table", v.table->key},
                     {"title", v.table->title},
                     {"citation", v.table->citation},
-                    {"rule", v.table->rule},
+                    {"rule", v.table->rule.text},
                     {"cluster", cluster.name},
                     {"baseline_tflops_per_gpu", v.baseline_tflops},
                     {"max_error", v.max_error},
@@ -269,7 +269,7 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
   std::ostringstream os;
   os << fmt::format("{}, predicted from {} (baseline: {:.1f} TFLOP/s for every row)\n", v.table->title,
                     cluster.name, v.baseline_tflops);
-  os << fmt::format("source: {}\nrule for what the rows leave out: {}\n\n", v.table->citation, v.table->rule);
+  os << fmt::format("source: {}\nrule for what the rows leave out: {}\n\n", v.table->citation, v.table->rule.text);
   os << "| params | heads | hidden | layers | TP | PP | GPUs | batch | schedule | measured | predicted | error | "
         "baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
   os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";

@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/data_files.hpp"
 #include "core/error.hpp"
 #include "io/h5_file.hpp"
-#include "mdtp/build_info.hpp"
 
 namespace mdtp {
 
@@ -82,27 +81,14 @@ void write_token_file(const std::string& path, const TokenData& data) {
 }
 
 std::string find_default_corpus() {
-  namespace fs = std::filesystem;
   // $MDTP_DATA_DIR first (a relocated install), then beside the program (a build tree or an
   // installed prefix's share/mdtp), the source tree it was built from, the install prefix, and
-  // the working directory.
-  std::vector<fs::path> tried;
-  if (const char* dir = std::getenv("MDTP_DATA_DIR"); dir != nullptr && *dir != '\0')
-    tried.push_back(fs::path(dir) / "corpus.txt");
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec)
-    for (fs::path dir = exe.parent_path(); !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-      tried.push_back(dir / "data" / "corpus.txt");
-      tried.push_back(dir / "share" / "mdtp" / "corpus.txt");
-    }
-  tried.push_back(fs::path(build_info::source_data_dir) / "corpus.txt");
-  tried.push_back(fs::path(build_info::installed_data_dir) / "corpus.txt");
-  tried.push_back(fs::current_path() / "data" / "corpus.txt");
-  for (const auto& p : tried)
-    if (fs::exists(p)) return p.string();
+  // the working directory (core/data_files.hpp).
+  if (const auto found = find_data_file("corpus.txt")) return found->string();
+  // The message lists one place per line (not data_file_places' one line): the corpus is the
+  // main job's default input, and this is what a user on a relocated install reads first.
   std::string where;
-  for (const auto& p : tried) where += "\n  " + p.string();
+  for (const auto& p : data_file_candidates("corpus.txt")) where += "\n  " + p.string();
   throw_error("no --data given and the shipped corpus data/corpus.txt was not found; looked in:", where);
 }
 

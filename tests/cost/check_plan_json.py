@@ -8,11 +8,15 @@
                                     has the fixed layout (mode, tp, pp, dp, schedule, chunks,
                                     micro-batch, recomputation), ranked, the quickest near the 1T row
   check_plan_json.py MDTP search    a ranked search, --top 3
-  check_plan_json.py MDTP validate  the validation table
+  check_plan_json.py MDTP validate  the validation table; then a user's table file (--table FILE: two rows of the
+                                    shipped A100 table, the same predictions) and a broken one (exit 2, one line on
+                                    stderr, nothing on stdout)
 """
 import json
+import os
 import subprocess
 import sys
+import tempfile
 
 ESTIMATE_KEYS = ["step_s", "tokens_per_s", "tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_bytes", "fits", "time",
                  "memory", "config", "placement"]
@@ -60,6 +64,47 @@ def check_estimate(e, where):
         sys.exit(f"{where}: keep-params at ZeRO stage {e['config']['zero']}")
     if e["config"]["zero_reduce_per_micro_batch"] and e["config"]["zero"] < 2:
         sys.exit(f"{where}: reduction per micro-batch at ZeRO stage {e['config']['zero']}")
+
+
+def check_table_files(mdtp, narayanan):
+    """--table FILE: a user's table validates like the shipped one; a broken file is refused in one line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = subprocess.run([mdtp, "plan", "--validate", "--table", "narayanan-2021"], capture_output=True,
+                                text=True, timeout=600)
+        if source.returncode != 0:
+            sys.exit(f"--table narayanan-2021 exited with {source.returncode}")
+        # The user's file: the shipped table's rule, its 18.4B and 1T rows.
+        table = {"key": "mine", "title": "two rows", "citation": "check_plan_json.py", "cluster": "dgx-a100",
+                 "flops": "narayanan",
+                 "rule": {"text": "Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": False,
+                          "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
+                          "streaming_attention": False, "gradient_accumulation_fusion": False,
+                          "overlap": {"dp_gradients": False, "pp_p2p": False, "tp_comm": False,
+                                      "param_gather": False}},
+                 "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch",
+                             "tflops_per_gpu", "percent_of_peak"],
+                 "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43],
+                          [1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52]]}
+        mine = os.path.join(tmp, "mine.json")
+        with open(mine, "w") as f:
+            json.dump(table, f)
+        got = subprocess.run([mdtp, "plan", "--validate", "--table", mine, "--json"], capture_output=True, text=True,
+                             timeout=600)
+        if got.returncode != 0:
+            sys.exit(f"--table {mine} exited with {got.returncode}: {got.stderr}")
+        rows = json.loads(got.stdout)[0]["rows"]
+        want = [narayanan["rows"][3]["predicted_tflops_per_gpu"], narayanan["rows"][9]["predicted_tflops_per_gpu"]]
+        if [r["predicted_tflops_per_gpu"] for r in rows] != want:
+            sys.exit(f"the user's table predicts {[r['predicted_tflops_per_gpu'] for r in rows]}, the shipped {want}")
+        table["rule"]["zero"] = 5
+        broken = os.path.join(tmp, "broken.json")
+        with open(broken, "w") as f:
+            json.dump(table, f)
+        bad = subprocess.run([mdtp, "plan", "--validate", "--table", "narayanan-2021", "--table", broken],
+                             capture_output=True, text=True, timeout=600)
+        lines = bad.stderr.strip().splitlines()
+        if bad.returncode != 2 or bad.stdout or len(lines) != 1 or "'rule.zero'" not in lines[0]:
+            sys.exit(f"a broken table: exit {bad.returncode}, stdout {bad.stdout[:200]!r}, stderr {bad.stderr!r}")
 
 
 def main():
@@ -116,6 +161,7 @@ def main():
             sys.exit(f"validation: {n['distinct_pairs_ordered']} of {n['distinct_pairs']} distinct pairs in order")
         if len(tables["megatron-h100"]["rows"]) != 9 or tables["megatron-h100"]["cluster"] != "dgx-h100":
             sys.exit("validation: the H100 table has 9 rows, predicted on dgx-h100")
+        check_table_files(mdtp, n)
     print("ok")
 
 

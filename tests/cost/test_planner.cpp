@@ -1,14 +1,16 @@
 // The planner (every returned configuration valid, fitting and ranked; one that does not fit is
-// left out) and the validation against Narayanan et al. 2021's measured table.
+// left out), the validation against the shipped tables of measured runs, and table files.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
+#include "core/error.hpp"
 #include "cost/measured_tables.hpp"
-#include "cost/megatron_h100.hpp"
-#include "cost/narayanan.hpp"
 #include "cost/planner.hpp"
 #include "dgx_a100.hpp"
 
@@ -99,7 +101,8 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
 // — and to the trend.  (The mean |error| goal of 10 % is not met here: docs/performance-model.md.)
 TEST_CASE("Narayanan et al. 2021 with nothing fitted: worst within 25 %, the measured order kept, the trend right",
           "[cost][planner][validation]") {
-  const Validation v = validate(narayanan_measured_table(), dgx_a100());
+  const MeasuredTable narayanan = measured_table("narayanan-2021");
+  const Validation v = validate(narayanan, dgx_a100());
   REQUIRE(v.rows.size() == 10);
   for (const auto& r : v.rows) {
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
@@ -118,10 +121,15 @@ TEST_CASE("Narayanan et al. 2021 with nothing fitted: worst within 25 %, the mea
   CHECK(by_prediction[by_prediction.size() - 2].row.billions >= 529.6);
   // The rule: micro-batch 1, interleaved with the smallest v > 1 dividing the layers per stage,
   // weight gradients accumulated by their own kernel (Megatron-LM of 2021).
-  CHECK(narayanan_config(narayanan_table()[8]).spec.layout.chunks == 3);  // 105 layers on 35 stages
-  CHECK(narayanan_config(narayanan_table()[9]).spec.layout.chunks == 2);
-  CHECK(narayanan_config(narayanan_table()[0]).spec.layout.pp == 1);
-  CHECK_FALSE(narayanan_config(narayanan_table()[0]).gradient_accumulation_fusion);
+  const std::vector<MeasuredRun>& rows = narayanan.rows;
+  CHECK(narayanan.config(rows[8]).spec.layout.chunks == 3);  // 105 layers on 35 stages
+  CHECK(narayanan.config(rows[9]).spec.layout.chunks == 2);
+  CHECK(narayanan.config(rows[0]).spec.layout.pp == 1);
+  CHECK(narayanan.config(rows[3]).spec.layout.mode == TpMode::d1);  // no sequence parallelism in 2021
+  CHECK(narayanan.config(rows[0]).spec.recompute == Recompute::full);
+  CHECK(narayanan.config(rows[0]).dtype() == DType::f16);
+  CHECK_FALSE(narayanan.config(rows[0]).gradient_accumulation_fusion);
+  CHECK_FALSE(narayanan.config(rows[0]).overlap.dp_gradients);
 }
 
 TEST_CASE("pairs measured more than 10 % apart: counted once each, ordered when the prediction agrees",
@@ -145,9 +153,11 @@ TEST_CASE("Spearman's rank correlation: order, reversal and ties", "[cost][valid
 
 TEST_CASE("every shipped measured table: its rows as published and its one rule", "[cost][validation]") {
   const std::vector<MeasuredTable>& tables = measured_tables();
-  REQUIRE(tables.size() == 2);
-  CHECK(&measured_table("megatron-h100") == &tables[1]);
-  CHECK_THROWS_WITH(measured_table("mlperf"), Catch::Contains("narayanan-2021, megatron-h100"));
+  REQUIRE(tables.size() == 2);  // ordered by key
+  CHECK(tables[0].key == "megatron-h100");
+  CHECK(tables[1].key == "narayanan-2021");
+  CHECK(measured_table("megatron-h100").rows.size() == 9);
+  CHECK_THROWS_WITH(measured_table("mlperf"), Catch::Contains("megatron-h100, narayanan-2021"));
   // The printed % of peak is the printed TFLOP/s over the data-sheet peak (312 A100, 989 H100),
   // rounded: a check on copying the rows.
   for (const MeasuredTable& t : tables) {
@@ -160,14 +170,16 @@ TEST_CASE("every shipped measured table: its rows as published and its one rule"
   }
   // Megatron's H100 rows: dp 48 throughout; sequence parallelism wherever tp > 1; the distributed
   // optimizer (ZeRO-1); no recomputation with a streaming attention kernel; overlaps on.
-  for (const MeasuredRun& r : megatron_h100_table()) {
-    const StepConfig c = megatron_h100_config(r);
+  const MeasuredTable megatron = measured_table("megatron-h100");
+  for (const MeasuredRun& r : megatron.rows) {
+    const StepConfig c = megatron.config(r);
     CHECK(c.spec.layout.dp == 48);
     CHECK(c.spec.layout.mode == (r.tp > 1 ? TpMode::d1_sp : TpMode::d1));
     CHECK(c.spec.zero.stage == 1);
     CHECK(c.effective_recompute() == Recompute::none);
     CHECK(c.micro_batch() == 1);
     CHECK((c.overlap.dp_gradients && c.overlap.pp_p2p && c.overlap.tp_comm && c.overlap.param_gather));
+    CHECK(c.gradient_accumulation_fusion);
   }
   // Both tables validate end to end on their own hardware: every prediction below the peak.
   for (const MeasuredTable& t : tables) {
@@ -175,7 +187,72 @@ TEST_CASE("every shipped measured table: its rows as published and its one rule"
     const Validation v = validate(t, cluster);
     REQUIRE(v.rows.size() == t.rows.size());
     for (const ValidationRow& r : v.rows) CHECK((r.predicted > 0 && r.predicted < (t.cluster == "dgx-h100" ? 989 : 312)));
+    CHECK(v.table == &t);
     std::cout << "[validation] " << t.key << ": mean |error| " << 100 * v.mean_abs_error << " %, worst "
               << 100 * v.max_error << " %, Spearman " << v.spearman << "\n";
+  }
+}
+
+namespace {
+
+// A shipped table's text with one substring replaced, parsed as if read from "edited.json".
+MeasuredTable parse_edited_table(const std::string& from, const std::string& to) {
+  std::ifstream in(measured_table("narayanan-2021").path);
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  const auto at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), to);
+  return parse_measured_table(text, "edited.json");
+}
+
+}  // namespace
+
+TEST_CASE("a table file of measured runs: a user's own validates like a shipped one; a broken one is refused in one line",
+          "[cost][validation]") {
+  // Two rows of the shipped A100 table with their rule, as a user would write their own.
+  const std::string path = "test_measured_table_user.json";
+  {
+    std::ofstream out(path);
+    out << R"({"key": "my-runs", "title": "two runs", "citation": "this test", "cluster": "dgx-a100",
+      "flops": "narayanan",
+      "rule": {"text": "as Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": false,
+               "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
+               "streaming_attention": false, "gradient_accumulation_fusion": false,
+               "overlap": {"dp_gradients": false, "pp_p2p": false, "tp_comm": false, "param_gather": false}},
+      "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu",
+                  "percent_of_peak"],
+      "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43], [1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52]]})";
+  }
+  const MeasuredTable mine = measured_table(path);
+  CHECK(mine.key == "my-runs");
+  const Validation v = validate(mine, dgx_a100());
+  const Validation shipped = validate(measured_table("narayanan-2021"), dgx_a100());
+  REQUIRE(v.rows.size() == 2);
+  CHECK(v.rows[0].predicted == shipped.rows[3].predicted);  // the same rule: the same predictions
+  CHECK(v.rows[1].predicted == shipped.rows[9].predicted);
+  std::remove(path.c_str());
+
+  CHECK_THROWS_WITH(measured_table("no/such/table.json"), Catch::Contains("cannot be opened"));
+  CHECK_THROWS_WITH(parse_edited_table("\"seq\": 2048", "\"seq\": 0"),
+                    Catch::Contains("edited.json") && Catch::Contains("'rule.seq' must be a whole number in [1,"));
+  CHECK_THROWS_WITH(parse_edited_table("\"recompute\": \"full\"", "\"recompute\": \"most\""),
+                    Catch::Contains("'rule.recompute'") && Catch::Contains("most"));
+  CHECK_THROWS_WITH(parse_edited_table("\"flops\": \"narayanan\"", "\"flops\": \"hardware\""),
+                    Catch::Contains("'flops' must be \"narayanan\""));
+  CHECK_THROWS_WITH(parse_edited_table("\"tp_comm\": false", "\"tp_comm\": 0"),
+                    Catch::Contains("'rule.overlap.tp_comm' must be true or false"));
+  CHECK_THROWS_WITH(parse_edited_table("[1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 44]", "[1.7, 24, 2304, 24, 1, 1, 32]"),
+                    Catch::Contains("'rows[0]' must list 10 values"));
+  CHECK_THROWS_WITH(parse_edited_table("[1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 44]",
+                                       "[1.7, 24, 2304, 24, 3, 1, 32, 512, 137, 44]"),
+                    Catch::Contains("32 GPUs are not a whole number of tp x pp = 3 x 1"));
+  CHECK_THROWS_WITH(parse_edited_table("\"params_billions\",", "\"billions\","),
+                    Catch::Contains("field 'columns' must be"));
+  CHECK_THROWS_WITH(parse_measured_table("[1, 2]", "list.json"), Catch::Contains("the top level must be an object"));
+  try {
+    parse_edited_table("\"cluster\": \"dgx-a100\"", "\"cluster\": 7");
+    FAIL("accepted a number for the cluster");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()) == "measured table edited.json: field 'cluster' must be a string; got 7");
   }
 }
