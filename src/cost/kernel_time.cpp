@@ -29,6 +29,9 @@ double tile_rate_fraction(const GemmTile& tile) {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// The shortest k slice a split-K GEMM runs (a few k-tiles of its software pipeline).
+constexpr std::int64_t kMinSliceK = 256;
+
 }  // namespace
 
 double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const Cluster& cluster,
@@ -43,10 +46,21 @@ double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DTyp
   const double sm_rate = rate / cluster.sm_count;
   double best = std::numeric_limits<double>::infinity();
   for (const GemmTile& tile : kTiles) {
-    const std::int64_t waves = ceil_div(batch * ceil_div(m, tile.rows) * ceil_div(n, tile.cols), cluster.sm_count);
-    const double tile_seconds =
-        2.0 * static_cast<double>(tile.rows * tile.cols) * K / (sm_rate * tile_rate_fraction(tile));
-    best = std::min(best, static_cast<double>(waves) * tile_seconds);
+    const std::int64_t tiles = batch * ceil_div(m, tile.rows) * ceil_div(n, tile.cols);
+    // Split-K: with fewer tiles than SMs the library cuts k into `splits` slices run as separate
+    // tiles, each slice of at least kMinSliceK, whose partial sums are then added (written and read
+    // in f32 once per slice).
+    const std::int64_t max_splits =
+        std::max<std::int64_t>(1, std::min(cluster.sm_count / tiles, k / kMinSliceK));
+    for (std::int64_t splits = 1; splits <= max_splits; ++splits) {
+      const std::int64_t waves = ceil_div(tiles * splits, cluster.sm_count);
+      const double slice = static_cast<double>(ceil_div(k, splits));
+      const double tile_seconds =
+          2.0 * static_cast<double>(tile.rows * tile.cols) * slice / (sm_rate * tile_rate_fraction(tile));
+      const double partial_sums =
+          splits > 1 ? 2.0 * 4.0 * static_cast<double>(splits * batch * m * n) / cluster.stream_bandwidth() : 0.0;
+      best = std::min(best, static_cast<double>(waves) * tile_seconds + partial_sums);
+    }
   }
   return best;
 }

@@ -10,6 +10,9 @@
 //     128×128 at the full rate and 128×64, 64×128 and 64×64 at a rate lowered by their operand
 //     reuse (a Tm×Tn tile loads (Tm+Tn)/(Tm·Tn) operand elements per multiply-add: half the tile,
 //     twice the loads per flop), so small problems use small tiles and large ones large tiles.
+//     With fewer tiles than SMs it may also split k (split-K: s slices of at least 256 run as
+//     separate tiles, their f32 partial sums written and read once more), as the libraries do to
+//     fill the GPU.
 //     A thin GEMM (attention's per-head products, a small micro-batch) is limited instead by
 //     reading its operands and writing its result at the streaming bandwidth (a roofline,
 //     Williams et al. 2009):
