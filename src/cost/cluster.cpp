@@ -3,8 +3,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,13 +43,7 @@ double Cluster::peak(DType dtype) const {
 }
 
 Cluster parse_cluster(const std::string& json_text, const std::string& where) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw_error("cluster file ", where, ": not valid JSON (", e.what(), ")");
-  }
-  require(doc.is_object(), "cluster file ", where, ": the top level must be an object");
+  const json doc = parse_json_object(json_text, "cluster file", where);
   const JsonFields top(doc, "cluster file", where);
   Cluster c;
   c.name = top.text("name");
@@ -97,11 +89,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
 }
 
 Cluster load_cluster(const std::string& path) {
-  std::ifstream in(path);
-  require(in.good(), "cluster file ", path, ": cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  Cluster c = parse_cluster(text.str(), path);
+  Cluster c = parse_cluster(read_document(path, "cluster file"), path);
   c.path = path;
   return c;
 }

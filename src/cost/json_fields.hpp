@@ -1,7 +1,8 @@
 #pragma once
 // JsonFields: reads the fields of one object of a JSON document (a cluster file, a table of measured
 // runs), naming "<document> <file>: field a.b.c" in every error, so a broken file is refused in one
-// line that says which file, which field and what was expected.
+// line that says which file, which field and what was expected.  read_document and
+// parse_json_object are the two steps before it that every such file shares.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -67,5 +68,11 @@ class JsonFields {
   const json& node_;
   std::string document_, where_, prefix_;
 };
+
+// A document file's whole text; mdtp::Error "<document> <path>: cannot be opened".
+std::string read_document(const std::string& path, const std::string& document);
+// The text parsed as a JSON object; mdtp::Error "<document> <where>: not valid JSON (…)" or
+// "…: the top level must be an object".
+JsonFields::json parse_json_object(const std::string& text, const std::string& document, const std::string& where);
 
 }  // namespace mdtp::cost

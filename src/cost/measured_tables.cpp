@@ -6,8 +6,6 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/data_files.hpp"
 #include "core/error.hpp"
@@ -94,13 +92,7 @@ bool names_a_file(const std::string& key_or_path) {
 }  // namespace
 
 MeasuredTable parse_measured_table(const std::string& json_text, const std::string& where) {
-  JsonFields::json doc;
-  try {
-    doc = JsonFields::json::parse(json_text);
-  } catch (const JsonFields::json::parse_error& e) {
-    throw_error("measured table ", where, ": not valid JSON (", e.what(), ")");
-  }
-  require(doc.is_object(), "measured table ", where, ": the top level must be an object");
+  const JsonFields::json doc = parse_json_object(json_text, "measured table", where);
   const JsonFields top(doc, "measured table", where);
   MeasuredTable t;
   t.key = top.text("key");
@@ -120,11 +112,7 @@ MeasuredTable parse_measured_table(const std::string& json_text, const std::stri
 }
 
 MeasuredTable load_measured_table(const std::string& path) {
-  std::ifstream in(path);
-  require(in.good(), "measured table ", path, ": cannot be opened");
-  std::ostringstream text;
-  text << in.rdbuf();
-  MeasuredTable t = parse_measured_table(text.str(), path);
+  MeasuredTable t = parse_measured_table(read_document(path, "measured table"), path);
   t.path = path;
   return t;
 }
