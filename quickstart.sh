@@ -8,8 +8,9 @@
 #
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), MDTP_NATIVE=OFF for portable
 # binaries, MDTP_CUDA_BUILD=0 to skip compiling the CUDA variant in `test` when nvcc is present,
-# MDTP_SANITIZER_TESTS=0 to skip the AddressSanitizer/UBSan pass in `test`, MDTP_SKIP_APT=1 when
-# the packages are already there.
+# MDTP_SANITIZER_TESTS=0 to skip the AddressSanitizer/UBSan pass in `test`, MDTP_SIMULATE_TESTS=0
+# to skip SimGrid and the SMPI build in `test` (the simulated-cluster test then checks only its
+# refusals), MDTP_SKIP_APT=1 when the packages are already there.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -48,7 +49,10 @@ configure_and_build() {
   cmake --build "$dir" -j "$JOBS" --target "$target"
 }
 
-[ "$mode" = simulate ] && packages+=(libsimgrid-dev)
+# SimGrid for the SMPI build: `simulate`, and `test` unless MDTP_SIMULATE_TESTS=0.
+simulated_tests=0
+[ "$mode" = test ] && [ "${MDTP_SIMULATE_TESTS:-1}" = 1 ] && simulated_tests=1
+{ [ "$mode" = simulate ] || [ "$simulated_tests" = 1 ]; } && packages+=(libsimgrid-dev)
 install_packages
 mkdir -p "$BUILD_DIR"
 # The main job needs only the `mdtp` program; the tests need everything.
@@ -93,6 +97,9 @@ if [ "$mode" = test ]; then
        ctest --output-on-failure --timeout 900 \
        -R '^(core_np1|io_np1|comm_np[1-8]|mesh_mpi_np[148]|tp_layers_np[1-9]|tp2d_np[48]|tp3d_np8|cost_np[148]|model_np[12]|zero_np[24]|zero_parity_np2|faults_np[12]|safetensors_np1|hf_checkpoint_np4)$')
   fi
+  # The SMPI variant (about 3 minutes on 2 cores): ctest's simulate_cli then runs every TP mode on
+  # 64 simulated DGX H100 GPUs with a pipeline and ZeRO-3 (docs/simulate.md).
+  [ "$simulated_tests" = 1 ] && configure_and_build "${BUILD_DIR}-smpi" mdtp -DMDTP_SMPI=ON
   echo "== running the test suite (label slow, the full matrices, left out: ctest -L slow runs them)"
   cd "$BUILD_DIR"
   exec ctest --output-on-failure --timeout 900 -LE slow

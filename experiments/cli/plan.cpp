@@ -63,6 +63,7 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   r.dropout = spec.dropout > 0;
   r.attention_keeps_probabilities = !o.step.streaming_attention;
   r.gradient_accumulation_fusion = !o.step.no_gradient_accumulation_fusion;
+  r.cross_entropy_fusion = o.step.cross_entropy_fusion;
   r.overlap = o.step.overlap();
   r.max_tp = o.max_tp;
   r.max_micro_batch = o.max_micro_batch;

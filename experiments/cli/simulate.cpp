@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "core/blas_library.hpp"
 #include "cost/cluster.hpp"
 #include "io/output_path.hpp"
 #include "run/simulation_context.hpp"
@@ -57,7 +58,8 @@ struct SimulateOptions {
 //    rings and chains over point-to-point (comm/ring_collectives.hpp), untouched by this.
 const std::vector<std::string> kSettings = {"smpi/simulate-computation:no", "network/model:CM02",
                                             "network/TCP-gamma:0", "network/crosstraffic:0",
-                                            "smpi/test:0", "smpi/wtime:0", "smpi/coll-selector:mpich"};
+                                            "smpi/test:0", "smpi/wtime:0", "smpi/coll-selector:mpich",
+                                            "smpi/privatization:no"};
 
 fs::path default_smpi_mdtp() {
   std::error_code ec;
@@ -130,6 +132,14 @@ int run_simulate(const SimulateOptions& o) {
                                  version, kSettings};
   setenv(run::kSimulationEnvironment, run::simulation_json(context).c_str(), 1);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);  // every simulated rank shares this process's one thread
+  // SimGrid links GSL's CBLAS, and with the program's globals shared between the simulated ranks
+  // (smpi/privatization:no) their cblas_sgemm resolved to it (reference loops: half the wall time
+  // of a 64-rank run) instead of the BLAS mdtp was built with.  Preloading that BLAS puts it first.
+  if (const BlasLibrary& blas = blas_library(); !blas.path.empty()) {
+    const char* preload = std::getenv("LD_PRELOAD");
+    const std::string value = blas.path + (preload != nullptr && *preload != '\0' ? std::string(":") + preload : "");
+    setenv("LD_PRELOAD", value.c_str(), 1);
+  }
 
   std::vector<std::string> args = {o.smpirun, "-np", std::to_string(o.gpus), "-platform", platform_path.string(),
                                    "-hostfile", hostfile.string()};

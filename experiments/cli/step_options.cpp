@@ -17,7 +17,8 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
   return cost::StepConfig{.spec = spec,
                           .overlap = overlap(),
                           .attention_keeps_probabilities = !streaming_attention,
-                          .gradient_accumulation_fusion = !no_gradient_accumulation_fusion};
+                          .gradient_accumulation_fusion = !no_gradient_accumulation_fusion,
+                          .cross_entropy_fusion = cross_entropy_fusion};
 }
 
 void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
@@ -36,6 +37,9 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--no-gradient-accumulation-fusion", a.no_gradient_accumulation_fusion,
                "Megatron's switch: each micro-batch's weight gradient added into the gradient buffer by its own "
                "kernel (dW read, the buffer read and written), not in the GEMM's epilogue");
+  app.add_flag("--cross-entropy-fusion", a.cross_entropy_fusion,
+               "Megatron's --cross-entropy-loss-fusion: the cross-entropy as one kernel each way, not as its fp32 "
+               "PyTorch operations (six kernels forward, two backward)");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -15,7 +15,7 @@ struct StepAssumptions {
   std::string cluster = "dgx-a100";
   int gpus = 0;  // 0: not given
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
-  bool no_gradient_accumulation_fusion = false;
+  bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false;
   bool tp_comm_overlap = false, overlap_param_gather = false;
 
   cost::OverlapAssumptions overlap() const;

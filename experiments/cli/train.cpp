@@ -18,6 +18,7 @@
 #include "plan/schedule.hpp"
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
+#include "simulate/charging_gpt_kernels.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -42,6 +43,7 @@ TrainDevice train_device(const std::string& name) {
     // The SMPI build: host kernels whose modelled time on the preset's GPU is charged to the
     // simulated clock (docs/simulate.md).
     device.make_backend = [make = simulate::simulated_backend_factory()](MPI_Comm) { return make(); };
+    device.make_kernels = simulate::simulated_gpt_kernels_factory();
     return device;
   }
   if (name == "host") return device;

@@ -134,8 +134,20 @@ void RingCollective::advance() {
 }
 
 RingProgress& RingProgress::process() {
+#ifdef MDTP_SMPI
+  // Every simulated rank lives in this one process, and `mdtp simulate` shares the program's
+  // globals between them (smpi/privatization:no, docs/simulate.md): the rank's own rings hang on
+  // SMPI's per-rank slot, created on first use and kept until the simulation ends.
+  auto* progress = static_cast<RingProgress*>(smpi_process_get_user_data());
+  if (progress == nullptr) {
+    progress = new RingProgress;
+    smpi_process_set_user_data(progress);
+  }
+  return *progress;
+#else
   static RingProgress progress;
   return progress;
+#endif
 }
 
 void RingProgress::add(RingCollective* ring) { active_.push_back(ring); }

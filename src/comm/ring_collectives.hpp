@@ -86,8 +86,8 @@ class RingCollective {
   MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 };
 
-// The rings in flight on this rank; waits drive all of them.  One per process (per simulated rank
-// under SMPI, whose privatisation gives each rank its own).
+// The rings in flight on this rank; waits drive all of them.  One per process, and one per
+// simulated rank under SMPI (all ranks in one process: ring_collectives.cpp says how).
 class RingProgress {
  public:
   static RingProgress& process();

@@ -1,5 +1,7 @@
 #include "core/blas_library.hpp"
 
+#include <dlfcn.h>
+
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +22,8 @@ void MKL_Get_Version_String(char*, int) __attribute__((weak));
 void bli_thread_set_num_threads(long) __attribute__((weak));
 long bli_thread_get_num_threads() __attribute__((weak));
 const char* bli_info_get_version_str() __attribute__((weak));
+// Declared only for its address (which file provides it); never called from here.
+void cblas_sgemm() __attribute__((weak));
 }
 
 namespace mdtp {
@@ -94,6 +98,9 @@ BlasLibrary detect() {
   lib.linked = linked_with_cblas();
   if (!lib.linked) return lib;
   identify(lib);
+  if (Dl_info info{}; cblas_sgemm != nullptr && dladdr(reinterpret_cast<void*>(&cblas_sgemm), &info) != 0 &&
+                      info.dli_fname != nullptr)
+    lib.path = info.dli_fname;
   const int wanted = blas_threads_from_env(std::getenv("MDTP_BLAS_THREADS"));
   lib.threads = set_threads(wanted);
   if (lib.threads == 0)

@@ -26,6 +26,7 @@ struct BlasLibrary {
   bool usable = false;  // linked, and its kernels can run on this CPU
   std::string vendor;   // "openblas", "mkl", "blis", "cblas" (unidentified), "" when not linked
   std::string name;     // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY Zen MAX_THREADS=64"
+  std::string path;     // the file that provides cblas_sgemm in this process; "" when not told
   std::string core;     // OpenBLAS' kernel set ("Zen", "Haswell", "SkylakeX"); "" when not told
   int threads = 0;      // threads one call may use (after mdtp set them); 0 when unknown
   std::string note;     // a fallback or a mis-detection, in one sentence; "" when none

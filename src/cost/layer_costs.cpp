@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "cost/attention_core.hpp"
 #include "cost/compute_model.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
@@ -10,27 +11,6 @@
 #include "spec/names.hpp"
 
 namespace mdtp::cost {
-
-PassCost& PassCost::operator+=(const PassCost& o) {
-  gemm_flops += o.gemm_flops;
-  gemm_seconds += o.gemm_seconds;
-  stream_bytes += o.stream_bytes;
-  stream_seconds += o.stream_seconds;
-  comm_bytes += o.comm_bytes;
-  comm_seconds += o.comm_seconds;
-  return *this;
-}
-
-PassCost PassCost::scaled(double f) const {
-  PassCost p = *this;
-  p.gemm_flops *= f;
-  p.gemm_seconds *= f;
-  p.stream_bytes *= f;
-  p.stream_seconds *= f;
-  p.comm_bytes *= f;
-  p.comm_seconds *= f;
-  return p;
-}
 
 PassCost UnitCosts::recompute(Recompute r) const {
   switch (r) {
@@ -162,7 +142,6 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
           " on tp=", tp, "; they must be whole sequences of seq=", s, " (raise the micro-batch ", micro_batch, ")");
   const std::int64_t heads_local = model.heads / qkv_split, seqs_local = c_attn.y.rows / s;
   const std::int64_t products = heads_local * seqs_local;
-  const double flops_one = 2.0 * static_cast<double>(products) * static_cast<double>(s * s * d_head);
 
   // Streaming traffic (header comment), in bytes.
   const double delta = static_cast<double>(dtype_size(dtype)), mu = dropout ? 1.0 : 0.0;
@@ -187,50 +166,12 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   // rotary rotation (Megatron's fused kernels; the backward runs one per forward kernel).
   const int pass_kernels = 6 + (E_qk > 0 ? 1 : 0);
 
-  // The attention core, forward and backward.
-  PassCost core_forward, core_backward;
-  core_forward.gemm_flops = 2 * flops_one;
-  if (!streaming_attention) {
-    // Materialised: cuBLAS batched products over every local head and sequence (Q·Kᵀ, P·V forward;
-    // dP = dO·Vᵀ, and dV, dQ, dK like P·V backward) and the s×s scores through HBM: softmax,
-    // attention dropout (header comment).
-    const double t_scores = gemm_kernel_seconds(s, s, d_head, dtype, cluster, products);
-    const double t_context = gemm_kernel_seconds(s, d_head, s, dtype, cluster, products);
-    const double attention_dropout = dropout ? (2 * delta + mu) * E_A : 0.0;
-    const int kernels = dropout ? 2 : 1;
-    core_forward.gemm_seconds = t_scores + t_context;
-    core_forward.stream_bytes = 2 * E_A * delta + attention_dropout;
-    core_forward.stream_seconds = stream_seconds(core_forward.stream_bytes, cluster, kernels);
-    core_backward.gemm_flops = 4 * flops_one;
-    core_backward.gemm_seconds = t_scores + 3 * t_context;
-    core_backward.stream_bytes = 3 * E_A * delta + attention_dropout;
-    core_backward.stream_seconds = stream_seconds(core_backward.stream_bytes, cluster, kernels);
-  } else {
-    // Streaming (FlashAttention-style, Dao et al. 2022): one kernel per pass whose scores stay on
-    // chip.  Forward reads Q, K, V and writes O; backward recomputes the scores (a fifth product)
-    // and reads Q, K, V, O, dO and writes dQ, dK, dV.  A causal kernel skips the blocks above the
-    // diagonal: of n = ⌈s/128⌉ blocks per row it computes (n + 1)/(2n) of the products.  Its
-    // products run at the GPU's attention_efficiency (the kernel's published benchmarks), or, where
-    // the cluster gives none, at the GEMM model's tiles and waves (an upper bound).
-    const std::int64_t kv_local = std::max<std::int64_t>(1, kv / qkv_split);
-    const double E_q = static_cast<double>(seqs_local * s * heads_local * d_head);
-    const double E_kv = static_cast<double>(seqs_local * s * kv_local * d_head);
-    const double blocks = static_cast<double>((s + 127) / 128);
-    const double causal = (blocks + 1) / (2 * blocks);
-    double c_scores = 0.0, c_context = 0.0;  // one forward product each: Q·Kᵀ, P·V
-    if (cluster.attention_efficiency > 0) {
-      c_scores = c_context = causal * flops_one / (cluster.attention_efficiency * cluster.peak(dtype));
-    } else {
-      c_scores = causal * gemm_compute_seconds(s, s, d_head, dtype, cluster, products);
-      c_context = causal * gemm_compute_seconds(s, d_head, s, dtype, cluster, products);
-    }
-    const double io_forward = (2 * E_q + 2 * E_kv) * delta, io_backward = (4 * E_q + 4 * E_kv) * delta;
-    core_forward.gemm_seconds =
-        std::max(c_scores + c_context, io_forward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
-    core_backward.gemm_flops = 5 * flops_one;
-    core_backward.gemm_seconds =
-        std::max(2 * c_scores + 3 * c_context, io_backward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
-  }
+  // The attention core, forward and backward (attention_core.hpp).
+  const AttentionCoreCosts core =
+      attention_core_costs({s, d_head, heads_local, std::max<std::int64_t>(1, kv / qkv_split), seqs_local}, dtype,
+                           dropout, streaming_attention, cluster);
+  const PassCost& core_forward = core.forward;
+  const PassCost& core_backward = core.backward;
   block.attention_core = core_forward;
   block.forward += core_forward;
   block.forward.stream_bytes += forward_bytes;
@@ -262,6 +203,7 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   out.head_params = v.head_params;
   out.wte_params = v.wte_params;
   out.head_activation_bytes = v.head_activation_bytes;
+  out.head_logits = v.head_logits;
   return out;
 }
 

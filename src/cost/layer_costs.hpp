@@ -42,21 +42,12 @@
 
 #include "cost/cluster.hpp"
 #include "cost/cost_model.hpp"
+#include "cost/pass_cost.hpp"
 #include "cost/step_config.hpp"
 
 namespace mdtp::cost {
 
-// One pass of one unit for one micro-batch on one rank.
-struct PassCost {
-  double gemm_flops = 0.0, gemm_seconds = 0.0;
-  double stream_bytes = 0.0, stream_seconds = 0.0;
-  double comm_bytes = 0.0, comm_seconds = 0.0;  // tensor-parallel collectives (logical bytes)
-  double compute_seconds() const { return gemm_seconds + stream_seconds; }
-  double seconds() const { return compute_seconds() + comm_seconds; }
-  PassCost& operator+=(const PassCost& o);
-  PassCost scaled(double factor) const;
-};
-
+// The passes of one unit for one micro-batch on one rank (pass_cost.hpp).
 struct UnitCosts {
   PassCost forward, backward_input, backward_weight;
   PassCost attention_core;  // the forward of Q·Kᵀ, softmax, dropout, P·V: selective recomputation
@@ -86,6 +77,7 @@ struct LayerCosts {
   double wte_params = 0.0;        // the wte shard alone
   ActivationBytes block_activations;
   double head_activation_bytes = 0.0;       // final LayerNorm input, gathered G, fp32 softmax of the logits
+  double head_logits = 0.0;                 // logits of one micro-batch on this rank (rows x vocabulary shard)
   double boundary_elements = 0.0;           // the residual shard that crosses a stage boundary
   std::vector<PlannedCall> block_grad_sync;  // per block, once per step (partial-gradient sums)
   double block_grad_sync_seconds = 0.0;
@@ -104,6 +96,7 @@ struct VocabCosts {
   UnitCosts embedding, head;
   double embedding_params = 0.0, head_params = 0.0, wte_params = 0.0;
   double head_activation_bytes = 0.0;
+  double head_logits = 0.0;
 };
 VocabCosts vocab_costs(const ModelShape& model, const Workload& layernorm_workload, const Cluster& cluster);
 

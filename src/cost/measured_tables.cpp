@@ -54,6 +54,7 @@ MeasuredRule parse_rule(const JsonFields& r) {
   require(rule.dropout >= 0, r.head(), "field '", r.name("dropout"), "' must be in [0, 1); got ", rule.dropout);
   rule.streaming_attention = r.flag("streaming_attention");
   rule.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
+  rule.cross_entropy_fusion = r.has("cross_entropy_fusion") && r.flag("cross_entropy_fusion");
   const JsonFields o = r.object("overlap");
   rule.overlap.dp_gradients = o.flag("dp_gradients");
   rule.overlap.pp_p2p = o.flag("pp_p2p");
@@ -152,6 +153,7 @@ StepConfig MeasuredTable::config(const MeasuredRun& row) const {
   c.spec.dropout = rule.dropout;
   c.attention_keeps_probabilities = !rule.streaming_attention;
   c.gradient_accumulation_fusion = rule.gradient_accumulation_fusion;
+  c.cross_entropy_fusion = rule.cross_entropy_fusion;
   c.overlap = rule.overlap;
   return c;
 }

@@ -46,6 +46,7 @@ struct MeasuredRule {
   double dropout = 0.0;
   bool streaming_attention = false;
   bool gradient_accumulation_fusion = true;
+  bool cross_entropy_fusion = false;  // optional in the file (Megatron's default: off)
   OverlapAssumptions overlap;
 };
 

@@ -31,6 +31,7 @@ struct PlanRequest {
   // configuration as none, which the search then does not list twice.
   bool attention_keeps_probabilities = true;
   bool gradient_accumulation_fusion = true;  // StepConfig's
+  bool cross_entropy_fusion = false;         // StepConfig's
   // Limits of the search (each list empty = all).
   int max_tp = 64;
   std::int64_t max_micro_batch = 16;

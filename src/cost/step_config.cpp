@@ -125,6 +125,7 @@ std::string describe(const StepConfig& c) {
   os << " recompute=" << recompute_name(c.spec.recompute) << " " << dtype_name(c.dtype());
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
+  if (c.cross_entropy_fusion) os << " fused-cross-entropy";
   return os.str();
 }
 

@@ -68,6 +68,13 @@ struct StepConfig {
   // dW and a separate kernel per parameter adds it into the buffer, reading dW (δ) and reading
   // and writing the buffer (g) per element and micro-batch (Megatron-LM 2021's main_grad hook).
   bool gradient_accumulation_fusion = true;
+  // Megatron's --cross-entropy-loss-fusion (off by default; --cross-entropy-fusion): one kernel
+  // reads the logits twice (max, then exp-sum) and writes an fp32 softmax, and its backward reads
+  // that and writes dlogits — (2δ + 4) and (4 + δ) bytes per logit.  false: Megatron's vocab-parallel
+  // cross-entropy as PyTorch operations in fp32 — cast to fp32 (δ + 4), max (4), subtract the max
+  // (8), exp (8), sum (4) and divide by it (8) in place, and backward scale by the loss gradient
+  // (8) and cast back (4 + δ): δ + 36 and 12 + δ bytes per logit, six and two kernels.
+  bool cross_entropy_fusion = false;
 
   int gpus() const { return spec.layout.world(); }
   // m, the micro-batches per step and replica.

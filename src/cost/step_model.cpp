@@ -60,6 +60,16 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
     w.backward_input += as_run(unit->backward_input, c).scaled(share);
     w.backward_weight += as_run(unit->backward_weight, c).scaled(share);
   }
+  if (!c.cross_entropy_fusion && c.holds_head(stage)) {
+    // Megatron's cross-entropy as fp32 PyTorch operations (StepConfig): beyond the fused kernel's
+    // traffic, 32 − δ bytes per logit in five more kernels forward, 8 in one more backward.
+    const double logits = costs.head_logits * share;
+    const double forward = (32.0 - static_cast<double>(dtype_size(c.dtype()))) * logits, backward = 8.0 * logits;
+    w.forward.stream_bytes += forward;
+    w.forward.stream_seconds += stream_seconds(forward, cluster, 5);
+    w.backward_input.stream_bytes += backward;
+    w.backward_input.stream_seconds += stream_seconds(backward, cluster, 1);
+  }
   if (!c.gradient_accumulation_fusion) {
     // The separate accumulation kernels (StepConfig): dW read, the buffer read and written.
     double params = costs.block_params * L;

@@ -61,7 +61,8 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
             {"tp", c.overlap.tp_comm && c.spec.layout.mode == TpMode::d1_sp},  // --tp-comm-overlap, where it applies
             {"param_gather", c.overlap.param_gather}}},
           {"streaming_attention", !c.attention_keeps_probabilities},
-          {"gradient_accumulation_fusion", c.gradient_accumulation_fusion}};
+          {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
+          {"cross_entropy_fusion", c.cross_entropy_fusion}};
 }
 
 json estimate_object(const StepEstimate& e) {

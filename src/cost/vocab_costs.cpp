@@ -18,7 +18,8 @@
 // [rows, h/|C|] ((tables + 1)·δ per element: 3δ for GPT-2, 2δ for Llama, whose positions are
 // rotary), its backward scatter-adds into fp32 gradient rows (δ + 8); the cross-entropy reads the
 // logits twice (max, then exp-sum) and keeps an fp32 softmax ((2δ + 4) per logit), its backward reads that and
-// writes dlogits ((4 + δ) per logit); the final norm is a block norm.
+// writes dlogits ((4 + δ) per logit): one fused kernel each way (the step model adds what
+// Megatron's unfused fp32 operations move beyond that: step_config.hpp); the final norm is a block norm.
 #include <string>
 
 #include "cost/geometry.hpp"
@@ -118,6 +119,7 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
   double final_norm = 0.0;
   for (const ParamShard& p : ln.layernorms()[0].params) final_norm += static_cast<double>(p.elements);
   out.head_params = final_norm + (model.tied_head ? 0.0 : out.wte_params);
+  out.head_logits = logits;
   out.head_activation_bytes = E_r * delta + static_cast<double>(rows * h_c) * delta + 4 * logits;
   return out;
 }

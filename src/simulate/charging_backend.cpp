@@ -118,11 +118,15 @@ void ChargingBackend::do_adamw_update(Tensor& param, const Tensor& grad, Tensor&
   inner_->adamw_update(param, grad, m, v, step);
 }
 
-std::function<std::unique_ptr<Backend>()> simulated_backend_factory() {
+cost::Cluster simulated_cluster() {
   const auto sim = run::simulation_from_environment();
   require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (",
           run::kSimulationEnvironment, " is not set)");
-  return [cluster = cost::load_cluster(sim->cluster_path)]() -> std::unique_ptr<Backend> {
+  return cost::load_cluster(sim->cluster_path);
+}
+
+std::function<std::unique_ptr<Backend>()> simulated_backend_factory() {
+  return [cluster = simulated_cluster()]() -> std::unique_ptr<Backend> {
     return std::make_unique<ChargingBackend>(make_host_backend(), cluster, charge_simulated_seconds);
   };
 }

@@ -74,6 +74,11 @@ class ChargingBackend final : public Backend {
   mutable double charged_ = 0.0;
 };
 
+// The cluster named in MDTP_SIMULATION (run/simulation_context.hpp), its file read here.
+// mdtp::Error naming the variable when it is unset (the SMPI build run without `mdtp simulate`), so
+// every rank refuses before anything starts.
+cost::Cluster simulated_cluster();
+
 // What makes the SMPI build's backend under `mdtp simulate`: the host backend, its kernels charged
 // as the GPU of the cluster named in MDTP_SIMULATION (run/simulation_context.hpp), whose file is
 // read once, here.  mdtp::Error naming the variable when it is unset (the SMPI build run without

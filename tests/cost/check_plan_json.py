@@ -96,6 +96,17 @@ def check_table_files(mdtp, narayanan):
         want = [narayanan["rows"][3]["predicted_tflops_per_gpu"], narayanan["rows"][9]["predicted_tflops_per_gpu"]]
         if [r["predicted_tflops_per_gpu"] for r in rows] != want:
             sys.exit(f"the user's table predicts {[r['predicted_tflops_per_gpu'] for r in rows]}, the shipped {want}")
+        # The optional switch left out above is Megatron's default (unfused); fused, every row is faster.
+        table["rule"]["cross_entropy_fusion"] = True
+        fused = os.path.join(tmp, "fused.json")
+        with open(fused, "w") as f:
+            json.dump(table, f)
+        got = subprocess.run([mdtp, "plan", "--validate", "--table", fused, "--json"], capture_output=True, text=True,
+                             timeout=600)
+        faster = [r["predicted_tflops_per_gpu"] for r in json.loads(got.stdout)[0]["rows"]]
+        if got.returncode != 0 or not all(f > w for f, w in zip(faster, want)):
+            sys.exit(f"cross_entropy_fusion true predicts {faster} against {want} unfused")
+        del table["rule"]["cross_entropy_fusion"]
         table["rule"]["zero"] = 5
         broken = os.path.join(tmp, "broken.json")
         with open(broken, "w") as f:

@@ -528,6 +528,28 @@ TEST_CASE("gradient accumulation without Megatron's fusion: dW read and the buff
   CHECK(describe(fused).find("unfused") == std::string::npos);
 }
 
+TEST_CASE("the cross-entropy as Megatron's fp32 operations moves 32 - delta more bytes per logit forward, 8 backward",
+          "[cost][step]") {
+  // One stage (pp 1) holds the head: each micro-batch's logits pass through the unfused operations.
+  StepConfig unfused = eight_layer_step(TpMode::d1, 2);
+  StepConfig fused = unfused;
+  fused.cross_entropy_fusion = true;
+  REQUIRE_FALSE(unfused.cross_entropy_fusion);  // Megatron's default: --cross-entropy-loss-fusion is off
+  const LayerCosts costs = costs_of(fused);
+  // The logits of one micro-batch on a rank: its rows by its share of the vocabulary (1D: tp 8).
+  const double rows = static_cast<double>(fused.micro_batch() * fused.spec.model.seq);
+  const double vocab_local = std::ceil(static_cast<double>(fused.spec.model.vocab) / 8.0);
+  REQUIRE(costs.head_logits == rows * vocab_local);
+  const StepEstimate a = estimate_step(fused, costs, dgx_a100()), b = estimate_step(unfused, costs, dgx_a100());
+  const double m = static_cast<double>(fused.microbatches()), delta = 2.0;  // bf16 logits
+  const double rate = dgx_a100().hbm_bandwidth * dgx_a100().memory_efficiency;
+  const double per_micro_batch = (32.0 - delta) * costs.head_logits / rate + 8.0 * costs.head_logits / rate +
+                                 6 * dgx_a100().kernel_overhead;  // five more kernels forward, one backward
+  CHECK(b.time.compute - a.time.compute == Approx(m * per_micro_batch).epsilon(1e-9));
+  CHECK(describe(fused).find("fused-cross-entropy") != std::string::npos);
+  CHECK(describe(unfused).find("cross-entropy") == std::string::npos);
+}
+
 TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidth ratio", "[cost][step][cluster]") {
   const StepConfig c = eight_layer_step(TpMode::d1, 1);
   const Cluster nvswitch = load_cluster(find_cluster("dgx-a100")), pcie = load_cluster(find_cluster("pcie-a100"));

@@ -2,9 +2,10 @@
 // preset (hosts, node property, one NVLink and one NIC link per GPU, rails, a route latency equal to
 // the preset's alpha, bandwidth x efficiency), its host list read back, bad input refused in one
 // line; the charging backend (the same values as the host backend, the per-kernel model's seconds
-// charged); the run context handed to the simulated ranks round-trips.
+// charged; the model's own kernels, attention charged as the step model times it); the run context handed to the simulated ranks round-trips.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <regex>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "cost/kernel_time.hpp"
 #include "run/simulation_context.hpp"
 #include "simulate/charging_backend.hpp"
+#include "simulate/charging_gpt_kernels.hpp"
 #include "simulate/platform.hpp"
 
 using namespace mdtp;
@@ -114,6 +116,53 @@ TEST_CASE("the charging backend computes what the host backend does and charges 
   CHECK(be.charged_seconds() == charged);
   CHECK(kernels >= 2);
   CHECK(std::string(be.name()).find("H100") != std::string::npos);
+}
+
+TEST_CASE("the charging model kernels compute what the host ones do and charge attention as the step model does",
+          "[simulate]") {
+  const cost::Cluster h100 = cost::load_cluster(cost::find_cluster("dgx-h100"));
+  double charged = 0;
+  const auto backend = make_host_backend();
+  simulate::ChargingGptKernels kernels(make_host_gpt_kernels(*backend), h100, [&](double s) { charged += s; });
+  const auto host = make_host_gpt_kernels(*backend);
+  // Two sequences of 12 tokens, 3 query heads sharing 1 key/value head (grouped-query), head dim 4.
+  const std::int64_t seq = 12, sequences = 2, heads = 3, kv = 1, d = 4, rows = seq * sequences;
+  std::vector<double> qv(static_cast<std::size_t>(rows * (heads + 2 * kv) * d));
+  for (std::size_t i = 0; i < qv.size(); ++i) qv[i] = std::sin(0.37 * static_cast<double>(i)) * 0.8;
+  const Tensor qkv = backend->from_f64(qv, {rows, (heads + 2 * kv) * d}, DType::f32, MemCategory::activations);
+  Tensor y = backend->zeros({rows, heads * d}, DType::f32, MemCategory::activations);
+  Tensor probs = backend->zeros({sequences, heads, seq, seq}, DType::f32, MemCategory::activations);
+  Tensor y_ref = backend->zeros({rows, heads * d}, DType::f32, MemCategory::activations);
+  Tensor probs_ref = backend->zeros({sequences, heads, seq, seq}, DType::f32, MemCategory::activations);
+  kernels.attention_forward(qkv, seq, heads, y, probs);
+  host->attention_forward(qkv, seq, heads, y_ref, probs_ref);
+  CHECK(backend->to_f64(y) == backend->to_f64(y_ref));
+  // Materialised, as the engine runs it: Q·Kᵀ and P·V as batched products over 6 heads x sequences,
+  // the 12x12 scores read and written once by the softmax (no dropout: the engine has none).
+  const double scores = static_cast<double>(sequences * heads * seq * seq);
+  const double forward = cost::gemm_kernel_seconds(seq, seq, d, DType::f32, h100, sequences * heads) +
+                         cost::gemm_kernel_seconds(seq, d, seq, DType::f32, h100, sequences * heads) +
+                         cost::stream_seconds(2 * scores * 4, h100);
+  CHECK(charged == Approx(forward).epsilon(1e-12));
+  const double before_backward = charged;
+  Tensor dqkv = backend->zeros(qkv.shape(), DType::f32, MemCategory::activations);
+  Tensor dqkv_ref = backend->zeros(qkv.shape(), DType::f32, MemCategory::activations);
+  kernels.attention_backward(y, qkv, probs, seq, heads, dqkv);
+  host->attention_backward(y_ref, qkv, probs_ref, seq, heads, dqkv_ref);
+  CHECK(backend->to_f64(dqkv) == backend->to_f64(dqkv_ref));
+  const double backward = cost::gemm_kernel_seconds(seq, seq, d, DType::f32, h100, sequences * heads) +
+                          3 * cost::gemm_kernel_seconds(seq, d, seq, DType::f32, h100, sequences * heads) +
+                          cost::stream_seconds(3 * scores * 4, h100);
+  CHECK(charged - before_backward == Approx(backward).epsilon(1e-12));
+  // A streaming kernel of the cross-entropy: the logits read, the row maxima written.
+  const Tensor logits = backend->from_f64(std::vector<double>(rows * 10, 0.25), {rows, 10}, DType::f32,
+                                          MemCategory::activations);
+  Tensor row_max = backend->zeros({rows}, DType::f64, MemCategory::activations);
+  const double before_xent = charged;
+  kernels.xent_row_max(logits, 10, row_max);
+  CHECK(charged - before_xent == Approx(cost::stream_seconds(rows * 10 * 4 + rows * 8, h100)).epsilon(1e-12));
+  CHECK(backend->to_f64(row_max) == std::vector<double>(rows, 0.25));
+  CHECK(kernels.charged_seconds() == charged);
 }
 
 TEST_CASE("outside the SMPI build nothing can be charged to a simulated clock", "[simulate][errors]") {
