@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "bench/bench_tables.hpp"
 #include "bench/mode_mesh.hpp"
@@ -100,12 +101,27 @@ int run_bench(BenchOptions o, const std::string& command_line) {
   int world = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // Under `mdtp simulate` the model columns price the simulated cluster's links (its preset's α,
+  // bandwidth and efficiency, the rates the generated platform declares), its nodes of
+  // gpus_per_node ranks unless --ranks-per-node says otherwise.
+  std::optional<cost::Cluster> simulated;
+  if (simulated_build()) {
+    require(o.calibration.empty(), "--calibration does not apply under mdtp simulate: the model columns price the "
+                                   "simulated cluster's links; got --calibration ", o.calibration);
+    simulated = simulate::simulated_cluster();
+    if (o.ranks_per_node == 0) o.ranks_per_node = simulated->gpus_per_node;
+  }
   const std::vector<cost::Workload> cases = workloads(o, world);
   o.settings.check = !o.no_check;
-  if (simulated_build()) o.settings.make_backend = simulate::simulated_backend_factory();
+  if (simulated) o.settings.make_backend = simulate::simulated_backend_factory();
   o.settings.sync_timing = o.sync_timing || sync_timing_from_environment();
-  const calibrate::LinkParameters links =
-      o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);
+  calibrate::LinkParameters links;
+  if (simulated) {
+    links.model = cost::cluster_time_model(*simulated);
+    links.source = "the simulated cluster " + simulated->name + " (its preset's links)";
+  } else {
+    links = o.calibration.empty() ? calibrate::default_link_parameters() : calibrate::load_calibration(o.calibration);
+  }
 
   run::ResultsSink sink(o.out, MPI_COMM_WORLD);
   const NodeOccupancy occupancy = measure_node_occupancy(MPI_COMM_WORLD);

@@ -134,11 +134,20 @@ void report_run_error(const std::string& who, const std::string& message) {
   MPI_Request barrier = MPI_REQUEST_NULL;
   MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
   int everyone = 0;
+#ifdef MDTP_SMPI
+  // The simulated ranks are actors of one thread: a host sleep would hold every other rank off the
+  // barrier, so wait in simulated time (sg_actor_sleep_for yields), up to 10 simulated seconds.
+  for (int polls = 0; !everyone && polls < 5000; ++polls) {
+    MPI_Test(&barrier, &everyone, MPI_STATUS_IGNORE);
+    if (!everyone) sg_actor_sleep_for(2e-3);
+  }
+#else
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!everyone && std::chrono::steady_clock::now() < deadline) {
     MPI_Test(&barrier, &everyone, MPI_STATUS_IGNORE);
     if (!everyone) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+#endif
   if (!everyone) {
     print_error_line(who + " (rank " + std::to_string(rank) + ")", message);
     record_simulated_failure(kUsageError);

@@ -39,8 +39,11 @@ AttentionCoreCosts attention_core_costs(const AttentionCoreShape& shape, DType d
   const double blocks = static_cast<double>((s + 127) / 128);
   const double causal = (blocks + 1) / (2 * blocks);
   double c_scores = 0.0, c_context = 0.0;  // one forward product each: Q·Kᵀ, P·V
+  double backward_rate = 1.0;               // the backward's products at the forward's rate x this
   if (cluster.attention_efficiency > 0) {
     c_scores = c_context = causal * flops_one / (cluster.attention_efficiency * cluster.peak(dtype));
+    if (cluster.attention_backward_efficiency > 0)
+      backward_rate = cluster.attention_backward_efficiency / cluster.attention_efficiency;
   } else {
     c_scores = causal * gemm_compute_seconds(s, s, d, dtype, cluster, products);
     c_context = causal * gemm_compute_seconds(s, d, s, dtype, cluster, products);
@@ -50,7 +53,8 @@ AttentionCoreCosts attention_core_costs(const AttentionCoreShape& shape, DType d
       std::max(c_scores + c_context, io_forward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
   out.backward.gemm_flops = 5 * flops_one;
   out.backward.gemm_seconds =
-      std::max(2 * c_scores + 3 * c_context, io_backward / cluster.stream_bandwidth()) + cluster.kernel_overhead;
+      std::max((2 * c_scores + 3 * c_context) / backward_rate, io_backward / cluster.stream_bandwidth()) +
+      cluster.kernel_overhead;
   return out;
 }
 

@@ -13,8 +13,9 @@
 //                 product) and reads Q, K, V, O, dO and writes dQ, dK, dV.  A causal kernel skips
 //                 the blocks above the diagonal: of n = ⌈s/128⌉ blocks per row it computes
 //                 (n + 1)/(2n) of the products, at the GPU's attention_efficiency (the kernel's
-//                 published benchmarks) or, where the cluster gives none, at the GEMM model's tiles
-//                 and waves (an upper bound)
+//                 published benchmarks; the backward at its own published rate where the cluster
+//                 gives one) or, where the cluster gives none, at the GEMM model's tiles and waves
+//                 (an upper bound)
 //
 // The step model (layer_costs.hpp) and the simulated cluster's charged kernels
 // (simulate/charging_gpt_kernels.hpp) both time the core here, so they cannot disagree.

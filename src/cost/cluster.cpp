@@ -70,6 +70,8 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   c.sm_count = gpu.has("sm_count") ? static_cast<int>(gpu.integer("sm_count", 1, 100000)) : 0;
   c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.number("kernel_overhead", -1.0, 1e-3) : 0.0;
   c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
+  c.attention_backward_efficiency =
+      gpu.has("attention_backward_efficiency") ? gpu.number("attention_backward_efficiency", 0.0, 1.0) : 0.0;
   require(c.kernel_overhead >= 0, "cluster file ", where, ": field 'gpu.kernel_overhead' must be in [0, 1e-3] s; got ",
           c.kernel_overhead);
   c.hbm_bytes = gpu.number("hbm_bytes", 0.0, 1e15);
@@ -173,6 +175,8 @@ std::string cluster_json(const Cluster& c) {
   if (c.sm_count > 0) doc["gpu"]["sm_count"] = c.sm_count;
   if (c.kernel_overhead > 0) doc["gpu"]["kernel_overhead"] = c.kernel_overhead;
   if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
+  if (c.attention_backward_efficiency > 0)
+    doc["gpu"]["attention_backward_efficiency"] = c.attention_backward_efficiency;
   return doc.dump(2) + "\n";
 }
 

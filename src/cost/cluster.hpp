@@ -12,6 +12,9 @@
 //   gpu.attention_efficiency (opt.)  the fraction of the peak a streaming (FlashAttention-style)
 //                                    attention kernel reaches on the work it does, from the kernel's
 //                                    published benchmarks; absent: its products at the GEMM model's
+//                                    tiles and waves
+//   gpu.attention_backward_efficiency (opt.)  the same for its backward pass (five products, the
+//                                    scores recomputed); absent: the forward's rate
 //   gpu.hbm_bytes, hbm_bandwidth     capacity and the data-sheet bandwidth (B, B/s)
 //   gpu.memory_efficiency            the fraction of hbm_bandwidth streaming kernels reach
 //   gpu.reserved_bytes               what the framework holds besides the model (CUDA context,
@@ -55,6 +58,7 @@ struct Cluster {
   int sm_count = 0;              // 0: no tile/wave model (calibrated or host clusters)
   double kernel_overhead = 0.0;  // s per kernel
   double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)
+  double attention_backward_efficiency = 0.0;  // 0: not given (the forward's rate)
   double hbm_bytes = 0.0;
   double hbm_bandwidth = 0.0;  // B/s
   double memory_efficiency = 1.0;

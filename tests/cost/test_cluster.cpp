@@ -67,6 +67,9 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
   CHECK(round_trip.sm_count == 108);
   CHECK(round_trip.kernel_overhead == a100.kernel_overhead);
   CHECK(round_trip.attention_efficiency == a100.attention_efficiency);
+  CHECK(a100.attention_backward_efficiency == 0.0);  // not given: the forward's rate
+  CHECK(h100.attention_backward_efficiency == 0.548);  // FlashAttention-3's backward, 542 of 989 TFLOP/s
+  CHECK(parse_cluster(cluster_json(h100), "round trip").attention_backward_efficiency == 0.548);
 }
 
 TEST_CASE("a broken cluster file is refused in one line naming the file and the field", "[cost][cluster]") {

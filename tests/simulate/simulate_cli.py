@@ -84,17 +84,30 @@ with tempfile.TemporaryDirectory() as tmp:
         failures.append("collectives")
 
     # mdtp bench under simulation: every mode's layer step on 8 simulated GPUs, the serial check
-    # passed (the values are real), the ledger's bytes equal the model's.
+    # passed (the values are real), the ledger's bytes equal the model's, the model's links the
+    # simulated cluster's; --calibration is refused there in one line.
     p = run(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", smpi, "--", "bench", "--modes",
              "1d,1d-sp,2d,2.5d,3d", "--out", os.path.join(tmp, "bench.h5")], tmp)
     table = p.stdout.split("== comparison")[-1]
     bench_rows = [(line.split()[0], line.split("|")[1].split()[1], line.split("|")[-1].split()[0])
                   for line in table.splitlines() if " tp=" in line and line.count("|") >= 6]
-    ok = p.returncode == 0 and len(bench_rows) == 5 and all(r[1] == "1.000" and r[2] == "passed" for r in bench_rows)
-    print(("ok    " if ok else "FAIL  ") + f"bench on 8 simulated GPUs: {bench_rows}")
+    # Its model columns price the simulated cluster's links, not the host's defaults.
+    ok = p.returncode == 0 and len(bench_rows) == 5 and all(r[1] == "1.000" and r[2] == "passed" for r in bench_rows) \
+        and "link parameters: the simulated cluster dgx-h100" in p.stdout
+    print(("ok    " if ok else "FAIL  ") + f"bench on 8 simulated GPUs: {bench_rows}, links of the simulated cluster")
     if not ok:
         print(p.stdout[-3000:], p.stderr[-3000:])
         failures.append("bench")
+
+    # Bad input on the simulated ranks: every rank refuses it, the error is printed once.
+    p = run(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", smpi, "--", "bench", "--modes", "1d",
+             "--calibration", "x.h5"], tmp)
+    errors = [line for line in (p.stdout + p.stderr).splitlines() if " error: " in line]
+    ok = p.returncode == 2 and len(errors) == 1 and "--calibration" in errors[0] and "(on all 8 ranks)" in errors[0]
+    print(("ok    " if ok else "FAIL  ") + "a flag the simulated ranks refuse: " + (errors[0] if errors else "(no error line)"))
+    if not ok:
+        print(p.stdout[-3000:], p.stderr[-3000:])
+        failures.append("simulated refusal")
 
     # Every TP mode with a 2-stage pipeline and ZeRO-3 on 64 simulated GPUs (8 DGX H100 nodes).
     cases = [
