@@ -18,15 +18,10 @@ ChargingBackend::ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster c
       charge_(std::move(charge)),
       name_(std::string(inner_->name()) + " (times charged as " + cluster_.gpu_name + ")") {}
 
-void ChargingBackend::charge(double seconds) const {
-  charged_ += seconds;
-  if (charge_) charge_(seconds);
-}
-
 void ChargingBackend::charge_stream(std::initializer_list<const Tensor*> touched) const {
   double bytes = 0;
   for (const Tensor* t : touched) bytes += static_cast<double>(t->bytes());
-  charge(cost::stream_seconds(bytes, cluster_));
+  charge_(cost::stream_seconds(bytes, cluster_));
 }
 
 std::vector<double> ChargingBackend::do_to_f64(const Tensor& t) const { return inner_->to_f64(t); }
@@ -47,7 +42,7 @@ void ChargingBackend::do_convert(const Tensor& src, Tensor& dst) const {
 }
 void ChargingBackend::do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst,
                                     std::int64_t dr0, std::int64_t dc0, std::int64_t rows, std::int64_t cols) const {
-  charge(cost::stream_seconds(2.0 * static_cast<double>(rows * cols) * static_cast<double>(dtype_size(src.dtype())),
+  charge_(cost::stream_seconds(2.0 * static_cast<double>(rows * cols) * static_cast<double>(dtype_size(src.dtype())),
                               cluster_));
   inner_->copy_block(src, sr0, sc0, dst, dr0, dc0, rows, cols);
 }
@@ -55,7 +50,7 @@ void ChargingBackend::do_gemm(bool transpose_a, bool transpose_b, double alpha, 
                               double beta, Tensor& c) const {
   const std::int64_t m = c.rows(), n = c.cols(), k = transpose_a ? a.rows() : a.cols();
   (void)transpose_b;
-  charge(cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_));
+  charge_(cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_));
   inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
 }
 void ChargingBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/backend.hpp"
 #include "cost/cluster.hpp"
@@ -23,6 +24,22 @@ namespace mdtp::simulate {
 // Receives the modelled seconds of one kernel.
 using KernelCharge = std::function<void(double seconds)>;
 
+// Where a charging wrapper's kernels go: each kernel's seconds to the KernelCharge (if any), and
+// their running sum.  The backend and the model's kernels (charging_gpt_kernels.hpp) each hold one.
+class ChargeMeter {
+ public:
+  explicit ChargeMeter(KernelCharge charge) : charge_(std::move(charge)) {}
+  void operator()(double seconds) {
+    total_ += seconds;
+    if (charge_) charge_(seconds);
+  }
+  double total() const { return total_; }
+
+ private:
+  KernelCharge charge_;
+  double total_ = 0.0;
+};
+
 class ChargingBackend final : public Backend {
  public:
   ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster cluster, KernelCharge charge);
@@ -31,7 +48,7 @@ class ChargingBackend final : public Backend {
   const char* name() const override { return name_.c_str(); }
   bool computes_in(DType dtype) const override { return inner_->computes_in(dtype); }
   // Seconds charged so far.
-  double charged_seconds() const { return charged_; }
+  double charged_seconds() const { return charge_.total(); }
 
  protected:
   std::vector<double> do_to_f64(const Tensor& t) const override;
@@ -65,13 +82,11 @@ class ChargingBackend final : public Backend {
  private:
   // Charges a streaming kernel that reads and writes these tensors once each.
   void charge_stream(std::initializer_list<const Tensor*> touched) const;
-  void charge(double seconds) const;
 
   std::unique_ptr<Backend> inner_;
   cost::Cluster cluster_;
-  KernelCharge charge_;
+  mutable ChargeMeter charge_;
   std::string name_;
-  mutable double charged_ = 0.0;
 };
 
 // The cluster named in MDTP_SIMULATION (run/simulation_context.hpp), its file read here.

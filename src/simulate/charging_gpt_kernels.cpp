@@ -14,9 +14,7 @@ ChargingGptKernels::ChargingGptKernels(std::unique_ptr<GptKernels> inner, cost::
     : GptKernels(inner->backend()), inner_(std::move(inner)), cluster_(std::move(cluster)), charge_(std::move(charge)) {}
 
 void ChargingGptKernels::charge_bytes(double bytes) const {
-  const double seconds = cost::stream_seconds(bytes, cluster_);
-  charged_ += seconds;
-  if (charge_) charge_(seconds);
+  charge_(cost::stream_seconds(bytes, cluster_));
 }
 
 void ChargingGptKernels::charge_attention(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head,
@@ -24,9 +22,7 @@ void ChargingGptKernels::charge_attention(const Tensor& qkv, std::int64_t seq_le
   const std::int64_t kv_heads = (qkv.cols() / head_dim - n_head) / 2;
   const cost::AttentionCoreCosts core = cost::attention_core_costs(
       {seq_len, head_dim, n_head, kv_heads, qkv.rows() / seq_len}, qkv.dtype(), false, false, cluster_);
-  const double seconds = (backward ? core.backward : core.forward).compute_seconds();
-  charged_ += seconds;
-  if (charge_) charge_(seconds);
+  charge_((backward ? core.backward : core.forward).compute_seconds());
 }
 
 void ChargingGptKernels::do_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids,

@@ -21,7 +21,7 @@ class ChargingGptKernels final : public GptKernels {
  public:
   ChargingGptKernels(std::unique_ptr<GptKernels> inner, cost::Cluster cluster, KernelCharge charge);
   // Seconds charged so far.
-  double charged_seconds() const { return charged_; }
+  double charged_seconds() const { return charge_.total(); }
 
  protected:
   void do_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids, std::int64_t first_row,
@@ -52,8 +52,7 @@ class ChargingGptKernels final : public GptKernels {
 
   std::unique_ptr<GptKernels> inner_;
   cost::Cluster cluster_;
-  KernelCharge charge_;
-  mutable double charged_ = 0.0;
+  mutable ChargeMeter charge_;
 };
 
 // What makes the SMPI build's model kernels under `mdtp simulate`: the host ones over `backend`,
