@@ -103,7 +103,7 @@ cost::TimeModel time_model(const CostOptions& o, const CLI::App& app, DType dtyp
   source = "defaults";
   // --cluster: its links and GEMM rates (bf16 and f16 included), as the GPT-step form uses them.
   if (app.count("--cluster") > 0) {
-    model = cost::cluster_time_model(cost::load_cluster(cost::find_cluster(o.step.cluster)));
+    model = cost::cluster_time_model(o.step.cluster_at(o.step.cluster));
     source = "cluster " + o.step.cluster;
   }
   const bool given_links = o.alpha_intra || o.beta_intra || o.alpha_inter || o.beta_inter;
@@ -167,7 +167,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   }
   if (!o.json) std::cout << o.preset.line(spec);
   if (o.step_bytes) return run_step_bytes(spec, o.json);
-  const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.step.cluster));
+  const cost::Cluster cluster = o.step.cluster_at(o.step.cluster);
   if (!o.zero_table) {
     const cost::StepEstimate e = cost::estimate_step(o.step.step(spec), cluster);
     std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));

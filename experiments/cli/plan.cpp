@@ -157,7 +157,7 @@ Command add_plan(CLI::App& root) {
   add_plan_options(*app, *o);
   add_renamed_flags(*app, renamed_run_flags());
   return {app, false, [o, app](const std::string&) {
-            const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o->step.cluster));
+            const cost::Cluster cluster = o->step.cluster_at(o->step.cluster);
             if (o->validate) {
               // Each table on the cluster it was measured on, unless --cluster names another.
               const bool named = app->count("--cluster") > 0;
@@ -167,7 +167,7 @@ Command add_plan(CLI::App& root) {
               for (const std::string& t : o->tables) tables.push_back(cost::measured_table(t));
               std::string out;
               for (const cost::MeasuredTable& table : tables) {
-                const cost::Cluster on = named ? cluster : cost::load_cluster(cost::find_cluster(table.cluster));
+                const cost::Cluster on = named ? cluster : o->step.cluster_at(table.cluster);
                 const cost::Validation v = cost::validate(table, on);
                 out += out.empty() ? "" : (o->json ? ",\n" : "\n");
                 out += o->json ? cost::validation_json(v, on) : cost::validation_text(v, on);

@@ -21,6 +21,12 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
                           .cross_entropy_fusion = cross_entropy_fusion};
 }
 
+cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const {
+  cost::Cluster c = cost::load_cluster(cost::find_cluster(name_or_path));
+  c.nccl_tree = nccl_algo != "ring";
+  return c;
+}
+
 void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   add(app, "--cluster", a.cluster, "a name in data/clusters/ (dgx-a100, dgx-h100, dgx-h200, pcie-a100) or a path to a cluster JSON");
   add(app, "--gpus", a.gpus, "GPUs in the job (dp = gpus / (tp x pp) unless --dp is given)")
@@ -40,6 +46,10 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--cross-entropy-fusion", a.cross_entropy_fusion,
                "Megatron's --cross-entropy-loss-fusion: the cross-entropy as one kernel each way, not as its fp32 "
                "PyTorch operations (six kernels forward, two backward)");
+  add(app, "--nccl-algo", a.nccl_algo,
+      "NCCL's all-reduce algorithm: auto (the ring or the tree, whichever the model times quicker, as NCCL's tuner "
+      "picks) or ring (NCCL_ALGO=Ring; what mdtp's own collectives and a simulated cluster run)")
+      ->check(one_of({"auto", "ring"}));
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -7,6 +7,7 @@
 
 #include "cli/options.hpp"
 #include "cli/spec_flags.hpp"
+#include "cost/cluster.hpp"
 #include "cost/step_config.hpp"
 
 namespace mdtp::cli {
@@ -17,10 +18,13 @@ struct StepAssumptions {
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
   bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false;
   bool tp_comm_overlap = false, overlap_param_gather = false;
+  std::string nccl_algo = "auto";  // NCCL's all-reduce: "auto" (ring or tree by time) or "ring"
 
   cost::OverlapAssumptions overlap() const;
   // The step model's configuration: the spec and these assumptions.
   cost::StepConfig step(const RunSpec& spec) const;
+  // A cluster file as these assumptions run it (`--nccl-algo`).
+  cost::Cluster cluster_at(const std::string& name_or_path) const;
 };
 
 void add_step_assumptions(CLI::App& app, StepAssumptions& assumptions);

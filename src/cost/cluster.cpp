@@ -116,6 +116,7 @@ TimeModel cluster_time_model(const Cluster& c) {
   m.gemm_flops.clear();
   for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency;
   m.algorithms.library = c.library;
+  m.algorithms.nccl_tree = c.nccl_tree;
   m.nics_per_node = c.nics_per_node;
   return m;
 }

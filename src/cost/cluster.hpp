@@ -66,6 +66,9 @@ struct Cluster {
   ClusterLink intra_node, inter_node;
   std::optional<ClusterLink> pcie;
   CollectiveLibrary library = CollectiveLibrary::nccl;
+  // NCCL's all-reduce: ring or tree by time (true), or the ring alone (`--nccl-algo ring`); not
+  // read from the file: a choice of the run, like NCCL_ALGO.
+  bool nccl_tree = true;
 
   double peak(DType dtype) const;  // mdtp::Error naming the dtype when the file gives none
   double gemm_rate(DType dtype) const { return peak(dtype) * gemm_efficiency; }

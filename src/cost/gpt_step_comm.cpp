@@ -417,6 +417,30 @@ BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage) {
   return bucket_plan_of(s, stage_parameters(config, stage));
 }
 
+std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage) {
+  return zero3_gather_calls(config, std::vector<int>{stage}).front();
+}
+
+std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages) {
+  std::vector<std::vector<GatherCall>> out(stages.size());
+  if (config.spec.zero.stage != 3) return out;
+  const StepShapes s(config);
+  const StagePartition partition = stage_partition(config);
+  const Schedule schedule = step_schedule(config);
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    const int stage = stages[i];
+    require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
+    const std::vector<BucketInput> params = parameters_of(s, partition, stage);
+    const BucketPlan plan = bucket_plan_of(s, params);
+    const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
+    for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+      const int n = s.size(shard_group(plan.buckets[b]));
+      if (n > 1 && gathers[b] > 0) out[i].push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, gathers[b]});
+    }
+  }
+  return out;
+}
+
 StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   const StepShapes s(config);
   const StagePartition partition = stage_partition(config);

@@ -93,6 +93,20 @@ std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stag
 // unit-aligned buckets at stage 3).
 BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage);
 
+// ZeRO-3's parameter all-gathers of one step on a rank of `stage`, one entry per bucket of the
+// stage's bucket plan: its padded elements, dtype and shard-group size, and how often the step
+// gathers it (the param-gather calls of plan_step_comm, replayed the same way, without the rest
+// of the plan; empty below ZeRO-3 or with dp 1).  The step-time model prices each call from it.
+struct GatherCall {
+  std::int64_t elements = 0;
+  DType dtype = DType::f32;
+  int group_size = 1;
+  std::int64_t count = 0;
+};
+std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage);
+// The same for several stages at once (one set-up of the shapes for all).
+std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages);
+
 // Every call of one step on a rank of pipeline stage `stage`.  An mdtp::Error naming the value
 // for a configuration the trainer would refuse on shape grounds (Geometry, the partition, the
 // schedule, the ZeRO options).

@@ -214,12 +214,20 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
             c.spec.zero.stage = zero;
             c.spec.zero.reduce_per_micro_batch = per_micro_batch;
             c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
+            // ZeRO-3's gathers, priced call by call, are the same under every recomputation policy.
+            double zero3_gathers = 0.0;
+            try {
+              zero3_gathers = zero3_gather_seconds(c, *placement, cluster);
+            } catch (const Error&) {
+              ++result.refused;  // a shape the engine's bucket plan or schedule refuses
+              continue;
+            }
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;
               c.spec.recompute = recompute;
               StepEstimate e;
               try {
-                e = estimate_step(c, *costs, *placement, cluster);  // validates the configuration first
+                e = estimate_step(c, *costs, *placement, cluster, zero3_gathers);  // validates the configuration first
               } catch (const Error&) {
                 ++result.refused;  // a combination an engine would refuse (a fixed axis the others do not fit)
                 continue;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cost/gpt_step_comm.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
 #include "spec/names.hpp"
@@ -95,8 +96,34 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const C
   return estimate_step(c, costs, place(c, cluster), cluster);
 }
 
+double zero3_gather_seconds(const StepConfig& c, const Placement& placement, const Cluster& cluster) {
+  if (c.spec.zero.stage != 3 || c.spec.layout.dp <= 1) return 0.0;
+  const TimeModel model = cluster_time_model(cluster);
+  const int pp = c.spec.layout.pp;
+  std::vector<int> stages;  // with an even split the inner stages are alike (stage 1 stands for them)
+  for (int r = 0; r < pp; ++r)
+    if (!c.spec.layout.pp_layers.empty() || r == 0 || r == pp - 1 || r == 1) stages.push_back(r);
+  double busiest = 0.0;
+  for (const std::vector<GatherCall>& calls : zero3_gather_calls(StepCommConfig{.spec = c.spec}, stages)) {
+    double total = 0.0;
+    for (const GatherCall& call : calls)
+      total += static_cast<double>(call.count) *
+               predict_on_link(CollectiveOp::all_gather, call.group_size, call.elements, call.dtype, placement.dp,
+                               model, placement.dp_nics)
+                   .seconds;
+    busiest = std::max(busiest, total);
+  }
+  return busiest;
+}
+
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster) {
+  validate(c);
+  return estimate_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+}
+
+StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                           const Cluster& cluster, double zero3_gathers) {
   validate(c);
   const TimeModel model = cluster_time_model(cluster);
   StepEstimate e;
@@ -152,7 +179,10 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 
   // ZeRO-3: the stage's parameters gathered for forward and for backward every micro-batch (and,
   // reducing per micro-batch, its gradients reduce-scattered), prefetched under the micro-batch's
-  // own compute; or, keeping them for the step, gathered once, under the first forward.  Only the
+  // own compute; or, keeping them for the step, gathered once, under the first forward.  Each call
+  // is priced as the engine issues it — one all-gather per bucket of every unit pass, each with its
+  // own latency term (zero3_gather_calls: at dp 32 a call of a small bucket is 31 ring steps of
+  // the link's α, whatever its bytes) — not as one gather of the whole stage per pass.  Only the
   // step's first gather waits with nothing to hide behind: the stage's first unit (on the first
   // stage the embedding, whose wte can outweigh a block).
   double stage_params = 0.0;  // the largest stage's (first or last with an even split; any with --pp-layers)
@@ -166,16 +196,16 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     auto gather_seconds = [&](double elements) {
       return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
     };
-    const double gather = gather_seconds(stage_params);
+    const double gathers = zero3_gathers;  // the step's, on its busiest stage, call by call
     zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
     if (c.spec.zero.keep_parameters) {
-      zero3_exposed += std::max(0.0, gather - slowest->forward.seconds());
+      zero3_exposed += std::max(0.0, gathers - zero3_exposed - slowest->forward.seconds());
     } else {
       const double scatter =
           c.spec.zero.reduce_per_micro_batch
               ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model)
               : 0.0;
-      zero3_exposed += static_cast<double>(m) * std::max(0.0, 2 * gather + scatter - slowest->seconds());
+      zero3_exposed += static_cast<double>(m) * std::max(0.0, gathers / static_cast<double>(m) + scatter - slowest->seconds());
     }
   }
 

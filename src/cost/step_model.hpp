@@ -85,7 +85,17 @@ StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, co
 // With the placement already known (place() builds the whole mesh: the planner reuses it).
 StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster);
+// With ZeRO-3's gathers already priced (zero3_gather_seconds of the same configuration: the planner
+// shares them between the recomputation policies and gradient reductions, which gather alike).
+StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
+                           const Cluster& cluster, double zero3_gathers);
 // Builds the layer costs itself.
 StepEstimate estimate_step(const StepConfig& config, const Cluster& cluster);
+
+// ZeRO-3's parameter all-gathers of one step on its busiest stage, every call the engine issues
+// priced on the dp group's link (one all-gather per bucket of each unit pass, replayed as the
+// engine acquires and prefetches them: zero3_gather_calls in gpt_step_comm.hpp); 0 below ZeRO-3
+// or at dp 1.  An mdtp::Error for a shape the engine would refuse.
+double zero3_gather_seconds(const StepConfig& config, const Placement& placement, const Cluster& cluster);
 
 }  // namespace mdtp::cost

@@ -57,12 +57,14 @@ CollectiveLibrary parse_collective_library(const std::string& name) {
   throw_error("unknown collective library '", name, "'; expected mpich or nccl");
 }
 
-CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link) {
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link,
+                                          bool tree_allowed) {
   require(n >= 1, "a collective needs a group of at least one rank; got n=", n);
   if (op == CollectiveOp::send || op == CollectiveOp::recv) return CollectiveAlgorithm::point_to_point;
   if (n == 1) return CollectiveAlgorithm::none;
   switch (op) {
     case CollectiveOp::all_reduce: {
+      if (!tree_allowed) return CollectiveAlgorithm::ring;
       const double ring = algorithm_seconds(CollectiveAlgorithm::ring, n, bytes, link);
       const double tree = algorithm_seconds(CollectiveAlgorithm::nccl_tree, n, bytes, link);
       return tree < ring ? CollectiveAlgorithm::nccl_tree : CollectiveAlgorithm::ring;
@@ -188,7 +190,7 @@ CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t eleme
   const LinkParams link = model.link(e.link, nics);
   // The all-gather/reduce-scatter algorithms are chosen, as in MPICH, on the whole buffer.
   e.algorithm = model.algorithms.library == CollectiveLibrary::nccl
-                    ? select_nccl_algorithm(op, group_size, bytes, link)
+                    ? select_nccl_algorithm(op, group_size, bytes, link, model.algorithms.nccl_tree)
                     : select_algorithm(op, group_size, elements, dtype_size(dtype), model.algorithms);
   e.seconds = algorithm_seconds(e.algorithm, group_size, bytes, link);
   return e;

@@ -80,6 +80,9 @@ struct AlgorithmSelection {
   // Large all-reduce: the ring of docs/theory.md §5 (NCCL's, and the published tables') or, false,
   // MPICH's Rabenseifner; both move 2(n−1)/n·S, they differ in the α term.
   bool ring_all_reduce = true;
+  // NCCL: all-reduce by the ring or the tree, whichever is quicker (NCCL's tuner), or, false, by the
+  // ring alone (NCCL_ALGO=Ring; mdtp's own collectives, which a simulated cluster runs).
+  bool nccl_tree = true;
   CollectiveLibrary library = CollectiveLibrary::mpich;
 };
 
@@ -87,8 +90,9 @@ struct AlgorithmSelection {
 CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
                                      const AlgorithmSelection& selection);
 // NCCL's algorithm for an op: the ring, or for all-reduce the tree when its α-β time on `link` is
-// lower.
-CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link);
+// lower (and `tree` allows it).
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link,
+                                          bool tree = true);
 // Its α-β time for S bytes (logical, see comm/ledger.hpp).
 double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const LinkParams& link);
 

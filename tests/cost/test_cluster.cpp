@@ -173,3 +173,28 @@ TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each no
   CHECK(plain.nics_per_node == 1);
   CHECK(parallel_nics(two_nodes, "tp", plain.nics_per_node) == 1);
 }
+
+// NCCL's tuner runs a latency-bound all-reduce as a tree (2·log2 n steps of α) and a large one as
+// the ring (2(n − 1) steps); NCCL_ALGO=Ring — what mdtp's own collectives and a simulated cluster
+// run — keeps the ring at every size (`--nccl-algo ring`).  First principles on the preset's NVLink.
+TEST_CASE("NCCL's all-reduce: the tree where its latency wins, the ring alone with NCCL_ALGO=Ring", "[cost][cluster]") {
+  Cluster h100 = load_cluster(find_cluster("dgx-h100"));
+  const LinkParams nvlink = h100.intra_node.params();
+  const std::int64_t mib = (std::int64_t{1} << 20) / 4;  // 1 MiB of f32
+  const double ring = 2 * 7 * nvlink.alpha + 2.0 * 7.0 / 8.0 * (1 << 20) * nvlink.beta;
+  const double tree = 2 * 3 * nvlink.alpha + 2.0 * (1 << 20) * nvlink.beta;
+  REQUIRE(tree < ring);  // 1 MiB over 8 ranks: 14 α of the ring outweigh the tree's doubled bytes
+  auto all_reduce = [&](const Cluster& c) {
+    return predict_on_link(CollectiveOp::all_reduce, 8, mib, DType::f32, LinkClass::intra_node, cluster_time_model(c), 1);
+  };
+  CHECK(all_reduce(h100).algorithm == CollectiveAlgorithm::nccl_tree);
+  CHECK(all_reduce(h100).seconds == Approx(tree));
+  h100.nccl_tree = false;
+  CHECK(all_reduce(h100).algorithm == CollectiveAlgorithm::ring);
+  CHECK(all_reduce(h100).seconds == Approx(ring));
+  // A large one is the ring either way.
+  const std::int64_t gib = (std::int64_t{1} << 30) / 4;
+  h100.nccl_tree = true;
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 8, gib, DType::f32, LinkClass::intra_node, cluster_time_model(h100), 1)
+            .algorithm == CollectiveAlgorithm::ring);
+}

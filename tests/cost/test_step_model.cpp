@@ -5,6 +5,7 @@
 // and the memory of an untied head.
 #include <catch2/catch.hpp>
 
+#include "cost/gpt_step_comm.hpp"
 #include "cost/layer_costs.hpp"
 #include "cost/model_flops.hpp"
 #include "cost/model_presets.hpp"
@@ -446,6 +447,47 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   CHECK(kept.time.dp_comm < per_pass.time.dp_comm);
   CHECK(kept.memory.parameters > per_pass.memory.parameters);
   CHECK(kept.memory.parameters_gathered == Approx(kept.memory.parameter_elements * 4));
+}
+
+TEST_CASE("the step: ZeRO-3's gathers are priced call by call, each paying its ring's latency", "[cost][step][zero]") {
+  // The engine all-gathers every bucket a pass reads, one call each (the byte plan replays it:
+  // zero3_gather_calls).  Over dp 32 — four DGX A100 nodes — a ring all-gather is 31 steps of the
+  // inter-node α whatever its bytes, so the same bytes in smaller buckets cost 31 α more per
+  // extra call: the whole stage gathered once per pass would hide that.
+  StepConfig c = zero_window_config(3, 4);
+  c.spec.layout.tp = 1;
+  c.spec.layout.dp = 32;
+  c.spec.global_batch = 4 * 2 * c.spec.layout.dp;
+  const Cluster cluster = dgx_a100();
+  const Placement placement = place(c, cluster);
+  REQUIRE(placement.dp == LinkClass::inter_node);
+  auto calls_with_cap = [&](double mb) {
+    StepConfig k = c;
+    k.spec.zero.bucket_mb = mb;
+    std::int64_t calls = 0;
+    for (const GatherCall& g : zero3_gather_calls(StepCommConfig{.spec = k.spec}, 0)) {
+      CHECK(g.group_size == 32);
+      calls += g.count;
+    }
+    return std::pair{calls, zero3_gather_seconds(k, placement, cluster)};
+  };
+  const auto [big_calls, big] = calls_with_cap(25);
+  const auto [small_calls, small] = calls_with_cap(1);
+  // Every unit's buckets before its forward and (but the embedding's) before its backward-input
+  // pass, once per micro-batch: at least 2m − 1 calls per unit.
+  CHECK(big_calls >= 4 * (2 * 10 - 1));
+  // 1 MiB buckets: a bucket per weight (a parameter is never split), several small ones together.
+  REQUIRE(small_calls > big_calls);
+  const double ring_latency = 31 * cluster.inter_node.alpha;
+  // The padding of more buckets adds a few bytes: within 1 %.
+  CHECK(small - big == Approx(static_cast<double>(small_calls - big_calls) * ring_latency).epsilon(0.01));
+  // The step sees them: four micro-batches whose compute cannot hide the small buckets' latency.
+  StepConfig k = c;
+  k.spec.zero.bucket_mb = 1;
+  const LayerCosts costs = costs_of(k);
+  const StepEstimate step = estimate_step(k, costs, placement, cluster);
+  const double compute_per_micro_batch = step.time.compute / 4;
+  CHECK(step.time.dp_comm >= 4 * (small / 4 - compute_per_micro_batch));
 }
 
 namespace {
