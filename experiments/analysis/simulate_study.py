@@ -124,10 +124,11 @@ def last_step(results: str) -> dict:
 
 
 def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -> dict:
-    # The simulated ranks all-reduce by mdtp's ring (NCCL's tree is not among its collectives): the
-    # model prices the same algorithm.
-    command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--nccl-algo", "ring", *mode_flags,
-               "--pp", str(pp),
+    # The simulated ranks run mdtp's engine: all-reduce by its ring (NCCL's tree is not among its
+    # collectives), and 1D's backward all-reduces waited for before the weight gradient.  The model
+    # prices the same.
+    command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--nccl-algo", "ring",
+               "--no-tp-backward-overlap", *mode_flags, "--pp", str(pp),
                "--zero", str(args.zero), "--micro-batches", str(args.micro_batches), "--layers", str(args.layers),
                "--hidden", str(args.hidden), "--heads", str(args.heads), "--seq", str(args.seq), "--vocab",
                str(args.vocab), "--global-batch", str(batch), "--json"]

@@ -10,6 +10,7 @@ cost::OverlapAssumptions StepAssumptions::overlap() const {
   o.pp_p2p = p2p_overlap;
   o.tp_comm = tp_comm_overlap;
   o.param_gather = overlap_param_gather;
+  o.tp_backward = !no_tp_backward_overlap;
   return o;
 }
 
@@ -37,6 +38,9 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--tp-comm-overlap", a.tp_comm_overlap,
                "Megatron's --tp-comm-overlap: 1D-SP's all-gathers and reduce-scatters hidden under the GEMMs of "
                "their pass (other modes are priced without it)");
+  app.add_flag("--no-tp-backward-overlap", a.no_tp_backward_overlap,
+               "1D: each backward TP all-reduce (reduce-scatter under SP) waits before the weight gradient, as mdtp's "
+               "engine runs it, instead of Megatron's always-on overlap with the weight-gradient GEMM");
   app.add_flag("--overlap-param-gather", a.overlap_param_gather,
                "Megatron's --overlap-param-gather: ZeRO-1/2's parameter all-gather under the next step's first "
                "forward (needs the gradient overlap; other stages are priced without it)");

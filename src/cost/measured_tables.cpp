@@ -60,6 +60,7 @@ MeasuredRule parse_rule(const JsonFields& r) {
   rule.overlap.pp_p2p = o.flag("pp_p2p");
   rule.overlap.tp_comm = o.flag("tp_comm");
   rule.overlap.param_gather = o.flag("param_gather");
+  rule.overlap.tp_backward = !o.has("tp_backward") || o.flag("tp_backward");  // optional: Megatron's default
   return rule;
 }
 

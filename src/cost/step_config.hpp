@@ -52,6 +52,13 @@ struct OverlapAssumptions {
   // parameters' all-gather runs bucket by bucket under the next step's first forward, so only
   // what outlasts one micro-batch's forward is exposed.  Off, as in Megatron.
   bool param_gather = false;
+  // Megatron's always-on overlap in 1D (LinearWithGradAccumulationAndAsyncCommunication): a
+  // column-parallel layer's backward starts the input gradient's all-reduce (reduce-scatter under
+  // sequence parallelism) without waiting and computes its weight gradient meanwhile, so a block's
+  // backward TP collectives are exposed only beyond its weight-gradient GEMMs — where the weight
+  // pass runs with the backward (GPipe, 1F1B, interleaved; the zero-bubble and DualPipe schedules
+  // defer it).  false: each waits before the weight gradient (mdtp's engine, Megatron-LM of 2021).
+  bool tp_backward = true;
 };
 
 // The run spec (model, batch, layout and schedule, ZeRO, recomputation, precision, dropout) plus

@@ -44,6 +44,17 @@ PassCost as_run(const PassCost& pass, const StepConfig& c) {
   return p;
 }
 
+// Whether a block's weight pass runs right after its input-gradient pass, so that the backward TP
+// collectives can run under the weight-gradient GEMMs (OverlapAssumptions::tp_backward).
+bool weight_pass_with_backward(const StepConfig& c) {
+  switch (c.spec.layout.schedule) {
+    case ScheduleKind::gpipe:
+    case ScheduleKind::one_f_one_b:
+    case ScheduleKind::interleaved: return true;
+    default: return c.spec.layout.pp == 1;  // without a pipeline every schedule runs B then W
+  }
+}
+
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
 StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, const Cluster& cluster) {
@@ -53,7 +64,11 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
   StageWork w;
   w.forward = as_run(costs.block.forward, c).scaled(L);
   w.backward_input = as_run(costs.block.recompute(c.effective_recompute()), c).scaled(L);
-  w.backward_input += as_run(costs.block.backward_input, c).scaled(L);
+  PassCost block_backward = as_run(costs.block.backward_input, c);
+  const bool one_d = c.spec.layout.mode == TpMode::d1 || c.spec.layout.mode == TpMode::d1_sp;
+  if (one_d && c.overlap.tp_backward && weight_pass_with_backward(c))
+    block_backward.comm_seconds = std::max(0.0, block_backward.comm_seconds - costs.block.backward_weight.gemm_seconds);
+  w.backward_input += block_backward.scaled(L);
   w.backward_weight = as_run(costs.block.backward_weight, c).scaled(L);
   for (const UnitCosts* unit : {c.holds_embedding(stage) ? &costs.embedding : nullptr, c.holds_head(stage) ? &costs.head : nullptr}) {
     if (unit == nullptr) continue;

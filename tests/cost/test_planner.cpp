@@ -218,7 +218,8 @@ TEST_CASE("a table file of measured runs: a user's own validates like a shipped 
       "rule": {"text": "as Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": false,
                "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
                "streaming_attention": false, "gradient_accumulation_fusion": false,
-               "overlap": {"dp_gradients": false, "pp_p2p": false, "tp_comm": false, "param_gather": false}},
+               "overlap": {"dp_gradients": false, "pp_p2p": false, "tp_comm": false, "param_gather": false,
+                           "tp_backward": false}},
       "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu",
                   "percent_of_peak"],
       "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43], [1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52]]})";

@@ -549,6 +549,43 @@ TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the pa
   CHECK_THROWS_WITH(estimate_step(gather, dgx_a100()), Catch::Contains("--overlap-grad-reduce"));
 }
 
+TEST_CASE("Megatron's always-on 1D overlap: a block's backward TP all-reduces under its weight-gradient GEMMs",
+          "[cost][step][overlap]") {
+  // A column-parallel layer's backward starts the input gradient's all-reduce and computes its
+  // weight gradient meanwhile: per block and micro-batch only max(0, B's TP time − W's GEMM time)
+  // stays exposed.  One stage, tp 8 over dp 4, bf16.
+  StepConfig c = eight_layer_step(TpMode::d1, 4);
+  c.spec.zero.stage = 1;
+  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, false, dgx_a100());
+  StepConfig waits = c;
+  waits.overlap.tp_backward = false;  // mdtp's engine: each all-reduce waited for before dW
+  const StepEstimate on = estimate_step(c, costs, dgx_a100()), off = estimate_step(waits, costs, dgx_a100());
+  const PassCost& b = costs.block.backward_input;
+  const double w_gemm = costs.block.backward_weight.gemm_seconds;
+  REQUIRE(b.comm_seconds > 0.0);
+  const double m = static_cast<double>(c.microbatches()), L = c.spec.model.layers;
+  const double hidden = b.comm_seconds - std::max(0.0, b.comm_seconds - w_gemm);
+  CHECK(hidden > 0.0);
+  CHECK(off.time.tp_comm - on.time.tp_comm == Approx(m * L * hidden).epsilon(1e-9));
+  CHECK(on.time.compute == Approx(off.time.compute).epsilon(1e-12));
+  // The zero-bubble schedules run the weight pass apart from the backward: nothing to hide under.
+  StepConfig zb = c, zb_waits = waits;
+  for (StepConfig* k : {&zb, &zb_waits}) {
+    k->spec.layout.pp = 2;
+    k->spec.layout.dp = 2;
+    k->set_micro_batch(1);
+    k->spec.layout.schedule = ScheduleKind::zb_h1;
+  }
+  CHECK(estimate_step(zb, dgx_a100()).step_seconds == estimate_step(zb_waits, dgx_a100()).step_seconds);
+  // Only 1D has it: a 2D SUMMA step is the same either way.
+  StepConfig two_d = eight_layer_step(TpMode::d2, 4), two_d_waits = two_d;
+  two_d.spec.layout.tp = two_d_waits.spec.layout.tp = 4;
+  two_d.set_micro_batch(2);  // SUMMA's two row blocks split a micro-batch's sequences
+  two_d_waits.set_micro_batch(2);
+  two_d_waits.overlap.tp_backward = false;
+  CHECK(estimate_step(two_d, dgx_a100()).step_seconds == estimate_step(two_d_waits, dgx_a100()).step_seconds);
+}
+
 TEST_CASE("gradient accumulation without Megatron's fusion: dW read and the buffer read and written per micro-batch",
           "[cost][step]") {
   // One stage (pp 1): its blocks, the embedding and the head, bf16 values with f32 gradients.
@@ -593,7 +630,8 @@ TEST_CASE("the cross-entropy as Megatron's fp32 operations moves 32 - delta more
 }
 
 TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidth ratio", "[cost][step][cluster]") {
-  const StepConfig c = eight_layer_step(TpMode::d1, 1);
+  StepConfig c = eight_layer_step(TpMode::d1, 1);
+  c.overlap.tp_backward = false;  // every TP collective on the critical path: the links' ratio shows whole
   const Cluster nvswitch = load_cluster(find_cluster("dgx-a100")), pcie = load_cluster(find_cluster("pcie-a100"));
   const StepEstimate a = estimate_step(c, nvswitch), b = estimate_step(c, pcie);
   // The same GPU die at a lower power limit: GEMMs at the PCIe card's microbenchmark rate (82.2 %
