@@ -147,15 +147,18 @@ int run_simulate(const SimulateOptions& o) {
   // SMPI reads a CPU-time clock (a system call) as each rank leaves and re-enters MPI, to benchmark
   // host code this configuration never charges (smpi/simulate-computation:no): the stub built
   // beside this mdtp reads those clocks as zero (experiments/preload/cpu_clock_stub.c), a fifth of
-  // the wall time at 256 ranks; the simulated times are the same without it.
+  // the wall time at 256 ranks.  It and TCMalloc (below) only speed the simulator up:
+  // MDTP_SIMULATE_SPEED_PRELOADS=0 leaves both out, and the simulated times are the same (tested).
   std::vector<std::string> preloads;
   if (const BlasLibrary& blas = blas_library(); !blas.path.empty()) preloads.push_back(blas.path);
-  if (const fs::path stub = cpu_clock_stub(); !stub.empty()) preloads.push_back(stub.string());
+  const char* speed = std::getenv("MDTP_SIMULATE_SPEED_PRELOADS");
+  const bool speed_preloads = speed == nullptr || std::string(speed) != "0";
+  if (const fs::path stub = cpu_clock_stub(); speed_preloads && !stub.empty()) preloads.push_back(stub.string());
   // SimGrid allocates and frees its request and activity objects for every message: TCMalloc, found
   // when mdtp was configured, serves them in two thirds of glibc's time (the 2D 256-rank run 25 s ->
   // 17 s; the simulated times identical).
 #ifdef MDTP_SIMULATOR_MALLOC
-  if (fs::exists(MDTP_SIMULATOR_MALLOC)) preloads.emplace_back(MDTP_SIMULATOR_MALLOC);
+  if (speed_preloads && fs::exists(MDTP_SIMULATOR_MALLOC)) preloads.emplace_back(MDTP_SIMULATOR_MALLOC);
 #endif
   if (const char* preload = std::getenv("LD_PRELOAD"); preload != nullptr && *preload != '\0') preloads.emplace_back(preload);
   if (!preloads.empty()) setenv("LD_PRELOAD", fmt::format("{}", fmt::join(preloads, ":")).c_str(), 1);

@@ -80,7 +80,7 @@ def check_table_files(mdtp, narayanan):
                           "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
                           "streaming_attention": False, "gradient_accumulation_fusion": False,
                           "overlap": {"dp_gradients": False, "pp_p2p": False, "tp_comm": False,
-                                      "param_gather": False}},
+                                      "param_gather": False, "tp_backward": False}},
                  "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch",
                              "tflops_per_gpu", "percent_of_peak"],
                  "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43],
