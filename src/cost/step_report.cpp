@@ -59,7 +59,10 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
            {{"dp_gradients", c.overlap.dp_gradients},
             {"pp_p2p", c.overlap.pp_p2p},
             {"tp", c.overlap.tp_comm && c.spec.layout.mode == TpMode::d1_sp},  // --tp-comm-overlap, where it applies
-            {"param_gather", c.overlap.param_gather}}},
+            {"param_gather", c.overlap.param_gather},
+            // Megatron's always-on 1D overlap of the backward TP collectives with the dW GEMMs, where it applies
+            {"tp_backward", c.overlap.tp_backward &&
+                                (c.spec.layout.mode == TpMode::d1 || c.spec.layout.mode == TpMode::d1_sp)}}},
           {"streaming_attention", !c.attention_keeps_probabilities},
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
           {"cross_entropy_fusion", c.cross_entropy_fusion}};
@@ -141,8 +144,10 @@ std::string header_text() {
 }
 
 std::string cluster_line(const Cluster& c) {
-  return fmt::format("cluster {} ({}; {} GPUs per node, {} collectives){}\n", c.name, c.gpu_name, c.gpus_per_node,
-                     collective_library_name(c.library), c.path.empty() ? "" : " from " + c.path);
+  const bool ring_only = c.library == CollectiveLibrary::nccl && !c.nccl_tree;
+  return fmt::format("cluster {} ({}; {} GPUs per node, {} collectives{}){}\n", c.name, c.gpu_name, c.gpus_per_node,
+                     collective_library_name(c.library), ring_only ? ", all-reduce by the ring only" : "",
+                     c.path.empty() ? "" : " from " + c.path);
 }
 
 }  // namespace
@@ -150,6 +155,7 @@ std::string cluster_line(const Cluster& c) {
 std::string estimate_json(const StepEstimate& e, const Cluster& cluster) {
   json doc = estimate_object(e);
   doc["cluster"] = cluster.name;
+  doc["nccl_algo"] = cluster.nccl_tree ? "auto" : "ring";
   return doc.dump(2) + "\n";
 }
 
