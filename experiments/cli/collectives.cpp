@@ -4,12 +4,18 @@
 //
 //   mdtp simulate --cluster dgx-h100 --gpus 16 -- collectives --sizes 1M,16M
 //
-// Groups: `node` (the ranks of one node: NVLink) and `rail` (GPU i of every node: one NIC each),
-// every group of a kind running at once, as a TP and a DP group of a real step do.  Each call is
+// Groups: `node` (the ranks of one node: NVLink), `rail` (GPU i of every node: one NIC each), every
+// group of a kind running at once, as a TP and a DP group of a real step do, and `span` (every
+// rank: one ring through all the nodes, as a TP group larger than a node).  Each call is
 // timed alone after a barrier on its group, from the last rank's start to the last rank's end (the
 // barrier releases ranks at different times; one clock for all ranks is needed, which a simulated
 // cluster and a single host have); the median over --iters calls.  Prediction: cost::algorithm_seconds for the ring on the group's link (the
-// cluster's α and bandwidth x efficiency), S = the whole buffer (the ledger's logical bytes).
+// cluster's α and bandwidth x efficiency), S = the whole buffer (the ledger's logical bytes); a
+// span's ring is as slow as its hops between nodes, each through one NIC (its latency NVLink's and
+// the rail's α).  Beside it, `nccl`: the
+// same collective as NCCL spreads it, over a channel per GPU of the group on a node, each through
+// its own GPU's NIC (the step model's rule: min(k, NICs) NICs, capped by NVLink) — where mdtp's one
+// ring and NCCL part.
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -69,18 +75,28 @@ int run_collectives(const CollectivesOptions& o) {
     const char* name;
     int color, size;
     LinkClass link;
+    int gpus_per_node;  // of the group: NCCL's channels leave through that many NICs
   };
   std::vector<Kind> kinds;
-  if (per_node > 1) kinds.push_back({"node", rank / per_node, per_node, LinkClass::intra_node});
-  if (world > per_node) kinds.push_back({"rail", rank % per_node, world / per_node, LinkClass::inter_node});
+  if (per_node > 1) kinds.push_back({"node", rank / per_node, per_node, LinkClass::intra_node, per_node});
+  if (world > per_node) kinds.push_back({"rail", rank % per_node, world / per_node, LinkClass::inter_node, 1});
+  if (world > per_node && per_node > 1) kinds.push_back({"span", 0, world, LinkClass::inter_node, per_node});
   if (rank == 0)
-    std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12} {:>12} {:>8}\n", "group", "ranks", "op", "bytes",
-                             "time (us)", "model (us)", "ratio");
+    std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12} {:>12} {:>8} {:>12}\n", "group", "ranks", "op", "bytes",
+                             "time (us)", "model (us)", "ratio", "nccl (us)");
   for (const Kind& kind : kinds) {
     MPI_Comm split = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(MPI_COMM_WORLD, kind.color, rank, &split), "MPI_Comm_split");
     auto comm = make_mpi_communicator(kind.name, split, nullptr, policy);
-    const cost::LinkParams link = model.link(kind.link);
+    cost::LinkParams link = model.link(kind.link);
+    cost::LinkParams channels =
+        model.link(kind.link, kind.link == LinkClass::inter_node ? std::min(kind.gpus_per_node, cluster.nics_per_node) : 1);
+    // A span's hop between nodes goes from a GPU through its node's NVLink switch and a rail to the
+    // next node's GPU: the route's latency is both links' α, its bandwidth one NIC's.
+    if (kind.gpus_per_node > 1 && kind.link == LinkClass::inter_node) {
+      link.alpha += model.link(LinkClass::intra_node).alpha;
+      channels.alpha = link.alpha;
+    }
     for (const auto& [op, algorithm] : kRings) {
       for (std::int64_t bytes : o.sizes) {
         const std::int64_t elements = std::max<std::int64_t>(kind.size, bytes / 4 / kind.size * kind.size);
@@ -99,10 +115,11 @@ int run_collectives(const CollectivesOptions& o) {
         }
         const double measured = median(times);
         const double predicted = cost::algorithm_seconds(algorithm, kind.size, elements * 4, link);
+        const double nccl = cost::algorithm_seconds(algorithm, kind.size, elements * 4, channels);
         if (rank == 0)
-          std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12.3f} {:>12.3f} {:>8.4f}\n", kind.name, kind.size,
-                                   collective_name(op), elements * 4, measured * 1e6, predicted * 1e6,
-                                   measured / predicted);
+          std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12.3f} {:>12.3f} {:>8.4f} {:>12.3f}\n", kind.name,
+                                   kind.size, collective_name(op), elements * 4, measured * 1e6, predicted * 1e6,
+                                   measured / predicted, nccl * 1e6);
       }
     }
   }
@@ -114,7 +131,8 @@ int run_collectives(const CollectivesOptions& o) {
 Command add_collectives(CLI::App& root) {
   auto o = std::make_shared<CollectivesOptions>();
   CLI::App* app = add_command(root, "collectives",
-                              "(MPI) time ring collectives on a cluster's node and rail groups beside the alpha-beta model");
+                              "(MPI) time ring collectives on a cluster's node, rail and node-spanning groups beside the "
+                              "alpha-beta model");
   app->footer("Mostly run simulated (docs/simulate.md):\n"
               "  mdtp simulate --cluster dgx-h100 --gpus 16 -- collectives --sizes 1M,16M");
   add(*app, "--cluster", o->cluster, "cluster preset whose links predict the times (simulated: the simulated one)");

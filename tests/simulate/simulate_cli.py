@@ -74,13 +74,19 @@ with tempfile.TemporaryDirectory() as tmp:
     # from 1 MiB up (the route's latency is the model's alpha, the links its bandwidth x efficiency).
     p = run(["--cluster", "dgx-h100", "--gpus", "16", "--smpi-mdtp", smpi, "--", "collectives", "--sizes",
              "64K,1M,16M", "--iters", "2"], tmp)
-    rows = re.findall(r"^(node|rail) +(\d+) +(\S+) +(\d+) +(\S+) +(\S+) +(\S+)$", p.stdout, re.M)
-    print("      " + "\n      ".join(p.stdout.strip().splitlines()[-19:]))
+    # And one ring through both nodes (a TP group larger than a node): its hops between nodes each
+    # leave through one NIC, where NCCL's eight channels would leave through eight (the `nccl`
+    # column): the named place where mdtp's ring and NCCL part.
+    rows = re.findall(r"^(node|rail|span) +(\d+) +(\S+) +(\d+) +(\S+) +(\S+) +(\S+) +(\S+)$", p.stdout, re.M)
+    print("      " + "\n      ".join(p.stdout.strip().splitlines()[-28:]))
     big = [r for r in rows if int(r[3]) >= 1 << 20]
     worst = max((abs(float(r[6]) - 1) for r in big), default=1)
-    ok = p.returncode == 0 and len(rows) == 18 and len(big) == 12 and worst <= 0.05
+    spans = [r for r in big if r[0] == "span" and int(r[3]) >= 16 << 20]
+    ok = p.returncode == 0 and len(rows) == 27 and len(big) == 18 and worst <= 0.05 and len(spans) == 3 and \
+        all(float(r[7]) * 2 < float(r[4]) for r in spans)
     print(("ok    " if ok else "FAIL  ") + f"collectives on 16 simulated GPUs: {len(big)} rows >= 1 MiB, "
-          f"worst |simulated/model - 1| = {worst:.4f}")
+          f"worst |simulated/model - 1| = {worst:.4f}; a 16 MiB ring through both nodes "
+          f"{[r[4] for r in spans]} us against NCCL's channels {[r[7] for r in spans]} us")
     if not ok:
         failures.append("collectives")
 
