@@ -55,6 +55,12 @@ bool weight_pass_with_backward(const StepConfig& c) {
   }
 }
 
+// Whether stage r's work is computed, standing for others: with --pp-layers every stage is its
+// own; with an even split the inner stages are alike, so the first, the last and stage 1 do.
+bool stands_for_stages(const StepConfig& c, int r) {
+  return !c.spec.layout.pp_layers.empty() || r == 0 || r == c.spec.layout.pp - 1 || r == 1;
+}
+
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
 StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, const Cluster& cluster) {
@@ -115,9 +121,9 @@ double zero3_gather_seconds(const StepConfig& c, const Placement& placement, con
   if (c.spec.zero.stage != 3 || c.spec.layout.dp <= 1) return 0.0;
   const TimeModel model = cluster_time_model(cluster);
   const int pp = c.spec.layout.pp;
-  std::vector<int> stages;  // with an even split the inner stages are alike (stage 1 stands for them)
+  std::vector<int> stages;
   for (int r = 0; r < pp; ++r)
-    if (!c.spec.layout.pp_layers.empty() || r == 0 || r == pp - 1 || r == 1) stages.push_back(r);
+    if (stands_for_stages(c, r)) stages.push_back(r);
   double busiest = 0.0;
   for (const std::vector<GatherCall>& calls : zero3_gather_calls(StepCommConfig{.spec = c.spec}, stages)) {
     double total = 0.0;
@@ -157,7 +163,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   std::vector<StageWork> stages;
   std::vector<double> weight;  // how many stages each entry stands for
   for (int r = 0; r < pp; ++r)
-    if (!even || r == 0 || r == pp - 1 || r == 1) {
+    if (stands_for_stages(c, r)) {
       stages.push_back(stage_work(c, costs, r, cluster));
       weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
     }
@@ -211,16 +217,15 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
     auto gather_seconds = [&](double elements) {
       return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
     };
-    const double gathers = zero3_gathers;  // the step's, on its busiest stage, call by call
     zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
     if (c.spec.zero.keep_parameters) {
-      zero3_exposed += std::max(0.0, gathers - zero3_exposed - slowest->forward.seconds());
+      zero3_exposed += std::max(0.0, zero3_gathers - zero3_exposed - slowest->forward.seconds());
     } else {
       const double scatter =
           c.spec.zero.reduce_per_micro_batch
               ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model)
               : 0.0;
-      zero3_exposed += static_cast<double>(m) * std::max(0.0, gathers / static_cast<double>(m) + scatter - slowest->seconds());
+      zero3_exposed += static_cast<double>(m) * std::max(0.0, zero3_gathers / static_cast<double>(m) + scatter - slowest->seconds());
     }
   }
 
