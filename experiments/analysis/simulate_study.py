@@ -129,7 +129,8 @@ def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -
     # prices the same.
     command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--nccl-algo", "ring",
                "--no-tp-backward-overlap", *mode_flags, "--pp", str(pp),
-               "--zero", str(args.zero), "--micro-batches", str(args.micro_batches), "--layers", str(args.layers),
+               "--zero", str(args.zero), "--dtype", args.dtype, "--micro-batches", str(args.micro_batches),
+               "--layers", str(args.layers),
                "--hidden", str(args.hidden), "--heads", str(args.heads), "--seq", str(args.seq), "--vocab",
                str(args.vocab), "--global-batch", str(batch), "--json"]
     p = subprocess.run(command, capture_output=True, text=True)
@@ -197,6 +198,9 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=256)
     ap.add_argument("--steps", type=int, default=2)
     ap.add_argument("--zero", type=int, default=3)
+    ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
+    ap.add_argument("--values", default="real", choices=["real", "synthetic"],
+                    help="synthetic: tensors that hold nothing, kernels charged and not run (models of realistic size)")
     ap.add_argument("--out", default="results/simulate-study.h5")
     ap.add_argument("--plots", default="results/simulate-study")
     args = ap.parse_args()
@@ -234,8 +238,10 @@ def main() -> None:
             if os.path.exists(results):
                 os.remove(results)
             smpi = ["--smpi-mdtp", args.smpi_mdtp] if args.smpi_mdtp else []
-            command = [args.mdtp, "simulate", "--cluster", args.cluster, "--gpus", str(n), *smpi, "--", "train", *flags,
-                       "--pp", str(args.pp), "--zero", str(args.zero), "--micro-batches", str(args.micro_batches),
+            command = [args.mdtp, "simulate", "--cluster", args.cluster, "--gpus", str(n), *smpi, "--values",
+                       args.values, "--", "train", *flags,
+                       "--pp", str(args.pp), "--zero", str(args.zero), "--dtype", args.dtype,
+                       "--micro-batches", str(args.micro_batches),
                        "--steps", str(args.steps), "--layers", str(args.layers), "--hidden", str(args.hidden),
                        "--heads", str(args.heads), "--seq", str(args.seq), "--global-batch", str(batch), "--data",
                        tokens, "--out", results]
@@ -262,6 +268,8 @@ def main() -> None:
         f.attrs["cluster"] = args.cluster
         f.attrs["command_line"] = " ".join(sys.argv)
         f.attrs["provenance"] = "simulated"
+        f.attrs["values"] = args.values
+        f.attrs["dtype"] = args.dtype
         f.attrs["runs"] = run_dir
     plot(rows, args.plots)
     print(f"study: {args.out} (dataset 'study'), plots in {args.plots}/")

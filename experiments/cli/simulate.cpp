@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SimulateOptions {
-  std::string cluster, platform, smpi_mdtp, smpirun = "smpirun", out_dir = "results/simulate";
+  std::string cluster, platform, smpi_mdtp, smpirun = "smpirun", out_dir = "results/simulate", values = "real";
   long long gpus = 0;
   std::vector<std::string> command;  // after --: the mdtp command the simulated ranks run
 };
@@ -61,6 +61,19 @@ const std::vector<std::string> kSettings = {"smpi/simulate-computation:no", "net
                                             "network/TCP-gamma:0", "network/crosstraffic:0",
                                             "smpi/test:0", "smpi/wtime:0", "smpi/coll-selector:mpich",
                                             "smpi/privatization:no"};
+
+// Synthetic values (--values synthetic, simulate/synthetic_allocator.hpp): the tensors live in an
+// SMPI_SHARED_MALLOC arena in its "global" mode, one file block mapped over and over; blocks of
+// 16 MiB keep a terabyte of address space within Linux's 65,530 mappings a process may hold.
+const std::vector<std::string> kSyntheticSettings = {"smpi/shared-malloc:global",
+                                                     "smpi/shared-malloc-blocksize:16777216"};
+
+// A flag of the simulated command, alone or as --flag=value.
+bool command_has_flag(const std::vector<std::string>& command, const std::string& flag) {
+  for (const std::string& arg : command)
+    if (arg == flag || arg.rfind(flag + "=", 0) == 0) return true;
+  return false;
+}
 
 fs::path default_smpi_mdtp() {
   std::error_code ec;
@@ -109,6 +122,13 @@ int run_simulate(const SimulateOptions& o) {
   require(what == "train" || what == "bench" || what == "collectives",
           "mdtp simulate runs `train`, `bench` or `collectives` on the simulated cluster; got '", what, "'");
   require(o.gpus >= 1, "--gpus must be >= 1; got ", o.gpus);
+  require(o.values == "real" || o.values == "synthetic", "--values must be real or synthetic; got '", o.values, "'");
+  const bool synthetic = o.values == "synthetic";
+  require(!synthetic || what == "train", "--values synthetic runs `train` only: `", what,
+          "` checks or reports values (bench holds every mode against its serial result)");
+  for (const char* flag : {"--save", "--init-from", "--dump-grads"})
+    require(!synthetic || !command_has_flag(o.command, flag), "--values synthetic: train ", flag,
+            " reads or writes values, which synthetic tensors do not hold; run it with --values real");
   const cost::Cluster cluster = cost::load_cluster(cost::find_cluster(o.cluster));
   const fs::path smpi_mdtp = o.smpi_mdtp.empty() ? default_smpi_mdtp() : fs::path(o.smpi_mdtp);
   require(fs::exists(smpi_mdtp), "the SMPI build of mdtp '", smpi_mdtp.string(),
@@ -137,8 +157,10 @@ int run_simulate(const SimulateOptions& o) {
   const fs::path hostfile = fs::absolute(fs::path(o.out_dir) / fmt::format("{}-{}.hosts", cluster.name, o.gpus));
   write_text(hostfile, simulate::host_file(platform));
 
+  std::vector<std::string> settings = kSettings;
+  if (synthetic) settings.insert(settings.end(), kSyntheticSettings.begin(), kSyntheticSettings.end());
   run::SimulationContext context{cluster.name, cluster.path, platform_path.string(), static_cast<int>(o.gpus),
-                                 version, kSettings};
+                                 version, settings, !synthetic};
   setenv(run::kSimulationEnvironment, run::simulation_json(context).c_str(), 1);
   setenv("OPENBLAS_NUM_THREADS", "1", 1);  // every simulated rank shares this process's one thread
   // SimGrid links GSL's CBLAS, and with the program's globals shared between the simulated ranks
@@ -165,7 +187,7 @@ int run_simulate(const SimulateOptions& o) {
 
   std::vector<std::string> args = {o.smpirun, "-np", std::to_string(o.gpus), "-platform", platform_path.string(),
                                    "-hostfile", hostfile.string()};
-  for (const auto& s : kSettings) args.push_back("--cfg=" + s);
+  for (const auto& s : settings) args.push_back("--cfg=" + s);
   args.push_back(smpi_mdtp.string());
   args.insert(args.end(), o.command.begin(), o.command.end());
   std::vector<char*> argv;
@@ -216,6 +238,10 @@ Command add_simulate(CLI::App& root) {
   app->add_option("--platform", o->platform, "a SimGrid platform file to run on instead of the generated one");
   app->add_option("--smpi-mdtp", o->smpi_mdtp, "the SMPI build of mdtp (default: BUILD-smpi/mdtp beside this one)");
   app->add_option("--smpirun", o->smpirun, "SimGrid's launcher (default smpirun)");
+  app->add_option("--values", o->values,
+                  "real (default: every kernel runs on the host, values checked) or synthetic (train only: tensors "
+                  "hold no values, kernels are charged but not run; models of realistic size at scale)")
+      ->type_name("real|synthetic");
   app->add_option("--out-dir", o->out_dir, "where the platform and host files are written (default results/simulate)");
   app->add_option("command", o->command, "after --: the mdtp command the simulated ranks run (train, bench or collectives)");
   return {app, false, [o](const std::string&) { return run_simulate(*o); }};

@@ -16,6 +16,7 @@
 #include "io/output_path.hpp"
 #include "comm/run_clock.hpp"
 #include "plan/schedule.hpp"
+#include "run/simulation_context.hpp"
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
 #include "simulate/charging_gpt_kernels.hpp"
@@ -67,6 +68,12 @@ TrainDevice train_device(const std::string& name) {
 #endif
 }
 
+// `mdtp simulate --values synthetic`: the simulated ranks' tensors hold no values.
+bool synthetic_values() {
+  const auto sim = run::simulation_from_environment();
+  return simulated_build() && sim && !sim->real_values;
+}
+
 // The model of the activation peak inside a step: there is none with a pipeline, whose boundary
 // tensors in flight depend on the peers' timing (docs/memory.md).
 std::string in_step_model(const TrainResult& r) {
@@ -104,7 +111,10 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
     std::cout << "trained " << describe(r.spec.model) << " in mode " << l.mode << " (tp " << l.tp << ", pp " << l.pp
               << ", dp " << l.dp << ", zero " << r.spec.zero.stage << (r.spec.zero.offload ? " offload" : "")
               << "; stages " << r.partition << "): " << r.steps.size() << " steps";
-    if (!r.steps.empty()) std::cout << ", final loss " << r.steps.back().loss;
+    if (!r.steps.empty() && synthetic_values())
+      std::cout << ", values synthetic (no loss: the tensors held nothing, docs/simulate.md)";
+    else if (!r.steps.empty())
+      std::cout << ", final loss " << r.steps.back().loss;
     std::cout << "\n";
     // activation memory (docs/memory.md)
     // With no step run nothing was measured: there is no comparison to report.

@@ -140,7 +140,7 @@ void validate_workload(const cost::Workload& w) {
   require(w.rows > 0 && w.rows % rows_unit == 0, "mode ", describe_mesh(w.mode, w.mesh),
           " needs the rows of each data-parallel replica divisible by ", rows_unit, " (the mode's row split); got ",
           w.rows);
-  const bool mode_1d = w.mode == TpMode::d1 || w.mode == TpMode::d1_sp;
+  const bool mode_1d = is_megatron_1d(w.mode);
   const std::int64_t hidden_unit = mode_1d ? 1 : feature_unit(w.mode, w.mesh);
   require(w.hidden % hidden_unit == 0, "mode ", describe_mesh(w.mode, w.mesh), " needs --hidden divisible by ",
           hidden_unit, "; got ", w.hidden);

@@ -46,7 +46,7 @@ std::optional<MeshConfig> mesh_for_mode(TpMode mode, int world, int depth) {
   require(world >= 1, "a mesh needs at least one rank; got world=", world);
   require(depth >= 0, "the 2.5D depth must be positive (or 0 to choose); got depth=", depth);
   if (mode == TpMode::none) return make_config(world, 1, TpMode::none);
-  if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
+  if (is_megatron_1d(mode)) {
     if (world < 2) return std::nullopt;
     return make_config(world, world, mode);
   }

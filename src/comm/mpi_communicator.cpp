@@ -204,7 +204,8 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<PendingOp> start_all_reduce(Tensor& buffer, ReduceOp op) override {
     void* data = mpi_buffer(buffer);
     if (ring_comm_ != MPI_COMM_NULL)
-      return start_ring(RingKind::all_reduce, {buffer}, data, buffer.numel(), buffer.dtype(), op, {}, nullptr, 0);
+      return start_ring(RingKind::all_reduce, {buffer}, data, buffer.numel(), buffer.dtype(), op, {}, nullptr, 0, 0,
+                        buffer.holds_values());
     auto pending = pending_op(CollectiveOp::all_reduce, buffer.numel(), {buffer});
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data, mpi_count(buffer.numel()),
                              types_.datatype(buffer.dtype()), types_.op(buffer.dtype(), op), comm_, pending->request()),
@@ -217,7 +218,7 @@ class MpiCommunicator final : public Communicator {
     const void* in = mpi_buffer(shard);
     if (ring_comm_ != MPI_COMM_NULL) {
       // This rank's block in place first (memmove: the shard may already be that block).
-      if (shard.bytes() > 0) std::memmove(static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()), in, shard.bytes());
+      if (shard.bytes() > 0 && gathered.holds_values()) std::memmove(static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()), in, shard.bytes());
       return start_ring(RingKind::all_gather, {shard, gathered}, out, gathered.numel(), gathered.dtype(), ReduceOp::sum,
                         {}, nullptr, 0);
     }
@@ -236,6 +237,10 @@ class MpiCommunicator final : public Communicator {
     const void* in = mpi_buffer(full);
     void* out = mpi_buffer(shard);
     if (ring_comm_ != MPI_COMM_NULL) {
+      // Synthetic buffers hold nothing to keep: the ring runs on the input itself, no copy in or out.
+      if (!full.holds_values())
+        return start_ring(RingKind::reduce_scatter, {full, shard}, const_cast<void*>(in), full.numel(), full.dtype(),
+                          op, {}, nullptr, 0, 0, false);
       const auto* first = static_cast<const unsigned char*>(in);
       return start_ring(RingKind::reduce_scatter, {full, shard}, nullptr, full.numel(), full.dtype(), op,
                         std::vector<unsigned char>(first, first + full.bytes()), out, shard.bytes());
@@ -271,6 +276,9 @@ class MpiCommunicator final : public Communicator {
     }
     if (ring_comm_ != MPI_COMM_NULL) {
       const auto* first = static_cast<const unsigned char*>(send == MPI_IN_PLACE ? receive : send);
+      if (!in.holds_values())
+        return start_ring(RingKind::reduce, std::move(buffers), const_cast<unsigned char*>(first), in.numel(),
+                          in.dtype(), op, {}, nullptr, 0, root, false);
       return start_ring(RingKind::reduce, std::move(buffers), nullptr, in.numel(), in.dtype(), op,
                         std::vector<unsigned char>(first, first + in.bytes()), receive,
                         rank() == root ? in.bytes() : 0, root);
@@ -326,14 +334,15 @@ class MpiCommunicator final : public Communicator {
   // `work` null: the ring works on `scratch` (a reduce-scatter's copy of its input), whose block
   // `rank` goes to `shard_out` at completion.
   // `root`: of a broadcast or reduce; the reduction then goes to `shard_out` from offset 0.
+  // `combine` false: synthetic buffers (RingCollective), the messages without the arithmetic.
   std::unique_ptr<PendingOp> start_ring(RingKind kind, std::vector<Tensor> buffers, void* work, std::int64_t count,
                                         DType dtype, ReduceOp op, std::vector<unsigned char> scratch, void* shard_out,
-                                        std::size_t shard_bytes, int root = 0) {
+                                        std::size_t shard_bytes, int root = 0, bool combine = true) {
     auto pending = std::make_unique<RingPendingOp>(std::move(buffers), std::move(scratch), shard_out, shard_bytes);
     if (work == nullptr) work = pending->scratch().data();
     const int tag = static_cast<int>(ring_sequence_++ % (static_cast<std::uint64_t>(tag_ub_) + 1));
     pending->start(std::make_unique<RingCollective>(kind, ring_comm_, tag, types_.datatype(dtype), types_.op(dtype, op),
-                                                    dtype_size(dtype), work, count, root),
+                                                    dtype_size(dtype), work, count, root, combine),
                    kind == RingKind::reduce ? 0 : static_cast<std::int64_t>(shard_bytes) * rank());
     return pending;
   }

@@ -16,7 +16,7 @@ std::int64_t chain_chunks(int n, std::int64_t bytes) {
 }
 
 RingCollective::RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Datatype type, MPI_Op op,
-                               std::size_t element_bytes, void* work, std::int64_t count, int root)
+                               std::size_t element_bytes, void* work, std::int64_t count, int root, bool combine)
     : kind_(kind),
       comm_(comm),
       tag_(tag),
@@ -25,7 +25,8 @@ RingCollective::RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Dataty
       op_(op),
       element_bytes_(element_bytes),
       work_(static_cast<unsigned char*>(work)),
-      count_(count) {
+      count_(count),
+      combine_(combine) {
   check_mpi(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   check_mpi(MPI_Comm_size(comm, &size_), "MPI_Comm_size");
   if (is_chain()) {
@@ -108,7 +109,7 @@ void RingCollective::post_step() {
   if (step.receive >= 0) {
     const std::int64_t recv_count = part_count(step.receive);
     unsigned char* recv_to = part_data(step.receive);
-    if (step.reduce_received) {
+    if (step.reduce_received && combine_) {
       incoming_.resize(static_cast<std::size_t>(recv_count) * element_bytes_);
       recv_to = incoming_.data();
     }
@@ -123,7 +124,7 @@ void RingCollective::post_step() {
 
 void RingCollective::advance() {
   const Step step = current_step();
-  if (step.receive >= 0 && step.reduce_received) {
+  if (step.receive >= 0 && step.reduce_received && combine_) {
     // work[part] = incoming op work[part]
     check_mpi(MPI_Reduce_local(incoming_.data(), part_data(step.receive), static_cast<int>(part_count(step.receive)),
                                type_, op_),
@@ -179,6 +180,12 @@ void RingProgress::wait_for(RingCollective& ring) {
 }
 
 bool RingProgress::test(RingCollective& ring) {
+  poll();
+  return ring.done();
+}
+
+void RingProgress::poll() {
+  if (active_.empty()) return;
   const std::vector<RingCollective*> snapshot = active_;
   for (RingCollective* r : snapshot) {
     if (r->done()) continue;
@@ -186,7 +193,6 @@ bool RingProgress::test(RingCollective& ring) {
     check_mpi(MPI_Testall(2, r->requests(), &complete, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (complete) r->advance();
   }
-  return ring.done();
 }
 
 }  // namespace mdtp

@@ -40,10 +40,12 @@ std::int64_t chain_chunks(int n, std::int64_t bytes);
 //   reduce:         `work` holds `count` elements (a scratch copy of the input, overwritten); the
 //                   reduction ends in `work` on the root.
 // Blocks and chunks are as even as the count allows (the first ones one element longer).
+// `combine` false: the buffers hold no values (synthetic tensors, simulate/synthetic_allocator.hpp),
+// so a received part lands in place and nothing is reduced — the same messages, no arithmetic.
 class RingCollective {
  public:
   RingCollective(RingKind kind, MPI_Comm comm, int tag, MPI_Datatype type, MPI_Op op, std::size_t element_bytes,
-                 void* work, std::int64_t count, int root = 0);
+                 void* work, std::int64_t count, int root = 0, bool combine = true);
   RingCollective(const RingCollective&) = delete;
   RingCollective& operator=(const RingCollective&) = delete;
   ~RingCollective();
@@ -81,6 +83,7 @@ class RingCollective {
   std::size_t element_bytes_;
   unsigned char* work_;
   std::int64_t count_;
+  bool combine_;
   int step_ = 0, steps_ = 0;
   std::vector<unsigned char> incoming_;  // a received block before it is reduced in
   MPI_Request requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -97,6 +100,10 @@ class RingProgress {
   void wait_for(RingCollective& ring);
   // Advances whatever has arrived without blocking; true when `ring` is done.
   bool test(RingCollective& ring);
+  // Advances whatever has arrived without blocking (nothing to do when no ring is in flight).  A
+  // simulated rank calls it after each charged kernel (simulate/charging_backend.hpp), so that its
+  // rings move on while it computes, as NCCL's run beside the compute kernels on a GPU.
+  void poll();
 
  private:
   std::vector<RingCollective*> active_;

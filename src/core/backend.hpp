@@ -48,6 +48,9 @@ class Backend {
   virtual bool computes_in(DType dtype) const = 0;
   Allocator& allocator() const { return *allocator_; }
   const std::shared_ptr<Allocator>& allocator_ptr() const { return allocator_; }
+  // True when the model's tensors hold no values (a synthetic allocator: a simulated cluster at
+  // realistic sizes, kernels charged but not run); checks that read values are off then.
+  bool synthetic_values() const { return !allocator_->holds_values(MemCategory::parameters); }
 
   Tensor empty(const Shape& shape, DType dtype, MemCategory category) const;
   Tensor zeros(const Shape& shape, DType dtype, MemCategory category) const;
@@ -152,5 +155,7 @@ class Backend {
 // The host backend (a CBLAS GEMM where one was found at configure time, else Eigen's): f32 and f64,
 // and bf16/f16 storage computed in f32 (core/host_low_precision.hpp).
 std::unique_ptr<Backend> make_host_backend();
+// The same kernels over another allocator (a simulated cluster's synthetic one).
+std::unique_ptr<Backend> make_host_backend(std::shared_ptr<Allocator> allocator);
 
 }  // namespace mdtp

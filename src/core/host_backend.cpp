@@ -49,7 +49,7 @@ std::string backend_name() {
 
 class HostBackend final : public Backend {
  public:
-  HostBackend() : Backend(std::make_shared<CachingHostAllocator>()), name_(backend_name()) {}
+  explicit HostBackend(std::shared_ptr<Allocator> allocator) : Backend(std::move(allocator)), name_(backend_name()) {}
   DeviceKind device() const override { return DeviceKind::host; }
   const char* name() const override { return name_.c_str(); }
   bool computes_in(DType) const override { return true; }  // f32, f64; bf16 and f16 in f32
@@ -247,13 +247,15 @@ class HostBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_host_backend() {
+std::unique_ptr<Backend> make_host_backend() { return make_host_backend(std::make_shared<CachingHostAllocator>()); }
+
+std::unique_ptr<Backend> make_host_backend(std::shared_ptr<Allocator> allocator) {
   // A binary built with -march=native elsewhere would die on its first vector instruction here.
   const std::vector<std::string> missing = missing_compiled_flags(cpu_features());
   require(missing.empty(), "this mdtp was compiled for ", join_flags(missing), ", which this CPU (",
           cpu_features().model, ") lacks; rebuild here, or with -DMDTP_NATIVE=OFF for a portable binary");
   large_allocation_policy();  // MPI's per-call temporaries reused, not faulted in again (large_allocations.hpp)
-  return std::make_unique<HostBackend>();
+  return std::make_unique<HostBackend>(std::move(allocator));
 }
 
 }  // namespace mdtp

@@ -69,14 +69,14 @@ void MemoryTracker::reset_peaks() {
 }
 
 void* Allocator::allocate(std::size_t bytes, MemCategory category) {
-  void* pointer = raw_allocate(bytes);
+  void* pointer = raw_allocate_in(bytes, category);
   tracker_.on_allocate(category, bytes);
   return pointer;
 }
 
 void Allocator::release(void* pointer, std::size_t bytes, MemCategory category) {
   if (pointer == nullptr) return;
-  raw_release(pointer, bytes);
+  raw_release_in(pointer, bytes, category);
   tracker_.on_release(category, bytes);
 }
 

@@ -64,10 +64,18 @@ class Allocator {
   void release(void* pointer, std::size_t bytes, MemCategory category);
   MemoryTracker& tracker() { return tracker_; }
   const MemoryTracker& tracker() const { return tracker_; }
+  // Whether storage of this category holds values.  False only under a synthetic allocator
+  // (simulate/synthetic_allocator.hpp: a simulated cluster's tensors of realistic size, whose
+  // kernels are charged but not run): their bytes are accounted, their contents mean nothing.
+  virtual bool holds_values(MemCategory) const { return true; }
 
  protected:
   virtual void* raw_allocate(std::size_t bytes) = 0;
   virtual void raw_release(void* pointer, std::size_t bytes) = 0;
+  // What allocate() and release() call: by default the two above; an allocator that places
+  // categories differently (the synthetic one) overrides these.
+  virtual void* raw_allocate_in(std::size_t bytes, MemCategory) { return raw_allocate(bytes); }
+  virtual void raw_release_in(void* pointer, std::size_t bytes, MemCategory) { raw_release(pointer, bytes); }
 
  private:
   MemoryTracker tracker_;

@@ -19,7 +19,11 @@ std::int64_t shape_numel(const Shape& shape) {
 }
 
 Storage::Storage(std::shared_ptr<Allocator> allocator, std::size_t bytes, MemCategory category)
-    : allocator_(std::move(allocator)), data_(nullptr), bytes_(bytes), category_(category) {
+    : allocator_(std::move(allocator)),
+      data_(nullptr),
+      bytes_(bytes),
+      category_(category),
+      holds_values_(allocator_->holds_values(category)) {
   data_ = allocator_->allocate(bytes_, category_);
 }
 

@@ -27,12 +27,14 @@ class Storage {
   std::size_t bytes() const { return bytes_; }
   MemCategory category() const { return category_; }
   DeviceKind device() const { return allocator_->device(); }
+  bool holds_values() const { return holds_values_; }
 
  private:
   std::shared_ptr<Allocator> allocator_;
   void* data_;
   std::size_t bytes_;
   MemCategory category_;
+  bool holds_values_;
 };
 
 class Tensor {
@@ -50,6 +52,9 @@ class Tensor {
   DType dtype() const { return dtype_; }
   DeviceKind device() const { return storage_ ? storage_->device() : DeviceKind::host; }
   MemCategory category() const { return storage_ ? storage_->category() : MemCategory::other; }
+  // False for a synthetic tensor (Allocator::holds_values): its kernels are not run, its bytes
+  // still move and are accounted.
+  bool holds_values() const { return storage_ ? storage_->holds_values() : true; }
 
   // A 2-D view of the data: all leading dimensions folded into rows.
   std::int64_t rows() const;

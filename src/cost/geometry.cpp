@@ -123,7 +123,7 @@ LinearShape Geometry::make_linear(const std::string& name, std::int64_t K, std::
     s.w = {K, N};
     s.y = {B, N};
     s.bias = N;
-  } else if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
+  } else if (is_megatron_1d(mode)) {
     const std::int64_t P = tp_;
     const bool sp = sequence_parallel();
     if (sp) require_divides(B, P, "rows B", "1d-sp splits the rows over tp=" + std::to_string(P));

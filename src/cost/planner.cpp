@@ -209,18 +209,28 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.spec.layout.schedule = schedule;
           c.spec.layout.chunks = chunks;
           c.spec.layout.stage_mapping = stage_mapping_of(schedule);
+          // ZeRO-3's gathers, priced call by call, depend on the schedule, not on when gradients are
+          // reduced nor on the recomputation policy: priced once per schedule (nullopt: refused).
+          std::optional<std::optional<double>> zero3_gathers_of_schedule;
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
             if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
             c.spec.zero.stage = zero;
             c.spec.zero.reduce_per_micro_batch = per_micro_batch;
             c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
-            // ZeRO-3's gathers, priced call by call, are the same under every recomputation policy.
             double zero3_gathers = 0.0;
-            try {
-              zero3_gathers = zero3_gather_seconds(c, *placement, cluster);
-            } catch (const Error&) {
-              ++result.refused;  // a shape the engine's bucket plan or schedule refuses
-              continue;
+            if (zero == 3) {
+              if (!zero3_gathers_of_schedule) {
+                try {
+                  zero3_gathers_of_schedule = zero3_gather_seconds(c, *placement, cluster);
+                } catch (const Error&) {
+                  zero3_gathers_of_schedule = std::optional<double>{};  // the engine's bucket plan refuses it
+                }
+              }
+              if (!*zero3_gathers_of_schedule) {
+                ++result.refused;
+                continue;
+              }
+              zero3_gathers = **zero3_gathers_of_schedule;
             }
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;

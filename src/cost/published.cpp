@@ -29,7 +29,7 @@ PublishedCosts row(std::string name, std::string note, double compute, double pa
 PublishedCosts published_costs(TpMode mode, int tp, int depth) {
   require(tp >= 1 && depth >= 1, "published costs need tp >= 1 and depth >= 1; got tp=", tp, ", depth=", depth);
   if (mode == TpMode::none) return row("serial", "one rank: no parallel row in the table", 1, 1, 1, 0, 0, "1", "1", "1", "0", "0");
-  if (mode == TpMode::d1 || mode == TpMode::d1_sp) {
+  if (is_megatron_1d(mode)) {
     const double P = tp;
     return row("1D", mode == TpMode::d1_sp ? "the table has no sequence-parallel row: 1D shown" : "", 1 / P, 1 / P, 1,
                2 * (P - 1) / P, 2 * (P - 1), "1/P", "1/P", "1", "2(P-1)/P", "2(P-1)");

@@ -39,7 +39,7 @@ struct StageWork {
 // its own GEMMs (chunked all-gather+GEMM and GEMM+reduce-scatter), only what outlasts them exposed.
 PassCost as_run(const PassCost& pass, const StepConfig& c) {
   PassCost p = pass;
-  if (c.overlap.tp_comm && c.spec.layout.mode == TpMode::d1_sp)
+  if (c.overlap.tp_comm && is_sequence_parallel(c.spec.layout.mode))
     p.comm_seconds = std::max(0.0, p.comm_seconds - p.gemm_seconds);
   return p;
 }
@@ -71,7 +71,7 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
   w.forward = as_run(costs.block.forward, c).scaled(L);
   w.backward_input = as_run(costs.block.recompute(c.effective_recompute()), c).scaled(L);
   PassCost block_backward = as_run(costs.block.backward_input, c);
-  const bool one_d = c.spec.layout.mode == TpMode::d1 || c.spec.layout.mode == TpMode::d1_sp;
+  const bool one_d = is_megatron_1d(c.spec.layout.mode);
   if (one_d && c.overlap.tp_backward && weight_pass_with_backward(c))
     block_backward.comm_seconds = std::max(0.0, block_backward.comm_seconds - costs.block.backward_weight.gemm_seconds);
   w.backward_input += block_backward.scaled(L);
@@ -110,12 +110,12 @@ double seconds(CollectiveOp op, int n, double bytes, DType dtype, LinkClass link
   return predict_on_link(op, n, elements, dtype, link, model, nics).seconds;
 }
 
-}  // namespace
+// The step model of a configuration already validated (every public estimate_step validates once;
+// defined below the public entry points).
+StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                                     const Cluster& cluster, double zero3_gathers);
 
-StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
-  validate(c);
-  return estimate_step(c, costs, place(c, cluster), cluster);
-}
+}  // namespace
 
 double zero3_gather_seconds(const StepConfig& c, const Placement& placement, const Cluster& cluster) {
   if (c.spec.zero.stage != 3 || c.spec.layout.dp <= 1) return 0.0;
@@ -140,12 +140,25 @@ double zero3_gather_seconds(const StepConfig& c, const Placement& placement, con
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster) {
   validate(c);
-  return estimate_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
 }
 
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster, double zero3_gathers) {
   validate(c);
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gathers);
+}
+
+StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
+  validate(c);
+  const Placement placement = place(c, cluster);
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+}
+
+namespace {
+
+StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                                     const Cluster& cluster, double zero3_gathers) {
   const TimeModel model = cluster_time_model(cluster);
   StepEstimate e;
   e.config = c;
@@ -305,12 +318,15 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
   return e;
 }
 
+}  // namespace
+
 StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   validate(c);
   const LayerCosts costs =
       layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
                   c.dropout(), cluster, !c.attention_keeps_probabilities);
-  return estimate_step(c, costs, cluster);
+  const Placement placement = place(c, cluster);
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
 }
 
 }  // namespace mdtp::cost

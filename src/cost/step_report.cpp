@@ -62,7 +62,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
             {"param_gather", c.overlap.param_gather},
             // Megatron's always-on 1D overlap of the backward TP collectives with the dW GEMMs, where it applies
             {"tp_backward", c.overlap.tp_backward &&
-                                (c.spec.layout.mode == TpMode::d1 || c.spec.layout.mode == TpMode::d1_sp)}}},
+                                is_megatron_1d(c.spec.layout.mode)}}},
           {"streaming_attention", !c.attention_keeps_probabilities},
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
           {"cross_entropy_fusion", c.cross_entropy_fusion}};

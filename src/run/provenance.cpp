@@ -108,6 +108,8 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
       std::string settings;
       for (const auto& s : sim->settings) settings += (settings.empty() ? "" : " ") + ("--cfg=" + s);
       a["simulation_settings"] = settings;
+      // Synthetic: the tensors held no values (kernels charged, not run; no loss, no value checks).
+      a["simulation_values"] = std::string(sim->real_values ? "real" : "synthetic");
     }
   } else {
     a["provenance"] = std::string("measured");

@@ -11,7 +11,8 @@ namespace mdtp::run {
 std::string simulation_json(const SimulationContext& c) {
   return nlohmann::json{{"cluster", c.cluster},         {"cluster_path", c.cluster_path},
                         {"platform_path", c.platform_path}, {"gpus", c.gpus},
-                        {"simgrid_version", c.simgrid_version}, {"settings", c.settings}}
+                        {"simgrid_version", c.simgrid_version}, {"settings", c.settings},
+                        {"values", c.real_values ? "real" : "synthetic"}}
       .dump();
 }
 
@@ -25,6 +26,10 @@ SimulationContext parse_simulation_json(const std::string& text) {
     c.gpus = j.at("gpus").get<int>();
     c.simgrid_version = j.at("simgrid_version").get<std::string>();
     c.settings = j.at("settings").get<std::vector<std::string>>();
+    const auto values = j.at("values").get<std::string>();
+    require(values == "real" || values == "synthetic", kSimulationEnvironment, ": values must be real or synthetic; got '",
+            values, "'");
+    c.real_values = values == "real";
     return c;
   } catch (const nlohmann::json::exception& e) {
     throw_error(kSimulationEnvironment, " is not what `mdtp simulate` writes: ", e.what());

@@ -21,6 +21,9 @@ struct SimulationContext {
   int gpus = 0;
   std::string simgrid_version;
   std::vector<std::string> settings;  // every --cfg given to smpirun, as "key:value"
+  // False under `mdtp simulate --values synthetic`: the model's tensors hold no values, its kernels
+  // are charged but not run (simulate/synthetic_allocator.hpp, docs/simulate.md).
+  bool real_values = true;
 };
 
 std::string simulation_json(const SimulationContext& context);

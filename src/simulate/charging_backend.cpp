@@ -4,10 +4,12 @@
 #include <smpi/smpi.h>
 #endif
 
+#include "comm/ring_collectives.hpp"
 #include "core/error.hpp"
 #include "cost/kernel_time.hpp"
 #include "run/simulation_context.hpp"
 #include "simulate/platform.hpp"
+#include "simulate/synthetic_allocator.hpp"
 
 namespace mdtp::simulate {
 
@@ -24,93 +26,99 @@ void ChargingBackend::charge_stream(std::initializer_list<const Tensor*> touched
   charge_(cost::stream_seconds(bytes, cluster_));
 }
 
-std::vector<double> ChargingBackend::do_to_f64(const Tensor& t) const { return inner_->to_f64(t); }
+// A synthetic tensor (synthetic_allocator.hpp) holds nothing: its kernels are charged but not run
+// (each kernel below runs only where what it writes holds values), it reads as zeros and
+// assignments to it are dropped.
+std::vector<double> ChargingBackend::do_to_f64(const Tensor& t) const {
+  if (!t.holds_values()) return std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0);
+  return inner_->to_f64(t);
+}
 void ChargingBackend::do_assign_f64(Tensor& t, const std::vector<double>& values) const {
-  inner_->assign_f64(t, values);
+  if (t.holds_values()) inner_->assign_f64(t, values);
 }
 void ChargingBackend::do_fill(Tensor& t, double value) const {
   charge_stream({&t});
-  inner_->fill(t, value);
+  if (t.holds_values()) inner_->fill(t, value);
 }
 void ChargingBackend::do_copy(const Tensor& src, Tensor& dst) const {
   charge_stream({&src, &dst});
-  inner_->copy(src, dst);
+  if (dst.holds_values()) inner_->copy(src, dst);
 }
 void ChargingBackend::do_convert(const Tensor& src, Tensor& dst) const {
   charge_stream({&src, &dst});
-  inner_->convert(src, dst);
+  if (dst.holds_values()) inner_->convert(src, dst);
 }
 void ChargingBackend::do_copy_block(const Tensor& src, std::int64_t sr0, std::int64_t sc0, Tensor& dst,
                                     std::int64_t dr0, std::int64_t dc0, std::int64_t rows, std::int64_t cols) const {
   charge_(cost::stream_seconds(2.0 * static_cast<double>(rows * cols) * static_cast<double>(dtype_size(src.dtype())),
                               cluster_));
-  inner_->copy_block(src, sr0, sc0, dst, dr0, dc0, rows, cols);
+  if (dst.holds_values()) inner_->copy_block(src, sr0, sc0, dst, dr0, dc0, rows, cols);
 }
 void ChargingBackend::do_gemm(bool transpose_a, bool transpose_b, double alpha, const Tensor& a, const Tensor& b,
                               double beta, Tensor& c) const {
   const std::int64_t m = c.rows(), n = c.cols(), k = transpose_a ? a.rows() : a.cols();
   (void)transpose_b;
   charge_(cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_));
-  inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
+  if (c.holds_values()) inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
 }
 void ChargingBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {
   charge_stream({&x, &y, &y});
-  inner_->axpy(alpha, x, y);
+  if (y.holds_values()) inner_->axpy(alpha, x, y);
 }
 void ChargingBackend::do_scale(Tensor& x, double alpha) const {
   charge_stream({&x, &x});
-  inner_->scale(x, alpha);
+  if (x.holds_values()) inner_->scale(x, alpha);
 }
 void ChargingBackend::do_add_row_vector(Tensor& y, const Tensor& row) const {
   charge_stream({&y, &y, &row});
-  inner_->add_row_vector(y, row);
+  if (y.holds_values()) inner_->add_row_vector(y, row);
 }
 void ChargingBackend::do_column_sums(const Tensor& x, Tensor& out, double beta) const {
   charge_stream({&x, &out});
-  inner_->column_sums(x, out, beta);
+  if (out.holds_values()) inner_->column_sums(x, out, beta);
 }
 double ChargingBackend::do_sum_squares(const Tensor& x) const {
   charge_stream({&x});
-  return inner_->sum_squares(x);
+  return x.holds_values() ? inner_->sum_squares(x) : 0.0;
 }
 void ChargingBackend::do_gelu_forward(const Tensor& x, Tensor& y) const {
   charge_stream({&x, &y});
-  inner_->gelu_forward(x, y);
+  if (y.holds_values()) inner_->gelu_forward(x, y);
 }
 void ChargingBackend::do_gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx) const {
   charge_stream({&x, &dy, &dx});
-  inner_->gelu_backward(x, dy, dx);
+  if (dx.holds_values()) inner_->gelu_backward(x, dy, dx);
 }
 void ChargingBackend::do_row_mean_m2(const Tensor& x, Tensor& stats) const {
   charge_stream({&x, &stats});
-  inner_->row_mean_m2(x, stats);
+  if (stats.holds_values()) inner_->row_mean_m2(x, stats);
 }
 void ChargingBackend::do_merge_row_stats(const Tensor& stacked, int parts, std::int64_t count_per_part, double eps,
                                          Tensor& mean_rstd, bool centred) const {
   charge_stream({&stacked, &mean_rstd});
-  inner_->merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd, centred);
+  if (mean_rstd.holds_values()) inner_->merge_row_stats(stacked, parts, count_per_part, eps, mean_rstd, centred);
 }
 void ChargingBackend::do_layernorm_apply(const Tensor& x, const Tensor& mean_rstd, const Tensor& gamma,
                                          const Tensor& beta, Tensor& xhat, Tensor& y) const {
   charge_stream({&x, &mean_rstd, &gamma, &beta, &xhat, &y});
-  inner_->layernorm_apply(x, mean_rstd, gamma, beta, xhat, y);
+  if (y.holds_values()) inner_->layernorm_apply(x, mean_rstd, gamma, beta, xhat, y);
 }
 void ChargingBackend::do_layernorm_backward_sums(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                                  Tensor& sums, bool centred) const {
   charge_stream({&dy, &xhat, &gamma, &sums});
-  inner_->layernorm_backward_sums(dy, xhat, gamma, sums, centred);
+  if (sums.holds_values()) inner_->layernorm_backward_sums(dy, xhat, gamma, sums, centred);
 }
 void ChargingBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                             const Tensor& mean_rstd, const Tensor& sums, std::int64_t n, Tensor& dx,
                                             Tensor& dgamma, Tensor& dbeta) const {
   charge_stream({&dy, &xhat, &gamma, &mean_rstd, &sums, &dx, &dgamma, &dgamma, &dbeta, &dbeta});
-  inner_->layernorm_backward(dy, xhat, gamma, mean_rstd, sums, n, dx, dgamma, dbeta);
+  if (dx.holds_values()) inner_->layernorm_backward(dy, xhat, gamma, mean_rstd, sums, n, dx, dgamma, dbeta);
 }
 void ChargingBackend::do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v,
                                       const AdamWStep& step) const {
   // Reads param, grad, m, v; writes param, m, v.
   charge_stream({&param, &grad, &m, &v, &param, &m, &v});
-  inner_->adamw_update(param, grad, m, v, step);
+  if (param.holds_values()) inner_->adamw_update(param, grad, m, v, step);
 }
 
 cost::Cluster simulated_cluster() {
@@ -121,14 +129,22 @@ cost::Cluster simulated_cluster() {
 }
 
 std::function<std::unique_ptr<Backend>()> simulated_backend_factory() {
-  return [cluster = simulated_cluster()]() -> std::unique_ptr<Backend> {
-    return std::make_unique<ChargingBackend>(make_host_backend(), cluster, charge_simulated_seconds);
+  const auto sim = run::simulation_from_environment();
+  const bool real_values = !sim || sim->real_values;
+  return [cluster = simulated_cluster(), real_values]() -> std::unique_ptr<Backend> {
+    return std::make_unique<ChargingBackend>(
+        real_values ? make_host_backend() : make_host_backend(std::make_shared<SyntheticAllocator>()), cluster,
+        charge_simulated_seconds);
   };
 }
 
 void charge_simulated_seconds(double seconds) {
 #ifdef MDTP_SMPI
   if (seconds > 0) smpi_execute_flops(seconds * kHostSpeed);
+  // A GPU runs NCCL's kernels beside the compute ones: the rank's rings in flight (a prefetched
+  // ZeRO-3 gather, a gradient reduce-scatter, an asynchronous TP collective) take their next step
+  // as soon as the kernel that held the rank ends, not only when it next waits (docs/simulate.md).
+  RingProgress::process().poll();
 #else
   (void)seconds;
   throw_error("charge_simulated_seconds: this mdtp is not the SMPI build (configure with -DMDTP_SMPI=ON)");

@@ -8,6 +8,9 @@
 // (cost/kernel_time.hpp: a roofline for GEMMs, HBM streaming for the rest) gives the same
 // simulated compute time for the same command, on the GPU of the cluster preset.
 //
+// Synthetic values (`mdtp simulate --values synthetic`, synthetic_allocator.hpp): a kernel whose
+// output holds no values is charged but not run; a synthetic tensor reads as zeros.
+//
 // What is charged: every Backend kernel (GEMMs and streaming kernels); host transfers
 // (from_f64/to_f64/assign_f64: initialisation, checkpoints, tests) are free.  Kernels outside the
 // Backend interface (the model's fused attention and activation kernels) are not charged here.
@@ -101,7 +104,8 @@ cost::Cluster simulated_cluster();
 std::function<std::unique_ptr<Backend>()> simulated_backend_factory();
 
 // Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
-// host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).
+// host speed, simulate/platform.hpp), then advances the rank's ring collectives whose step arrived
+// meanwhile.  Outside the SMPI build: mdtp::Error (nothing to charge).
 void charge_simulated_seconds(double seconds);
 
 }  // namespace mdtp::simulate

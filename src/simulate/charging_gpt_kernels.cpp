@@ -13,6 +13,8 @@ double bytes_of(const Tensor& t) { return static_cast<double>(t.bytes()); }
 ChargingGptKernels::ChargingGptKernels(std::unique_ptr<GptKernels> inner, cost::Cluster cluster, KernelCharge charge)
     : GptKernels(inner->backend()), inner_(std::move(inner)), cluster_(std::move(cluster)), charge_(std::move(charge)) {}
 
+// Each kernel runs only where what it writes holds values: a synthetic tensor's
+// (synthetic_allocator.hpp) are charged and skipped.
 void ChargingGptKernels::charge_bytes(double bytes) const {
   charge_(cost::stream_seconds(bytes, cluster_));
 }
@@ -28,53 +30,53 @@ void ChargingGptKernels::charge_attention(const Tensor& qkv, std::int64_t seq_le
 void ChargingGptKernels::do_embedding_forward(const Tensor& table, std::span<const std::int32_t> ids,
                                               std::int64_t first_row, Tensor& out) const {
   charge_bytes(2 * bytes_of(out));  // one table row read per output row written
-  inner_->embedding_forward(table, ids, first_row, out);
+  if (out.holds_values()) inner_->embedding_forward(table, ids, first_row, out);
 }
 void ChargingGptKernels::do_embedding_backward(const Tensor& dy, std::span<const std::int32_t> ids,
                                                std::int64_t first_row, Tensor& table_grad) const {
   charge_bytes(3 * bytes_of(dy));  // dy read, the rows it adds to read and written
-  inner_->embedding_backward(dy, ids, first_row, table_grad);
+  if (table_grad.holds_values()) inner_->embedding_backward(dy, ids, first_row, table_grad);
 }
 void ChargingGptKernels::do_attention_forward(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, Tensor& y,
                                               Tensor& probs) const {
   charge_attention(qkv, seq_len, n_head, y.cols() / n_head, false);
-  inner_->attention_forward(qkv, seq_len, n_head, y, probs);
+  if (y.holds_values()) inner_->attention_forward(qkv, seq_len, n_head, y, probs);
 }
 void ChargingGptKernels::do_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& probs,
                                                std::int64_t seq_len, std::int64_t n_head, Tensor& dqkv) const {
   charge_attention(qkv, seq_len, n_head, dy.cols() / n_head, true);
-  inner_->attention_backward(dy, qkv, probs, seq_len, n_head, dqkv);
+  if (dqkv.holds_values()) inner_->attention_backward(dy, qkv, probs, seq_len, n_head, dqkv);
 }
 void ChargingGptKernels::do_rope(Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t kv_heads,
                                  double theta, bool inverse) const {
   // Q and K read and written in place: (n_head + kv) of the (n_head + 2·kv) head columns.
   const double qk_share = static_cast<double>(n_head + kv_heads) / static_cast<double>(n_head + 2 * kv_heads);
   charge_bytes(2 * qk_share * bytes_of(qkv));
-  inner_->rope(qkv, seq_len, n_head, kv_heads, theta, inverse);
+  if (qkv.holds_values()) inner_->rope(qkv, seq_len, n_head, kv_heads, theta, inverse);
 }
 void ChargingGptKernels::do_swiglu_forward(const Tensor& gate_up, Tensor& y) const {
   charge_bytes(bytes_of(gate_up) + bytes_of(y));
-  inner_->swiglu_forward(gate_up, y);
+  if (y.holds_values()) inner_->swiglu_forward(gate_up, y);
 }
 void ChargingGptKernels::do_swiglu_backward(const Tensor& gate_up, const Tensor& dy, Tensor& dgate_up) const {
   charge_bytes(bytes_of(gate_up) + bytes_of(dy) + bytes_of(dgate_up));
-  inner_->swiglu_backward(gate_up, dy, dgate_up);
+  if (dgate_up.holds_values()) inner_->swiglu_backward(gate_up, dy, dgate_up);
 }
 void ChargingGptKernels::do_xent_row_max(const Tensor& logits, std::int64_t valid_cols, Tensor& row_max) const {
   charge_bytes(bytes_of(logits) + bytes_of(row_max));
-  inner_->xent_row_max(logits, valid_cols, row_max);
+  if (row_max.holds_values()) inner_->xent_row_max(logits, valid_cols, row_max);
 }
 void ChargingGptKernels::do_xent_partial_sums(const Tensor& logits, std::int64_t valid_cols, const Tensor& row_max,
                                               std::span<const std::int32_t> targets, std::int64_t col0,
                                               Tensor& sums) const {
   charge_bytes(bytes_of(logits) + bytes_of(row_max) + bytes_of(sums));
-  inner_->xent_partial_sums(logits, valid_cols, row_max, targets, col0, sums);
+  if (sums.holds_values()) inner_->xent_partial_sums(logits, valid_cols, row_max, targets, col0, sums);
 }
 void ChargingGptKernels::do_xent_backward(const Tensor& logits, std::int64_t valid_cols, const Tensor& lse,
                                           std::span<const std::int32_t> targets, std::int64_t col0, double scale,
                                           Tensor& dlogits) const {
   charge_bytes(bytes_of(logits) + bytes_of(lse) + bytes_of(dlogits));
-  inner_->xent_backward(logits, valid_cols, lse, targets, col0, scale, dlogits);
+  if (dlogits.holds_values()) inner_->xent_backward(logits, valid_cols, lse, targets, col0, scale, dlogits);
 }
 
 std::function<std::unique_ptr<GptKernels>(const Backend& backend)> simulated_gpt_kernels_factory() {

@@ -33,4 +33,6 @@ const char* tp_mode_list() { return "none, 1d, 1d-sp, 2d, 2.5d, 3d"; }
 
 bool is_sequence_parallel(TpMode mode) { return mode == TpMode::d1_sp; }
 
+bool is_megatron_1d(TpMode mode) { return mode == TpMode::d1 || mode == TpMode::d1_sp; }
+
 }  // namespace mdtp

@@ -28,5 +28,8 @@ const char* tp_mode_list();
 inline std::ostream& operator<<(std::ostream& os, TpMode mode) { return os << tp_mode_name(mode); }
 
 bool is_sequence_parallel(TpMode mode);
+// Megatron's column/row split, with or without sequence parallelism (1d, 1d-sp): the modes whose
+// TP collectives are all-reduces (or their reduce-scatter/all-gather halves) over the whole group.
+bool is_megatron_1d(TpMode mode);
 
 }  // namespace mdtp

@@ -228,7 +228,7 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
   p.value = backend.empty(shape, ctx.dtype, MemCategory::parameters);
   if (init.kind == InitSpec::Kind::constant) {
     backend.fill(p.value, init.value);
-  } else {
+  } else if (p.value.holds_values()) {  // a synthetic tensor (a simulated cluster's) draws nothing
     const InitDraw draw(ctx.seed, p.name, init);
     const std::int64_t cols = p.full_shape.back();
     std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));

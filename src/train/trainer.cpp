@@ -112,8 +112,13 @@ bool run_step(StepLoop& loop, bool first) {
   const double scale = loop.scaler.scale();
   const StageStepResult run = rig.executor().run_step(batch.micro_batches, rig.model().loss_scale(m) * scale);
   rig.engine().finish_gradients();
-  const double loss = step_loss(rig.model(), rig.mesh(), run, loop.plan.schedule);
-  switch (loop.faults.check_loss(loss, state.step + 1, rig, loop.result, loop.progress)) {
+  // Synthetic values (a simulated cluster's tensors hold nothing, docs/simulate.md): the loss is
+  // still reduced (its collectives are the step's), but it means nothing and nothing checks values.
+  const bool synthetic = rig.backend().synthetic_values();
+  const double reduced_loss = step_loss(rig.model(), rig.mesh(), run, loop.plan.schedule);
+  const double loss = synthetic ? std::nan("") : reduced_loss;
+  switch (synthetic ? FaultGuard::LossVerdict::update
+                    : loop.faults.check_loss(loss, state.step + 1, rig, loop.result, loop.progress)) {
     case FaultGuard::LossVerdict::stop: return false;
     case FaultGuard::LossVerdict::skip:  // counted (step numbers stay unique), not applied
       loop.advance();
@@ -128,12 +133,13 @@ bool run_step(StepLoop& loop, bool first) {
     rig.ledger().set_enabled(true);
   }
   const auto t2 = Clock::now();
-  const double norm = rig.engine().step(scale);
+  const double engine_norm = rig.engine().step(scale);
+  const double norm = synthetic ? std::nan("") : engine_norm;
   const auto t3 = Clock::now();
   loop.advance();
   // f16's dynamic scaling: a non-finite norm is an overflow the scale answers for (the engine
   // applied nothing); the scale backs off or grows as the scaler says.
-  const bool overflow = loop.scaler.dynamic() && !std::isfinite(norm);
+  const bool overflow = loop.scaler.dynamic() && !std::isfinite(engine_norm);
   loop.scaler.update(overflow);
   state.loss_scaler = loop.scaler.state();
   if (overflow) loop.result.overflow_steps += 1;
@@ -153,7 +159,7 @@ bool run_step(StepLoop& loop, bool first) {
                                                            loop.scaler.scale())
                                              : fmt::format("  loss scale {:g}", scale))
                    << (first ? loop.comm.first_step_lines() : std::string()) << std::flush;
-  if (overflow) return !loop.faults.stop_signalled(rig, loop.result);
+  if (overflow || synthetic) return !loop.faults.stop_signalled(rig, loop.result);
   return !loop.faults.stop_after_update(norm, state.step, rig, loop.result, loop.progress);
 }
 

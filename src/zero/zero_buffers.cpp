@@ -61,11 +61,12 @@ ZeroBuffers::ZeroBuffers(const ZeroLayout& layout, int stage, const Backend& bac
 void ZeroBuffers::fill_shard(std::size_t b, int rank) {
   // Deferred parameters (no storage: TpContext::defer_parameters) get the initial values of exactly
   // the elements this shard holds, drawn as the model's initialize() would draw them; padding stays
-  // zero.  A parameter that has storage (a model built whole) is copied.
+  // zero.  A parameter that has storage (a model built whole) is copied.  A synthetic shard (a
+  // simulated cluster's, holding no values) draws nothing.
   std::vector<double> drawn;
   for (const ShardSegment& s : layout_.segments(b, rank)) {
     const ModelParam& p = layout_.params()[s.param];
-    if (p.param->value.defined()) continue;
+    if (p.param->value.defined() || !value_shard_[b].holds_values()) continue;
     if (drawn.empty()) drawn.assign(static_cast<std::size_t>(layout_.bucket(b).shard), 0.0);
     initial_values(p, layout_.mesh(), layout_.seed(), layout_.bucket(b).dtype, s.param_offset, s.numel,
                    drawn.data() + s.shard_offset);

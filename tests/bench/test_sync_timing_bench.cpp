@@ -76,7 +76,7 @@ TEST_CASE("sync timing keeps the ledger's bytes equal to the model's and records
       }
       // 1d's all-reduces are blocking, so synchronised; other modes may issue only non-blocking
       // calls (SUMMA's broadcasts), which never are.
-      if (mode == TpMode::d1 || mode == TpMode::d1_sp) CHECK(synchronised > 0.0);
+      if (is_megatron_1d(mode)) CHECK(synchronised > 0.0);
       for (const auto& s : synced.steps) CHECK(s.wait.max >= 0.0);
 
       const auto tables = bench_tables(synced, p, ss);

@@ -46,6 +46,13 @@ with tempfile.TemporaryDirectory() as tmp:
     refused(["--cluster", "dgx-h100", "--gpus", "0", "--", "train"], "--gpus must be >= 1; got 0", tmp)
     refused(["--cluster", "dgx-h100", "--gpus", "8", "--smpi-mdtp", "/nonexistent/mdtp", "--", "train"],
             "does not exist", tmp)
+    # Synthetic values run `train` alone, without checkpoints, which hold values.
+    refused(["--cluster", "dgx-h100", "--gpus", "8", "--values", "fake", "--", "train"],
+            "--values must be real or synthetic; got 'fake'", tmp)
+    refused(["--cluster", "dgx-h100", "--gpus", "8", "--values", "synthetic", "--", "bench"],
+            "--values synthetic runs `train` only", tmp)
+    refused(["--cluster", "dgx-h100", "--gpus", "8", "--values", "synthetic", "--", "train", "--save=c.h5"],
+            "--values synthetic: train --save reads or writes values", tmp)
     # The study driver refuses what it cannot run, in one line, before any simulation.
     study = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "experiments", "analysis",
                          "simulate_study.py")
@@ -156,6 +163,28 @@ with tempfile.TemporaryDirectory() as tmp:
             ok = again.returncode == 0 and len(first) == 2 and first == second
             print(f"      2d twice, the second without the speed preloads: simulated step seconds {first} and "
                   f"{second}")
+            # Synthetic values: tensors that hold nothing, kernels charged and not run — the same
+            # simulated times to the last digit, the same ledger and memory, no loss.
+            synthetic_out = os.path.join(tmp, "synthetic.h5")
+            syn = run(args[:2] + args[2:4] + ["--values", "synthetic"] + args[4:-1] + [synthetic_out], tmp)
+            syn_text = syn.stdout + syn.stderr
+            syn_comm = re.search(r"communication per step: (\d+) of (\d+) \(phase, group, op\) equal the model; "
+                                 r"(\d+) B measured, (\d+) B modelled", syn_text)
+            syn_mem = re.search(r"kept peak (\d+) B on rank 0, model (\d+) B", syn_text)
+            ok = ok and syn.returncode == 0 and syn_comm is not None and syn_comm.groups() == comm.groups() and \
+                syn_mem is not None and syn_mem.groups() == mem.groups() and "equal on every rank" in syn_text and \
+                "values synthetic (no loss" in syn_text
+            if ok:
+                third = step_seconds(synthetic_out)
+                with h5py.File(synthetic_out, "r") as f:
+                    run_attrs = f["runs"][sorted(f["runs"])[-1]].attrs
+                    values_attr = run_attrs["simulation_values"]
+                    settings = run_attrs["simulation_settings"]
+                ok = third == first and values_attr == b"synthetic" and b"smpi/shared-malloc:global" in settings
+                print(f"      2d with synthetic values: simulated step seconds {third}; ledger {syn_comm.group(3)} B, "
+                      f"memory {syn_mem.group(1)} B, as with values")
+            else:
+                print(syn_text[-3000:])
         print(("ok    " if ok else "FAIL  ") + f"{name} on 64 simulated GPUs: " +
               (f"{comm.group(1)} of {comm.group(2)} keys equal the model, {comm.group(3)} B measured = modelled; "
                f"memory {mem.group(1)} B = model; step times {times}" if comm and mem else text[-2000:]))

@@ -2,6 +2,10 @@
 # run context, without SimGrid; `mdtp simulate`'s refusals; and, where an SMPI build of mdtp and
 # SimGrid's smpirun are present (label smpi), the real engines at 64 simulated ranks.
 mdtp_add_mpi_test(simulate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_platform.cpp RANKS 1 LABELS simulate LIBS mdtp_lib)
+# Synthetic values: the allocator, the charging backend over it, the rings on its tensors (1 and 3
+# ranks: a ring of one and an odd ring).
+mdtp_add_mpi_test(simulate_synthetic SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_synthetic_values.cpp RANKS 1 3
+                  LABELS simulate LIBS mdtp_lib)
 mdtp_find_python(MDTP_SIMULATE_PYTHON "h5py, numpy" "python3 with h5py for the simulate tests")
 if(MDTP_SIMULATE_PYTHON)
   add_test(NAME simulate_cli
