@@ -217,8 +217,10 @@ class MpiCommunicator final : public Communicator {
     void* out = mpi_buffer(gathered);
     const void* in = mpi_buffer(shard);
     if (ring_comm_ != MPI_COMM_NULL) {
-      // This rank's block in place first (memmove: the shard may already be that block).
-      if (shard.bytes() > 0 && gathered.holds_values()) std::memmove(static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()), in, shard.bytes());
+      // This rank's block in place first (memmove: the shard may already be that block); synthetic
+      // buffers hold nothing to move.
+      if (shard.bytes() > 0 && gathered.holds_values())
+        std::memmove(static_cast<char*>(out) + shard.bytes() * static_cast<std::size_t>(rank()), in, shard.bytes());
       return start_ring(RingKind::all_gather, {shard, gathered}, out, gathered.numel(), gathered.dtype(), ReduceOp::sum,
                         {}, nullptr, 0);
     }

@@ -1,6 +1,7 @@
 #pragma once
 // MPI's view of the 16-bit dtypes.  MPICH 4.0 has no bf16 datatype (MPIX_C_FLOAT16 exists for f16
-// only, as an extension), so bf16 and f16 travel as a committed contiguous type of two bytes, and
+// only, as an extension), so bf16 and f16 travel as a committed contiguous type of two bytes (in
+// the SMPI build MPI_UINT16_T: mpi_half_types.cpp says why), and
 // their sum, max and min are user-defined operations that compute in f32 and round each result
 // back to 16 bits once, to nearest even (core/convert.hpp): what NCCL does for bf16 reductions.
 // The wire carries exactly the tensor's bytes, 2 per element, which is what the ledger counts.

@@ -100,9 +100,7 @@ class RingProgress {
   void wait_for(RingCollective& ring);
   // Advances whatever has arrived without blocking; true when `ring` is done.
   bool test(RingCollective& ring);
-  // Advances whatever has arrived without blocking (nothing to do when no ring is in flight).  A
-  // simulated rank calls it after each charged kernel (simulate/charging_backend.hpp), so that its
-  // rings move on while it computes, as NCCL's run beside the compute kernels on a GPU.
+  // Advances whatever has arrived without blocking (nothing to do when no ring is in flight).
   void poll();
 
  private:

@@ -4,7 +4,6 @@
 #include <smpi/smpi.h>
 #endif
 
-#include "comm/ring_collectives.hpp"
 #include "core/error.hpp"
 #include "cost/kernel_time.hpp"
 #include "run/simulation_context.hpp"
@@ -141,10 +140,6 @@ std::function<std::unique_ptr<Backend>()> simulated_backend_factory() {
 void charge_simulated_seconds(double seconds) {
 #ifdef MDTP_SMPI
   if (seconds > 0) smpi_execute_flops(seconds * kHostSpeed);
-  // A GPU runs NCCL's kernels beside the compute ones: the rank's rings in flight (a prefetched
-  // ZeRO-3 gather, a gradient reduce-scatter, an asynchronous TP collective) take their next step
-  // as soon as the kernel that held the rank ends, not only when it next waits (docs/simulate.md).
-  RingProgress::process().poll();
 #else
   (void)seconds;
   throw_error("charge_simulated_seconds: this mdtp is not the SMPI build (configure with -DMDTP_SMPI=ON)");

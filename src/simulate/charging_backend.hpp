@@ -104,8 +104,7 @@ cost::Cluster simulated_cluster();
 std::function<std::unique_ptr<Backend>()> simulated_backend_factory();
 
 // Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
-// host speed, simulate/platform.hpp), then advances the rank's ring collectives whose step arrived
-// meanwhile.  Outside the SMPI build: mdtp::Error (nothing to charge).
+// host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).
 void charge_simulated_seconds(double seconds);
 
 }  // namespace mdtp::simulate

@@ -3,8 +3,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <vector>
 
@@ -24,7 +24,9 @@ constexpr std::size_t kArenaStep = std::size_t{64} << 20;
 // Offsets are handed out in multiples of this (a GPU allocator's alignment, too).
 constexpr std::size_t kAlignment = 256;
 
-std::size_t aligned(std::size_t bytes) { return std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment); }
+std::size_t aligned(std::size_t bytes) {
+  return std::max(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
+}
 
 class SyntheticArena {
  public:

@@ -189,6 +189,7 @@ with tempfile.TemporaryDirectory() as tmp:
               (f"{comm.group(1)} of {comm.group(2)} keys equal the model, {comm.group(3)} B measured = modelled; "
                f"memory {mem.group(1)} B = model; step times {times}" if comm and mem else text[-2000:]))
         if not ok:
+            print(text[-2000:])
             failures.append(name)
 
     # A simulated run that fails on some ranks only (2D attention needs whole sequences per row
