@@ -180,12 +180,6 @@ void RingProgress::wait_for(RingCollective& ring) {
 }
 
 bool RingProgress::test(RingCollective& ring) {
-  poll();
-  return ring.done();
-}
-
-void RingProgress::poll() {
-  if (active_.empty()) return;
   const std::vector<RingCollective*> snapshot = active_;
   for (RingCollective* r : snapshot) {
     if (r->done()) continue;
@@ -193,6 +187,7 @@ void RingProgress::poll() {
     check_mpi(MPI_Testall(2, r->requests(), &complete, MPI_STATUSES_IGNORE), "MPI_Testall");
     if (complete) r->advance();
   }
+  return ring.done();
 }
 
 }  // namespace mdtp

@@ -100,8 +100,6 @@ class RingProgress {
   void wait_for(RingCollective& ring);
   // Advances whatever has arrived without blocking; true when `ring` is done.
   bool test(RingCollective& ring);
-  // Advances whatever has arrived without blocking (nothing to do when no ring is in flight).
-  void poll();
 
  private:
   std::vector<RingCollective*> active_;

@@ -210,8 +210,9 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           c.spec.layout.chunks = chunks;
           c.spec.layout.stage_mapping = stage_mapping_of(schedule);
           // ZeRO-3's gathers, priced call by call, depend on the schedule, not on when gradients are
-          // reduced nor on the recomputation policy: priced once per schedule (nullopt: refused).
-          std::optional<std::optional<double>> zero3_gathers_of_schedule;
+          // reduced nor on the recomputation policy: priced once per schedule.
+          bool zero3_priced = false;
+          std::optional<double> zero3_gathers_of_schedule;  // none: the engine's bucket plan refuses it
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
             if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
             c.spec.zero.stage = zero;
@@ -219,18 +220,18 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
             c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
             double zero3_gathers = 0.0;
             if (zero == 3) {
-              if (!zero3_gathers_of_schedule) {
+              if (!zero3_priced) {
+                zero3_priced = true;
                 try {
                   zero3_gathers_of_schedule = zero3_gather_seconds(c, *placement, cluster);
                 } catch (const Error&) {
-                  zero3_gathers_of_schedule = std::optional<double>{};  // the engine's bucket plan refuses it
                 }
               }
-              if (!*zero3_gathers_of_schedule) {
+              if (!zero3_gathers_of_schedule) {
                 ++result.refused;
                 continue;
               }
-              zero3_gathers = **zero3_gathers_of_schedule;
+              zero3_gathers = *zero3_gathers_of_schedule;
             }
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;

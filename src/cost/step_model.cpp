@@ -137,10 +137,20 @@ double zero3_gather_seconds(const StepConfig& c, const Placement& placement, con
   return busiest;
 }
 
+namespace {
+
+// A validated configuration on its placement, ZeRO-3's gathers priced here.
+StepEstimate estimate_placed_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                                  const Cluster& cluster) {
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+}
+
+}  // namespace
+
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster) {
   validate(c);
-  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+  return estimate_placed_step(c, costs, placement, cluster);
 }
 
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
@@ -151,8 +161,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
   validate(c);
-  const Placement placement = place(c, cluster);
-  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+  return estimate_placed_step(c, costs, place(c, cluster), cluster);
 }
 
 namespace {
@@ -325,8 +334,7 @@ StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   const LayerCosts costs =
       layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
                   c.dropout(), cluster, !c.attention_keeps_probabilities);
-  const Placement placement = place(c, cluster);
-  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+  return estimate_placed_step(c, costs, place(c, cluster), cluster);
 }
 
 }  // namespace mdtp::cost
