@@ -24,7 +24,7 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
 
 cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const {
   cost::Cluster c = cost::load_cluster(cost::find_cluster(name_or_path));
-  c.nccl_tree = nccl_algo != "ring";
+  c.nccl_algorithms = cost::parse_nccl_algorithms(nccl_algo);
   return c;
 }
 
@@ -51,9 +51,17 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
                "Megatron's --cross-entropy-loss-fusion: the cross-entropy as one kernel each way, not as its fp32 "
                "PyTorch operations (six kernels forward, two backward)");
   add(app, "--nccl-algo", a.nccl_algo,
-      "NCCL's all-reduce algorithm: auto (the ring or the tree, whichever the model times quicker, as NCCL's tuner "
-      "picks) or ring (NCCL_ALGO=Ring; what mdtp's own collectives and a simulated cluster run)")
-      ->check(one_of({"auto", "ring"}));
+      "NCCL's all-reduce algorithms, as NCCL_ALGO lists them: auto (whichever of ring, tree, nvls and nvlstree the "
+      "model times quickest and the cluster can run, as NCCL's tuner picks) or a comma list of them: ring,tree for "
+      "NCCL before 2.17 (no NVLink SHARP), ring for what mdtp's own collectives and a simulated cluster run")
+      ->check([](const std::string& value) {
+        try {
+          cost::parse_nccl_algorithms(value);
+          return std::string();
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+      });
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -21,7 +21,7 @@ std::vector<PointPrediction> predict_points(const std::vector<SweepPoint>& point
     // The sweep's element type, from the bytes per element it moved (f32 or f64).
     const DType dtype = p.elements > 0 && p.bytes / p.elements == 8 ? DType::f64 : DType::f32;
     const cost::CallEstimate exact =
-        cost::predict_on_link(p.op, p.group_size, p.elements, dtype, cost::parse_link_class(p.link), model);
+        cost::predict_on_link(p.op, p.group_size, p.elements, dtype, {.link = cost::parse_link_class(p.link)}, model);
     out.push_back({&p, exact.seconds, cost::algorithm_name(exact.algorithm)});
   }
   return out;

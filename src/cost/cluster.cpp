@@ -87,6 +87,10 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   c.intra_node = read_link(links, "intra_node");
   c.inter_node = read_link(links, "inter_node");
   if (links.has("pcie")) c.pcie = read_link(links, "pcie");
+  if (const JsonFields intra = links.object("intra_node"); intra.has("nvls")) {
+    const JsonFields nvls = intra.object("nvls");
+    c.nvls = ClusterNvls{{nvls.number("alpha", 0.0, 1.0), nvls.number("bandwidth", 0.0, 1e15)}, nvls.text("source")};
+  }
   return c;
 }
 
@@ -116,7 +120,8 @@ TimeModel cluster_time_model(const Cluster& c) {
   m.gemm_flops.clear();
   for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency;
   m.algorithms.library = c.library;
-  m.algorithms.nccl_tree = c.nccl_tree;
+  m.algorithms.nccl = c.nccl_algorithms;
+  if (c.nvls) m.nvls = c.nvls->params;
   m.nics_per_node = c.nics_per_node;
   return m;
 }
@@ -156,6 +161,9 @@ std::string cluster_json(const Cluster& c) {
   json peaks = json::object();
   for (const auto& [dtype, peak] : c.peak_flops) peaks[dtype_name(dtype)] = peak;
   json links = {{"intra_node", link_json(c.intra_node)}, {"inter_node", link_json(c.inter_node)}};
+  if (c.nvls)
+    links["intra_node"]["nvls"] = {
+        {"alpha", c.nvls->params.alpha}, {"bandwidth", c.nvls->params.bandwidth}, {"source", c.nvls->source}};
   if (c.pcie) links["pcie"] = link_json(*c.pcie);
   json doc = {{"name", c.name},
                     {"description", c.description},

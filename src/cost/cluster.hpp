@@ -22,6 +22,8 @@
 //   links.intra_node, links.inter_node (links.pcie optional)
 //                                    α (s), unidirectional bandwidth per GPU (B/s) and the
 //                                    fraction of it a large collective reaches: β = 1/(bw·eff)
+//   links.intra_node.nvls (optional) the switch's NVLink SHARP: its all-reduce's α and algorithm
+//                                    bandwidth (time_model.hpp NvlsParams), with their source
 //   library                          "nccl" | "mpich": whose algorithms run the collectives
 //   source                           where the figures come from (every file must say)
 //
@@ -45,6 +47,11 @@ struct ClusterLink {
   LinkParams params() const { return {alpha, 1.0 / (bandwidth * efficiency)}; }
 };
 
+struct ClusterNvls {
+  NvlsParams params;
+  std::string source;
+};
+
 struct Cluster {
   std::string name, description, source;
   std::string path;  // the file it was read from ("" when built in memory)
@@ -65,10 +72,11 @@ struct Cluster {
   double reserved_bytes = 0.0;
   ClusterLink intra_node, inter_node;
   std::optional<ClusterLink> pcie;
+  std::optional<ClusterNvls> nvls;  // absent: no NVLink SHARP (A100, PCIe)
   CollectiveLibrary library = CollectiveLibrary::nccl;
-  // NCCL's all-reduce: ring or tree by time (true), or the ring alone (`--nccl-algo ring`); not
-  // read from the file: a choice of the run, like NCCL_ALGO.
-  bool nccl_tree = true;
+  // The all-reduce algorithms NCCL may pick from (`--nccl-algo`, NCCL_ALGO); not read from the
+  // file: a choice of the run.
+  NcclAlgorithms nccl_algorithms;
 
   double peak(DType dtype) const;  // mdtp::Error naming the dtype when the file gives none
   double gemm_rate(DType dtype) const { return peak(dtype) * gemm_efficiency; }

@@ -22,9 +22,8 @@ Placement place(const StepConfig& c, const Cluster& cluster) {
   mesh.ranks_per_node = cluster.gpus_per_node;
   const Topology topology(mesh);
   const int nics = cluster.nics_per_node;
-  return {topology.link_class(group::tp), topology.link_class(group::dp), topology.link_class(group::pp),
-          parallel_nics(topology, group::tp, nics), parallel_nics(topology, group::dp, nics),
-          parallel_nics(topology, group::pp, nics)};
+  return {group_span(topology, group::tp, nics), group_span(topology, group::dp, nics),
+          group_span(topology, group::pp, nics)};
 }
 
 namespace {
@@ -105,9 +104,13 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
   return w;
 }
 
-double seconds(CollectiveOp op, int n, double bytes, DType dtype, LinkClass link, int nics, const TimeModel& model) {
+// The two-rank groups along the pipeline (the tied embedding's first and last stage, DualPipe's
+// mirror stages): where the pipeline crosses nodes, one GPU on each of two nodes.
+GroupSpan stage_pair(const GroupSpan& pp) { return {.link = pp.link, .ranks_per_node = 1, .nics = 1}; }
+
+double seconds(CollectiveOp op, int n, double bytes, DType dtype, const GroupSpan& span, const TimeModel& model) {
   const auto elements = static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(dtype_size(dtype))));
-  return predict_on_link(op, n, elements, dtype, link, model, nics).seconds;
+  return predict_on_link(op, n, elements, dtype, span, model).seconds;
 }
 
 // The step model of a configuration already validated (every public estimate_step validates once;
@@ -130,7 +133,7 @@ double zero3_gather_seconds(const StepConfig& c, const Placement& placement, con
     for (const GatherCall& call : calls)
       total += static_cast<double>(call.count) *
                predict_on_link(CollectiveOp::all_gather, call.group_size, call.elements, call.dtype, placement.dp,
-                               model, placement.dp_nics)
+                               model)
                    .seconds;
     busiest = std::max(busiest, total);
   }
@@ -209,9 +212,9 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   if (c.spec.layout.pp > 1) {
     const bool scatter_gather = c.spec.layout.mode == TpMode::d1 && c.spec.layout.tp > 1;
     const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
-    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, e.placement.pp_nics, model);
+    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
     if (scatter_gather)
-      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, e.placement.tp_nics, model);
+      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
     // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
     const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
     p2p = 2.0 * chunk_passes * one;
@@ -237,7 +240,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
     e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
   if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
     auto gather_seconds = [&](double elements) {
-      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, e.placement.dp_nics, model);
+      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, model);
     };
     zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
     if (c.spec.zero.keep_parameters) {
@@ -245,7 +248,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
     } else {
       const double scatter =
           c.spec.zero.reduce_per_micro_batch
-              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model)
+              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
               : 0.0;
       zero3_exposed += static_cast<double>(m) * std::max(0.0, zero3_gathers / static_cast<double>(m) + scatter - slowest->seconds());
     }
@@ -262,12 +265,12 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
   if (c.head_holds_wte_copy()) {  // the tied wte copies: one all-reduce over the first and last stage
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), e.placement.pp, e.placement.pp_nics, model);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), stage_pair(e.placement.pp), model);
     e.traffic.pp_bytes += costs.wte_params * g;
   }
   if (c.parameter_copies() == 2) {  // DualPipe: every gradient summed with its mirror stage's copy (shards under ZeRO)
     const double mirrored = stage_params * g / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), e.placement.pp, e.placement.pp_nics, model);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), stage_pair(e.placement.pp), model);
     e.traffic.pp_bytes += mirrored;
   }
   e.traffic.tp_bytes = mb * (slowest->forward.comm_bytes + slowest->backward_input.comm_bytes +
@@ -282,18 +285,18 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   if (c.spec.layout.dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = c.spec.zero.stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model);
+    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
     double exposed = reduction;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
-          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, e.placement.dp_nics, model);
+          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
       const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
       exposed = std::max(last_bucket, reduction - window);
     }
     e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
     if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2) {
       const double gather = seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(),
-                                    e.placement.dp, e.placement.dp_nics, model);
+                                    e.placement.dp, model);
       // --overlap-param-gather: under the next step's first forward.
       e.time.dp_comm += c.overlap.param_gather ? std::max(0.0, gather - slowest->forward.seconds()) : gather;
     }

@@ -54,11 +54,9 @@ struct TrafficSplit {
 };
 
 struct Placement {
-  LinkClass tp = LinkClass::intra_node, dp = LinkClass::intra_node, pp = LinkClass::intra_node;
-  // NICs per node each group spreads over where it crosses nodes (time_model.hpp parallel_nics).
-  int tp_nics = 1, dp_nics = 1, pp_nics = 1;
+  GroupSpan tp, dp, pp;  // each group's link class, ranks per node and NICs (time_model.hpp)
 };
-// The link classes of the config's tp, dp and pp groups on the cluster's nodes.
+// How the config's tp, dp and pp groups sit on the cluster's nodes.
 Placement place(const StepConfig& config, const Cluster& cluster);
 
 struct StepEstimate {

@@ -105,9 +105,9 @@ json estimate_object(const StepEstimate& e) {
           {"traffic",
            {{"tp_bytes", e.traffic.tp_bytes}, {"pp_bytes", e.traffic.pp_bytes}, {"dp_bytes", e.traffic.dp_bytes}}},
           {"placement",
-           {{"tp", link_class_name(e.placement.tp)},
-            {"dp", link_class_name(e.placement.dp)},
-            {"pp", link_class_name(e.placement.pp)}}}};
+           {{"tp", link_class_name(e.placement.tp.link)},
+            {"dp", link_class_name(e.placement.dp.link)},
+            {"pp", link_class_name(e.placement.pp.link)}}}};
 }
 
 std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
@@ -144,9 +144,10 @@ std::string header_text() {
 }
 
 std::string cluster_line(const Cluster& c) {
-  const bool ring_only = c.library == CollectiveLibrary::nccl && !c.nccl_tree;
+  const bool restricted = c.library == CollectiveLibrary::nccl && !c.nccl_algorithms.all();
   return fmt::format("cluster {} ({}; {} GPUs per node, {} collectives{}){}\n", c.name, c.gpu_name, c.gpus_per_node,
-                     collective_library_name(c.library), ring_only ? ", all-reduce by the ring only" : "",
+                     collective_library_name(c.library),
+                     restricted ? ", all-reduce by " + nccl_algorithms_name(c.nccl_algorithms) + " only" : "",
                      c.path.empty() ? "" : " from " + c.path);
 }
 
@@ -155,7 +156,7 @@ std::string cluster_line(const Cluster& c) {
 std::string estimate_json(const StepEstimate& e, const Cluster& cluster) {
   json doc = estimate_object(e);
   doc["cluster"] = cluster.name;
-  doc["nccl_algo"] = cluster.nccl_tree ? "auto" : "ring";
+  doc["nccl_algo"] = nccl_algorithms_name(cluster.nccl_algorithms);
   return doc.dump(2) + "\n";
 }
 
@@ -181,8 +182,8 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
                     m.stage, gb(m.total()), gb(e.memory_capacity), e.fits ? "" : " (DOES NOT FIT)", gb(m.parameters),
                     gathered, gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight,
                     gb(m.reserved));
-  os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp), link_class_name(e.placement.dp),
-                    link_class_name(e.placement.pp));
+  os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp.link), link_class_name(e.placement.dp.link),
+                    link_class_name(e.placement.pp.link));
   return os.str();
 }
 

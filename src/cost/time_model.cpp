@@ -1,7 +1,9 @@
 #include "cost/time_model.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
+#include <utility>
 
 #include "core/error.hpp"
 
@@ -43,8 +45,41 @@ const char* algorithm_name(CollectiveAlgorithm algorithm) {
     case CollectiveAlgorithm::nccl_tree: return "nccl_tree";
     case CollectiveAlgorithm::ring_reduce_scatter: return "ring_reduce_scatter";
     case CollectiveAlgorithm::pipelined_chain: return "pipelined_chain";
+    case CollectiveAlgorithm::nvls: return "nvls";
+    case CollectiveAlgorithm::nvls_tree: return "nvls_tree";
   }
   return "?";
+}
+
+NcclAlgorithms parse_nccl_algorithms(const std::string& list) {
+  if (list == "auto") return {};
+  NcclAlgorithms a{.ring = false, .tree = false, .nvls = false, .nvls_tree = false};
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const std::size_t end = std::min(list.find(',', begin), list.size());
+    std::string word = list.substr(begin, end - begin);
+    for (char& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (word == "ring") a.ring = true;
+    else if (word == "tree") a.tree = true;
+    else if (word == "nvls") a.nvls = true;
+    else if (word == "nvlstree" || word == "nvls_tree") a.nvls_tree = true;
+    else
+      throw_error("unknown NCCL algorithm '", word, "' in '", list,
+                  "'; expected auto or a comma list of ring, tree, nvls, nvlstree");
+    begin = end + 1;
+  }
+  return a;
+}
+
+std::string nccl_algorithms_name(const NcclAlgorithms& a) {
+  if (a.all()) return "auto";
+  std::string name;
+  for (const auto& [on, word] : {std::pair{a.ring, "ring"}, {a.tree, "tree"}, {a.nvls, "nvls"}, {a.nvls_tree, "nvlstree"}}) {
+    if (!on) continue;
+    if (!name.empty()) name += ',';
+    name += word;
+  }
+  return name;
 }
 
 const char* collective_library_name(CollectiveLibrary library) {
@@ -57,17 +92,30 @@ CollectiveLibrary parse_collective_library(const std::string& name) {
   throw_error("unknown collective library '", name, "'; expected mpich or nccl");
 }
 
-CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link,
-                                          bool tree_allowed) {
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const GroupSpan& span,
+                                          const TimeModel& model) {
   require(n >= 1, "a collective needs a group of at least one rank; got n=", n);
   if (op == CollectiveOp::send || op == CollectiveOp::recv) return CollectiveAlgorithm::point_to_point;
   if (n == 1) return CollectiveAlgorithm::none;
   switch (op) {
     case CollectiveOp::all_reduce: {
-      if (!tree_allowed) return CollectiveAlgorithm::ring;
-      const double ring = algorithm_seconds(CollectiveAlgorithm::ring, n, bytes, link);
-      const double tree = algorithm_seconds(CollectiveAlgorithm::nccl_tree, n, bytes, link);
-      return tree < ring ? CollectiveAlgorithm::nccl_tree : CollectiveAlgorithm::ring;
+      const NcclAlgorithms& allowed = model.algorithms.nccl;
+      const bool across = span.link == LinkClass::inter_node;
+      // NVLS-tree reduces inside each node first: it needs two or more of the group's GPUs there.
+      const std::pair<CollectiveAlgorithm, bool> candidates[] = {
+          {CollectiveAlgorithm::ring, allowed.ring},
+          {CollectiveAlgorithm::nccl_tree, allowed.tree},
+          {CollectiveAlgorithm::nvls, allowed.nvls && model.nvls && !across},
+          {CollectiveAlgorithm::nvls_tree, allowed.nvls_tree && model.nvls && across && span.ranks_per_node >= 2},
+      };
+      CollectiveAlgorithm best = CollectiveAlgorithm::ring;  // none of the listed can run: the ring
+      double best_seconds = -1.0;
+      for (const auto& [algorithm, usable] : candidates) {
+        if (!usable) continue;
+        const double t = nccl_seconds(algorithm, n, bytes, span, model);
+        if (best_seconds < 0 || t < best_seconds) best = algorithm, best_seconds = t;
+      }
+      return best;
     }
     case CollectiveOp::all_gather: return CollectiveAlgorithm::ring_allgather;
     case CollectiveOp::reduce_scatter: return CollectiveAlgorithm::ring_reduce_scatter;
@@ -77,6 +125,28 @@ CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t b
     default: break;
   }
   throw_error("no NCCL algorithm model for collective op ", collective_name(op));
+}
+
+double nccl_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const GroupSpan& span,
+                    const TimeModel& model) {
+  const LinkParams link = model.link(span.link, span.nics);
+  if (algorithm != CollectiveAlgorithm::nvls && algorithm != CollectiveAlgorithm::nvls_tree)
+    return algorithm_seconds(algorithm, n, bytes, link);
+  require(model.nvls.has_value(), "algorithm ", algorithm_name(algorithm),
+          " needs an NVLink-SHARP switch; the cluster declares none (links.intra_node.nvls)");
+  const NvlsParams& s = *model.nvls;
+  const double S = static_cast<double>(bytes);
+  if (algorithm == CollectiveAlgorithm::nvls) return s.alpha + S / s.bandwidth;
+  // NVLS-tree: inside each node the switch reduces the node's S bytes (each of its k GPUs ends with
+  // S/k of the node's sum) and multicasts the result back; between nodes each GPU all-reduces its
+  // S/k over its own NIC by a tree of ⌈log₂ N⌉ levels, up and down.  The two are pipelined, so the
+  // slower sets the rate.  Over two nodes the tree is one exchange (S/k each way per NIC); over
+  // more, reduce up and broadcast down move it twice, as the ring's 2(N−1)/N nearly does.
+  const int k = std::max(1, span.ranks_per_node);
+  const int nodes = std::max(1, n / k);
+  const double inter_passes = nodes <= 2 ? 1.0 : 2.0;
+  const double per_byte = std::max(1.0 / s.bandwidth, inter_passes * link.beta);
+  return s.alpha + 2.0 * ceil_log2(nodes) * link.alpha + S * per_byte;
 }
 
 CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
@@ -134,9 +204,12 @@ double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t byte
     case CollectiveAlgorithm::pipelined_chain: return (n - 1.0) * a + S * b;
     case CollectiveAlgorithm::point_to_point: return a + S * b;
     case CollectiveAlgorithm::dissemination: return L * a;
-    case CollectiveAlgorithm::calibrated: break;
+    case CollectiveAlgorithm::calibrated:
+    case CollectiveAlgorithm::nvls:
+    case CollectiveAlgorithm::nvls_tree: break;
   }
-  throw_error("algorithm ", algorithm_name(algorithm), " has no α-β formula (a calibrated call is charged its fit)");
+  throw_error("algorithm ", algorithm_name(algorithm),
+              " has no α-β formula on one link (a calibrated call is charged its fit; NVLS: nccl_seconds)");
 }
 
 LinkParams TimeModel::link(LinkClass link_class) const {
@@ -154,18 +227,13 @@ LinkParams TimeModel::link(LinkClass link_class, int nics) const {
   return p;
 }
 
-namespace {
-
-// parallel_nics for a group already known to cross nodes.
-int crossing_nics(const Topology& topology, const std::string& group, int nics_per_node) {
-  if (nics_per_node <= 1) return 1;  // one NIC per node: nothing to count
-  return std::max(1, std::min(topology.ranks_per_node_in(group), nics_per_node));
-}
-
-}  // namespace
-
-int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node) {
-  return topology.link_class(group) == LinkClass::inter_node ? crossing_nics(topology, group, nics_per_node) : 1;
+GroupSpan group_span(const Topology& topology, const std::string& group, int nics_per_node) {
+  GroupSpan span;
+  span.link = topology.link_class(group);
+  if (span.link != LinkClass::inter_node) return span;  // inside a node: neither is read
+  span.ranks_per_node = std::max(1, topology.ranks_per_node_in(group));
+  span.nics = std::max(1, std::min(span.ranks_per_node, nics_per_node));
+  return span;
 }
 
 double TimeModel::gemm_rate(DType dtype) const {
@@ -175,31 +243,35 @@ double TimeModel::gemm_rate(DType dtype) const {
   return it->second;
 }
 
-CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link_class,
-                             const TimeModel& model, int nics) {
+CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype,
+                             const GroupSpan& group, const TimeModel& model) {
+  // A send or receive joins two GPUs: one NIC each, however many of the group share their nodes.
+  const bool point_to_point = op == CollectiveOp::send || op == CollectiveOp::recv;
+  const GroupSpan span = point_to_point ? GroupSpan{.link = group.link} : group;
   CallEstimate e;
-  e.link = link_class;
+  e.link = span.link;
   const std::int64_t bytes = elements * static_cast<std::int64_t>(dtype_size(dtype));
-  if (group_size > 1 || op == CollectiveOp::send || op == CollectiveOp::recv) {
+  if (group_size > 1 || point_to_point) {
     if (const CalibrationFit* fit = model.calibration.find(op, e.link, group_size, bytes)) {
       e.algorithm = CollectiveAlgorithm::calibrated;
       e.seconds = fit->seconds(bytes);
       return e;
     }
   }
-  const LinkParams link = model.link(e.link, nics);
+  if (model.algorithms.library == CollectiveLibrary::nccl) {
+    e.algorithm = select_nccl_algorithm(op, group_size, bytes, span, model);
+    e.seconds = nccl_seconds(e.algorithm, group_size, bytes, span, model);
+    return e;
+  }
   // The all-gather/reduce-scatter algorithms are chosen, as in MPICH, on the whole buffer.
-  e.algorithm = model.algorithms.library == CollectiveLibrary::nccl
-                    ? select_nccl_algorithm(op, group_size, bytes, link, model.algorithms.nccl_tree)
-                    : select_algorithm(op, group_size, elements, dtype_size(dtype), model.algorithms);
-  e.seconds = algorithm_seconds(e.algorithm, group_size, bytes, link);
+  e.algorithm = select_algorithm(op, group_size, elements, dtype_size(dtype), model.algorithms);
+  e.seconds = algorithm_seconds(e.algorithm, group_size, bytes, model.link(span.link, span.nics));
   return e;
 }
 
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model) {
-  const LinkClass link = topology.link_class(call.group);
-  const int nics = link == LinkClass::inter_node ? crossing_nics(topology, call.group, model.nics_per_node) : 1;
-  return predict_on_link(call.op, call.group_size, call.elements, call.dtype, link, model, nics);
+  return predict_on_link(call.op, call.group_size, call.elements, call.dtype,
+                         group_span(topology, call.group, model.nics_per_node), model);
 }
 
 std::vector<PredictedTotals> predict_plan(const std::vector<PlannedCall>& plan, const Topology& topology,

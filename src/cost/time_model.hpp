@@ -23,14 +23,17 @@
 // overlapped SUMMA and 3D schedules.
 //
 // With library = nccl (GPU clusters) the algorithms are NCCL's instead: rings everywhere —
-//   all-reduce  ring 2(n−1)·α + 2(n−1)/n·S·β, or the double binary tree 2L·α + 2·S·β when that is
-//               quicker (small S: NCCL's tuner picks by the same kind of α-β estimate);
+//   all-reduce  ring 2(n−1)·α + 2(n−1)/n·S·β, or the double binary tree 2L·α + 2·S·β, or on an
+//               NVSwitch with NVLink SHARP (TimeModel::nvls) NVLS inside a node α_s + S/B_s and
+//               NVLS-tree across nodes, whichever is quickest (NCCL's tuner picks by the same kind
+//               of α-β estimate; the allowed set is NCCL_ALGO's, NcclAlgorithms);
 //   all-gather, reduce-scatter  ring (n−1)·α + (n−1)/n·S·β;
 //   broadcast, reduce  pipelined chain (n−1)·α + S·β;   send, recv  α + S·β.
 //
 // α and β come per link class (Topology::link_class of the call's group); a Calibration's fit
 // for the op replaces the formula, its link parameters replace the defaults.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,8 @@ enum class CollectiveAlgorithm {
   dissemination,
   calibrated,  // a Calibration fit, whatever the library ran
   nccl_tree,            // NCCL all-reduce, double binary tree
+  nvls,                 // NCCL all-reduce inside a node, reduced and multicast by the NVSwitch (NVLink SHARP)
+  nvls_tree,            // NCCL all-reduce across nodes: NVLS inside each node, a tree over the NICs between
   ring_reduce_scatter,  // NCCL reduce-scatter
   pipelined_chain,      // NCCL broadcast and reduce
 };
@@ -66,6 +71,21 @@ enum class CollectiveLibrary { mpich, nccl };
 const char* collective_library_name(CollectiveLibrary library);  // "mpich" | "nccl"
 CollectiveLibrary parse_collective_library(const std::string& name);
 const char* algorithm_name(CollectiveAlgorithm algorithm);
+
+// The all-reduce algorithms NCCL may use, as NCCL_ALGO lists them ("Ring,Tree"): the tuner takes the
+// quickest of those the group can run (NVLS needs an NVLink-SHARP switch and, across nodes, two or
+// more of the group's GPUs per node).  Other collectives are rings whatever the list says; an
+// all-reduce none of the listed algorithms can run falls back to the ring.  NCCL before 2.17 has no
+// NVLS ("ring,tree"), 2.17 no NVLS-tree ("ring,tree,nvls"); mdtp's own collectives, which a
+// simulated cluster runs, are rings ("ring").
+struct NcclAlgorithms {
+  bool ring = true, tree = true, nvls = true, nvls_tree = true;
+  bool all() const { return ring && tree && nvls && nvls_tree; }
+};
+// "auto" (all of them) or a comma list of ring, tree, nvls, nvlstree (any case, NCCL's names);
+// mdtp::Error naming the word and the choices otherwise.
+NcclAlgorithms parse_nccl_algorithms(const std::string& list);
+std::string nccl_algorithms_name(const NcclAlgorithms& algorithms);  // "auto" or "ring,tree", ...
 
 // Size thresholds in bytes (MPICH CVAR defaults, MPICH 3.x–4.x).
 struct AlgorithmSelection {
@@ -80,21 +100,35 @@ struct AlgorithmSelection {
   // Large all-reduce: the ring of docs/theory.md §5 (NCCL's, and the published tables') or, false,
   // MPICH's Rabenseifner; both move 2(n−1)/n·S, they differ in the α term.
   bool ring_all_reduce = true;
-  // NCCL: all-reduce by the ring or the tree, whichever is quicker (NCCL's tuner), or, false, by the
-  // ring alone (NCCL_ALGO=Ring; mdtp's own collectives, which a simulated cluster runs).
-  bool nccl_tree = true;
+  // NCCL: the all-reduce algorithms the tuner may pick from (NCCL_ALGO); every one by default.
+  NcclAlgorithms nccl;
   CollectiveLibrary library = CollectiveLibrary::mpich;
 };
 
 // The algorithm an op uses for `elements` of `element_bytes` each on n ranks.
 CollectiveAlgorithm select_algorithm(CollectiveOp op, int n, std::int64_t elements, std::size_t element_bytes,
                                      const AlgorithmSelection& selection);
-// NCCL's algorithm for an op: the ring, or for all-reduce the tree when its α-β time on `link` is
-// lower (and `tree` allows it).
-CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const LinkParams& link,
-                                          bool tree = true);
-// Its α-β time for S bytes (logical, see comm/ledger.hpp).
+// Its α-β time for S bytes (logical, see comm/ledger.hpp) on one link.  NVLS and NVLS-tree, which
+// also need the switch's figures and the group's spread, are timed by nccl_seconds.
 double algorithm_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const LinkParams& link);
+
+// NVLink SHARP (NVSwitch 3: DGX H100/H200, NCCL >= 2.17): an all-reduce reduced in the switch and
+// multicast back, each GPU sending and receiving its S bytes once, at an algorithm bandwidth the
+// switch sets (measured: about 275 GB/s on eight H100s against the ring's 206), after a fixed
+// latency (NCCL's tuner constant).
+struct NvlsParams {
+  double alpha = 0.0;      // s
+  double bandwidth = 0.0;  // B/s of S, the all-reduce's algorithm bandwidth
+};
+
+// Where a group's ranks sit: the link class its traffic crosses and, where it crosses nodes, its
+// ranks on each of its nodes (alike on every node under mdtp's rank order) and the NICs per node
+// its channels leave through (min(ranks_per_node, nics_per_node)); both 1 for a group inside a node.
+struct GroupSpan {
+  LinkClass link = LinkClass::intra_node;
+  int ranks_per_node = 1;
+  int nics = 1;
+};
 
 struct TimeModel {
   // Placeholders until calibrated: shared-memory-like intra-node links (1 µs, 20 GB/s) and an
@@ -110,6 +144,8 @@ struct TimeModel {
   // per GPU pair, each leaving through its GPU's own NIC), capped by the intra-node link that feeds
   // them.  1: one NIC per node, as a host cluster of MPI ranks has.
   int nics_per_node = 1;
+  // The NVSwitch's NVLink SHARP, where the cluster has it (cluster.hpp `links.intra_node.nvls`).
+  std::optional<NvlsParams> nvls;
 
   // The link a group crossing nodes with `nics` NICs per node in parallel sees: the inter-node
   // link's latency, min(nics x its bandwidth, the intra-node bandwidth).  The link class's own
@@ -126,15 +162,22 @@ struct CallEstimate {
   LinkClass link = LinkClass::intra_node;
 };
 
+// NCCL's algorithm for an op on a group spread as `span`: the ring, or for all-reduce the quickest
+// the model's NcclAlgorithms allow and the group can run.
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const GroupSpan& span,
+                                          const TimeModel& model);
+// An NCCL algorithm's time for S bytes on a group spread as `span` (algorithm_seconds on the
+// group's link for all but NVLS and NVLS-tree).
+double nccl_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const GroupSpan& span,
+                    const TimeModel& model);
+
 // One call on the topology's link class for its group (and the NICs it spreads over).
 CallEstimate predict_call(const PlannedCall& call, const Topology& topology, const TimeModel& model);
-// The same for a call whose group's link class is known (the whole-step model's dp and pp groups),
-// spreading over `nics` NICs per node where it crosses nodes.
-CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype, LinkClass link,
-                             const TimeModel& model, int nics = 1);
-// The NICs per node a group of that name spreads over: min(its ranks per node, nics_per_node)
-// where it crosses nodes, else 1.
-int parallel_nics(const Topology& topology, const std::string& group, int nics_per_node);
+// The same for a call whose group's spread is known (the whole-step model's dp and pp groups).
+CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t elements, DType dtype,
+                             const GroupSpan& span, const TimeModel& model);
+// How the group of that name sits on the topology's nodes, its NICs capped at nics_per_node.
+GroupSpan group_span(const Topology& topology, const std::string& group, int nics_per_node);
 
 // The plan's time per (phase, group, op), with the ledger's byte totals beside it.
 struct PredictedTotals {

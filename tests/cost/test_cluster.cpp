@@ -139,12 +139,13 @@ TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each no
   // tp 16 over two nodes of eight: eight GPUs of the group on each node.
   const Topology two_nodes = topology(16, 16);
   CHECK(two_nodes.ranks_per_node_in("tp") == 8);
-  CHECK(parallel_nics(two_nodes, "tp", a100.nics_per_node) == 8);
+  CHECK(group_span(two_nodes, "tp", a100.nics_per_node).nics == 8);
   // tp 8 dp 2 on two nodes: each dp group has one GPU per node; the tp groups stay inside.
   const Topology one_each = topology(16, 8);
   CHECK(one_each.ranks_per_node_in("dp") == 1);
-  CHECK(parallel_nics(one_each, "dp", a100.nics_per_node) == 1);
-  CHECK(parallel_nics(one_each, "tp", a100.nics_per_node) == 1);  // inside a node: NVLink
+  CHECK(group_span(one_each, "dp", a100.nics_per_node).nics == 1);
+  CHECK(group_span(one_each, "tp", a100.nics_per_node).nics == 1);  // inside a node: NVLink
+  CHECK(group_span(one_each, "tp", a100.nics_per_node).link == LinkClass::intra_node);
 
   const double nic = 25e9 * 0.9, nvlink = 300e9 * 0.8;
   CHECK(model.link(LinkClass::inter_node, 1).beta == Approx(1.0 / nic));
@@ -155,8 +156,10 @@ TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each no
   // A 1 GiB ring all-reduce over 16 ranks: eight times quicker (in its bandwidth term) spread over
   // eight NICs than through one.
   const std::int64_t elements = (std::int64_t{1} << 30) / 4;
-  const double eight = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, LinkClass::inter_node, model, 8).seconds;
-  const double one = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, LinkClass::inter_node, model, 1).seconds;
+  const GroupSpan eight_per_node{.link = LinkClass::inter_node, .ranks_per_node = 8, .nics = 8};
+  const GroupSpan one_nic{.link = LinkClass::inter_node, .ranks_per_node = 8, .nics = 1};
+  const double eight = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, eight_per_node, model).seconds;
+  const double one = predict_on_link(CollectiveOp::all_reduce, 16, elements, DType::f32, one_nic, model).seconds;
   const double bandwidth_term = 2.0 * 15.0 / 16.0 * (std::int64_t{1} << 30);
   CHECK(eight == Approx(bandwidth_term / (8 * nic)).epsilon(0.02));
   CHECK(one == Approx(bandwidth_term / nic).epsilon(0.02));
@@ -171,7 +174,11 @@ TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each no
   // A cluster file without nics_per_node: one NIC per node.
   const Cluster plain = parse_edited("\"nics_per_node\": 8,", "");
   CHECK(plain.nics_per_node == 1);
-  CHECK(parallel_nics(two_nodes, "tp", plain.nics_per_node) == 1);
+  CHECK(group_span(two_nodes, "tp", plain.nics_per_node).nics == 1);
+  // A send joins two GPUs: one NIC, whatever the group's spread.
+  const std::int64_t mib = (std::int64_t{1} << 20) / 4;
+  CHECK(predict_on_link(CollectiveOp::send, 2, mib, DType::f32, eight_per_node, model).seconds ==
+        Approx(model.link(LinkClass::inter_node).alpha + (1 << 20) / nic));
 }
 
 // NCCL's tuner runs a latency-bound all-reduce as a tree (2·log2 n steps of α) and a large one as
@@ -179,22 +186,117 @@ TEST_CASE("a group crossing nodes spreads over one NIC per GPU it has on each no
 // run — keeps the ring at every size (`--nccl-algo ring`).  First principles on the preset's NVLink.
 TEST_CASE("NCCL's all-reduce: the tree where its latency wins, the ring alone with NCCL_ALGO=Ring", "[cost][cluster]") {
   Cluster h100 = load_cluster(find_cluster("dgx-h100"));
+  h100.nccl_algorithms = parse_nccl_algorithms("ring,tree");  // NCCL before 2.17: no NVLS
   const LinkParams nvlink = h100.intra_node.params();
   const std::int64_t mib = (std::int64_t{1} << 20) / 4;  // 1 MiB of f32
   const double ring = 2 * 7 * nvlink.alpha + 2.0 * 7.0 / 8.0 * (1 << 20) * nvlink.beta;
   const double tree = 2 * 3 * nvlink.alpha + 2.0 * (1 << 20) * nvlink.beta;
   REQUIRE(tree < ring);  // 1 MiB over 8 ranks: 14 α of the ring outweigh the tree's doubled bytes
   auto all_reduce = [&](const Cluster& c) {
-    return predict_on_link(CollectiveOp::all_reduce, 8, mib, DType::f32, LinkClass::intra_node, cluster_time_model(c), 1);
+    return predict_on_link(CollectiveOp::all_reduce, 8, mib, DType::f32, {}, cluster_time_model(c));
   };
   CHECK(all_reduce(h100).algorithm == CollectiveAlgorithm::nccl_tree);
   CHECK(all_reduce(h100).seconds == Approx(tree));
-  h100.nccl_tree = false;
+  h100.nccl_algorithms = parse_nccl_algorithms("ring");
   CHECK(all_reduce(h100).algorithm == CollectiveAlgorithm::ring);
   CHECK(all_reduce(h100).seconds == Approx(ring));
   // A large one is the ring either way.
   const std::int64_t gib = (std::int64_t{1} << 30) / 4;
-  h100.nccl_tree = true;
-  CHECK(predict_on_link(CollectiveOp::all_reduce, 8, gib, DType::f32, LinkClass::intra_node, cluster_time_model(h100), 1)
-            .algorithm == CollectiveAlgorithm::ring);
+  h100.nccl_algorithms = parse_nccl_algorithms("ring,tree");
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 8, gib, DType::f32, {}, cluster_time_model(h100)).algorithm ==
+        CollectiveAlgorithm::ring);
+}
+
+TEST_CASE("--nccl-algo reads NCCL_ALGO's names and refuses others in one line", "[cost][cluster]") {
+  CHECK(parse_nccl_algorithms("auto").all());
+  const NcclAlgorithms a = parse_nccl_algorithms("Ring,NVLSTree");
+  CHECK((a.ring && !a.tree && !a.nvls && a.nvls_tree));
+  CHECK(nccl_algorithms_name(a) == "ring,nvlstree");
+  CHECK(nccl_algorithms_name(parse_nccl_algorithms("tree,ring,nvls,nvlstree")) == "auto");
+  try {
+    parse_nccl_algorithms("ring,collnet");
+    FAIL("collnet was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Catch::Contains("'collnet'") && Catch::Contains("ring, tree, nvls, nvlstree"));
+  }
+}
+
+// NVLink SHARP on an NVSwitch 3 (DGX H100): the switch reduces and multicasts, so each GPU sends
+// and receives S once instead of the ring's 2(n−1)/n·S — at the rate the switch sets, not the
+// link's.  The preset's figures are the vendor's (nccl-tests on eight H100s: ring bus bandwidth
+// about 370 GB/s, NVLS about 480 GB/s = an algorithm bandwidth of about 275 GB/s), so the model must
+// reproduce them, and what follows from them: NVLS wins a large all-reduce on 8 GPUs by about 30 %,
+// loses on 2 (the ring moves only S there), and A100's third-generation switch has none.
+TEST_CASE("NVLS: the NVSwitch's all-reduce inside a node, at the rate its data sheet and nccl-tests give",
+          "[cost][cluster]") {
+  const Cluster h100 = load_cluster(find_cluster("dgx-h100"));
+  REQUIRE(h100.nvls.has_value());
+  CHECK(!h100.nvls->source.empty());
+  const TimeModel model = cluster_time_model(h100);
+  const double S = static_cast<double>(std::int64_t{1} << 32);  // 4 GiB: the bandwidth term rules
+  const std::int64_t elements = (std::int64_t{1} << 32) / 2;
+  const CallEstimate eight = predict_on_link(CollectiveOp::all_reduce, 8, elements, DType::bf16, {}, model);
+  CHECK(eight.algorithm == CollectiveAlgorithm::nvls);
+  const double algbw = S / eight.seconds, busbw = algbw * 2.0 * 7.0 / 8.0;
+  CHECK(algbw == Approx(275e9).epsilon(0.02));
+  CHECK(busbw == Approx(480e9).epsilon(0.02));
+  const double ring = nccl_seconds(CollectiveAlgorithm::ring, 8, std::int64_t{1} << 32, {}, model);
+  CHECK(S * 2.0 * 7.0 / 8.0 / ring == Approx(360e9).epsilon(0.03));  // the ring's bus bandwidth
+  CHECK(ring / eight.seconds == Approx(1.33).epsilon(0.03));        // "about 30 % from NVLink SHARP"
+  // Two GPUs: the ring moves S each way at the link's rate; the switch's rate is lower.
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 2, elements, DType::bf16, {}, model).algorithm ==
+        CollectiveAlgorithm::ring);
+  // Other collectives stay rings (an NVLS all-gather receives as many bytes as the ring's).
+  CHECK(predict_on_link(CollectiveOp::all_gather, 8, elements, DType::bf16, {}, model).algorithm ==
+        CollectiveAlgorithm::ring_allgather);
+  // Off with --nccl-algo ring,tree (NCCL before 2.17); none on an A100's switch.
+  Cluster older = h100;
+  older.nccl_algorithms = parse_nccl_algorithms("ring,tree");
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 8, elements, DType::bf16, {}, cluster_time_model(older)).algorithm ==
+        CollectiveAlgorithm::ring);
+  const Cluster a100 = load_cluster(find_cluster("dgx-a100"));
+  CHECK(!a100.nvls.has_value());
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 8, elements, DType::bf16, {}, cluster_time_model(a100)).algorithm ==
+        CollectiveAlgorithm::ring);
+  // The file round-trips the switch's figures.
+  const Cluster again = parse_cluster(cluster_json(h100), "round-trip");
+  REQUIRE(again.nvls.has_value());
+  CHECK(again.nvls->params.bandwidth == h100.nvls->params.bandwidth);
+  CHECK(again.nvls->params.alpha == h100.nvls->params.alpha);
+}
+
+// NVLS-tree (NCCL >= 2.18) across nodes: NVLS inside each node, then each GPU all-reduces its 1/k of
+// the node's sum over its own NIC by a tree.  Between two nodes the tree is one exchange, so its
+// NICs carry S/k once each way where the ring carries about 2·S/k: twice the ring's rate where the
+// NICs bound it.  Over more nodes reduce-up and broadcast-down carry it twice, as the ring does, and
+// what is left is the tree's latency: 2⌈log₂ N⌉ α against the ring's 2(n − 1).
+TEST_CASE("NVLS-tree: two nodes at twice the ring's NIC-bound rate, many at the ring's rate with a tree's latency",
+          "[cost][cluster]") {
+  const Cluster h100 = load_cluster(find_cluster("dgx-h100"));
+  const TimeModel model = cluster_time_model(h100);
+  const double nics8 = 8 * 50e9 * 0.9;  // eight NDR ports at 90 %: 360 GB/s, as much as NVLink feeds them
+  const LinkParams inter8 = model.link(LinkClass::inter_node, 8);
+  CHECK(1.0 / inter8.beta == Approx(std::min(nics8, 450e9 * 0.8)));
+  const std::int64_t bytes = std::int64_t{1} << 32;
+  const GroupSpan two_nodes{.link = LinkClass::inter_node, .ranks_per_node = 8, .nics = 8};
+  const double ring = nccl_seconds(CollectiveAlgorithm::ring, 16, bytes, two_nodes, model);
+  const double nvls_tree = nccl_seconds(CollectiveAlgorithm::nvls_tree, 16, bytes, two_nodes, model);
+  const double S = static_cast<double>(bytes);
+  // Bandwidth terms: the ring 2·15/16·S at the eight NICs' rate; NVLS-tree S at the slower of the
+  // switch (275 GB/s) and the eight NICs (360 GB/s): the switch.
+  CHECK(ring == Approx(2.0 * 15.0 / 16.0 * S * inter8.beta).epsilon(0.01));
+  CHECK(nvls_tree == Approx(S / h100.nvls->params.bandwidth).epsilon(0.01));
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 16, bytes / 2, DType::bf16, two_nodes, model).algorithm ==
+        CollectiveAlgorithm::nvls_tree);
+  // Sixteen nodes: both move about 2·S/8 per NIC; the tree's latency is 2·4 α against 2·127 α.
+  const GroupSpan sixteen{.link = LinkClass::inter_node, .ranks_per_node = 8, .nics = 8};
+  const double small = 1 << 20;
+  const double tree16 = nccl_seconds(CollectiveAlgorithm::nvls_tree, 128, 1 << 20, sixteen, model);
+  CHECK(tree16 == Approx(h100.nvls->params.alpha + 2 * 4 * inter8.alpha + small * 2 * inter8.beta));
+  CHECK(nccl_seconds(CollectiveAlgorithm::nvls_tree, 128, bytes, sixteen, model) ==
+        Approx(h100.nvls->params.alpha + 8 * inter8.alpha + S * 2 * inter8.beta));
+  // One GPU per node (a tp = 8 layout's dp group): nothing to reduce inside a node, no NVLS-tree.
+  const GroupSpan one_each{.link = LinkClass::inter_node, .ranks_per_node = 1, .nics = 1};
+  CHECK(predict_on_link(CollectiveOp::all_reduce, 16, bytes / 2, DType::bf16, one_each, model).algorithm !=
+        CollectiveAlgorithm::nvls_tree);
 }

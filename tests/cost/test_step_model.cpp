@@ -177,8 +177,8 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   const StepEstimate e = estimate_step(c, dgx_a100());
   CHECK(e.time.total() == Approx(e.step_seconds));
   CHECK(e.time.bubble > 0);
-  CHECK(e.placement.tp == LinkClass::intra_node);
-  CHECK(e.placement.pp == LinkClass::inter_node);
+  CHECK(e.placement.tp.link == LinkClass::intra_node);
+  CHECK(e.placement.pp.link == LinkClass::inter_node);
   CHECK(e.tokens_per_second == Approx(256 * 2048 / e.step_seconds));
   CHECK(e.hfu >= e.mfu);
   CHECK(e.memory.in_flight == 4);  // 1F1B: p micro-batches on the first stage
@@ -460,7 +460,7 @@ TEST_CASE("the step: ZeRO-3's gathers are priced call by call, each paying its r
   c.spec.global_batch = 4 * 2 * c.spec.layout.dp;
   const Cluster cluster = dgx_a100();
   const Placement placement = place(c, cluster);
-  REQUIRE(placement.dp == LinkClass::inter_node);
+  REQUIRE(placement.dp.link == LinkClass::inter_node);
   auto calls_with_cap = [&](double mb) {
     StepConfig k = c;
     k.spec.zero.bucket_mb = mb;
