@@ -306,10 +306,19 @@ BucketPlan bucket_plan_of(const StepShapes& s, const std::vector<BucketInput>& p
   return plan_buckets(params, options);
 }
 
+// One unit pass of the replay below: the buckets whose gathers it starts at its acquire (waited)
+// and for the next pass (ahead).
+struct PassStarts {
+  int unit = 0, direction = +1;
+  std::vector<std::size_t> waited, ahead;
+};
+
 // ZeRO-3's gathers, replayed: the engine's hooks around every unit pass of the stage's action list,
-// in the order plan/unit_passes.hpp gives (zero/zero_engine.cpp, zero/parameter_gatherer.cpp).  Returns the all-gathers issued per bucket.
+// in the order plan/unit_passes.hpp gives (zero/zero_engine.cpp, zero/parameter_gatherer.cpp).  Returns the all-gathers issued per bucket;
+// with `passes`, also which pass started each.
 std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartition& partition, const Schedule& schedule,
-                                         int stage, const std::vector<BucketInput>& params, const BucketPlan& plan) {
+                                         int stage, const std::vector<BucketInput>& params, const BucketPlan& plan,
+                                         std::vector<PassStarts>* passes_out = nullptr) {
   const int units = partition.n_layer() + 2, head = units - 1;
   const std::vector<UnitSpan> spans = partition.stage_units(stage);
   // A tied head on the embedding's stage reads the embedding's own table (its bucket); an untied
@@ -337,10 +346,12 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
   std::vector<int> users(n, 0);
   std::vector<std::int64_t> gathers(n, 0);
   const bool keep = s.config().spec.zero.keep_parameters;
+  std::vector<std::size_t>* started = nullptr;  // the pass's list the next starts go to, when recorded
   auto start = [&](std::size_t b) {
     if (materialised[b] || pending[b]) return;
     pending[b] = true;
     ++gathers[b];
+    if (started != nullptr) started->push_back(b);
   };
   auto acquire = [&](const std::vector<std::size_t>& list) {
     for (std::size_t b : list) start(b);
@@ -362,8 +373,13 @@ std::vector<std::int64_t> stage3_gathers(const StepShapes& s, const StagePartiti
   };
   // The trainer gives the engine this order (set_pass_order): each pass prefetches the next one's.
   const std::vector<UnitPass> passes = stage_unit_passes(schedule, partition, stage);
+  if (passes_out != nullptr) passes_out->assign(passes.size(), PassStarts{});
   for (std::size_t i = 0; i < passes.size(); ++i) {
+    PassStarts* here = passes_out != nullptr ? &(*passes_out)[i] : nullptr;
+    if (here != nullptr) here->unit = passes[i].unit, here->direction = passes[i].direction;
+    started = here != nullptr ? &here->waited : nullptr;
     acquire(reads(passes[i].unit, passes[i].direction));
+    started = here != nullptr ? &here->ahead : nullptr;
     if (i + 1 < passes.size())
       for (std::size_t b : reads(passes[i + 1].unit, passes[i + 1].direction)) {
         prefetched[b] = true;
@@ -421,9 +437,13 @@ std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int sta
   return zero3_gather_calls(config, std::vector<int>{stage}).front();
 }
 
-std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages) {
-  std::vector<std::vector<GatherCall>> out(stages.size());
-  if (config.spec.zero.stage != 3) return out;
+namespace {
+
+// ZeRO-3's replay on each of `stages` (nothing below stage 3): `visit(i, stage, shapes, partition,
+// schedule, params, plan)` with the stage's parameters and their bucket plan, set up once for all.
+template <class Visit>
+void each_zero3_stage(const StepCommConfig& config, const std::vector<int>& stages, Visit visit) {
+  if (config.spec.zero.stage != 3) return;
   const StepShapes s(config);
   const StagePartition partition = stage_partition(config);
   const Schedule schedule = step_schedule(config);
@@ -431,13 +451,58 @@ std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& co
     const int stage = stages[i];
     require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
     const std::vector<BucketInput> params = parameters_of(s, partition, stage);
-    const BucketPlan plan = bucket_plan_of(s, params);
-    const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
-    for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
-      const int n = s.size(shard_group(plan.buckets[b]));
-      if (n > 1 && gathers[b] > 0) out[i].push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, gathers[b]});
-    }
+    visit(i, stage, s, partition, schedule, params, bucket_plan_of(s, params));
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages) {
+  std::vector<std::vector<GatherCall>> out(stages.size());
+  each_zero3_stage(config, stages,
+                   [&](std::size_t i, int stage, const StepShapes& s, const StagePartition& partition,
+                       const Schedule& schedule, const std::vector<BucketInput>& params, const BucketPlan& plan) {
+                     const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
+                     for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
+                       const int n = s.size(shard_group(plan.buckets[b]));
+                       if (n > 1 && gathers[b] > 0)
+                         out[i].push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, gathers[b]});
+                     }
+                   });
+  return out;
+}
+
+std::vector<std::vector<PassGathers>> zero3_gather_passes(const StepCommConfig& config, const std::vector<int>& stages) {
+  std::vector<std::vector<PassGathers>> out(stages.size());
+  each_zero3_stage(config, stages, [&](std::size_t i, int stage, const StepShapes& s, const StagePartition& partition,
+                                       const Schedule& schedule, const std::vector<BucketInput>& params,
+                                       const BucketPlan& plan) {
+    std::vector<PassStarts> starts;
+    stage3_gathers(s, partition, schedule, stage, params, plan, &starts);
+    // Each action's unit passes, as stage_unit_passes lists them: a chunk's units forward, or in
+    // reverse for a backward; a weight pass has none.
+    std::vector<int> action_of;
+    const std::vector<UnitSpan> spans = partition.stage_units(stage);
+    const auto& actions = schedule.actions[static_cast<std::size_t>(stage)];
+    for (std::size_t a = 0; a < actions.size(); ++a) {
+      if (actions[a].op != PassKind::F && actions[a].op != PassKind::B && actions[a].op != PassKind::BW) continue;
+      const UnitSpan& r = spans[static_cast<std::size_t>(actions[a].chunk)];
+      action_of.insert(action_of.end(), static_cast<std::size_t>(r.last - r.first + 1), static_cast<int>(a));
+    }
+    require(action_of.size() == starts.size(), "the ZeRO-3 replay has ", starts.size(), " unit passes; the schedule ",
+            action_of.size());
+    auto calls = [&](const std::vector<std::size_t>& buckets) {
+      std::vector<GatherCall> list;
+      for (std::size_t b : buckets) {
+        const int n = s.size(shard_group(plan.buckets[b]));
+        if (n > 1) list.push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, 1});
+      }
+      return list;
+    };
+    out[i].reserve(starts.size());
+    for (std::size_t k = 0; k < starts.size(); ++k)
+      out[i].push_back({starts[k].unit, starts[k].direction, action_of[k], calls(starts[k].waited), calls(starts[k].ahead)});
+  });
   return out;
 }
 

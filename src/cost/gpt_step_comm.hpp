@@ -106,6 +106,17 @@ struct GatherCall {
 std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage);
 // The same for several stages at once (one set-up of the shapes for all).
 std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages);
+// The same gathers pass by pass, in the stage's pass order (what the time model needs: a prefetch
+// hides only under the one pass it was started in): per unit pass, the all-gathers it starts when
+// it acquires its buckets — nothing prefetched them, so it waits for all of them — and those it
+// starts for the next pass, which run under it.  Each GatherCall has count 1.
+struct PassGathers {
+  int unit = 0;
+  int direction = +1;  // +1 forward, −1 backward-input (plan/unit_passes.hpp)
+  int action = 0;      // the index of the schedule action (F, B or BW) on the stage the pass belongs to
+  std::vector<GatherCall> waited, ahead;
+};
+std::vector<std::vector<PassGathers>> zero3_gather_passes(const StepCommConfig& config, const std::vector<int>& stages);
 
 // Every call of one step on a rank of pipeline stage `stage`.  An mdtp::Error naming the value
 // for a configuration the trainer would refuse on shape grounds (Geometry, the partition, the

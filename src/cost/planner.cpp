@@ -212,18 +212,19 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
           // ZeRO-3's gathers, priced call by call, depend on the schedule, not on when gradients are
           // reduced nor on the recomputation policy: priced once per schedule.
           bool zero3_priced = false;
-          std::optional<double> zero3_gathers_of_schedule;  // none: the engine's bucket plan refuses it
+          std::optional<Zero3Timeline> zero3_gathers_of_schedule;  // none: the engine's bucket plan refuses it
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
             if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
             c.spec.zero.stage = zero;
             c.spec.zero.reduce_per_micro_batch = per_micro_batch;
             c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
-            double zero3_gathers = 0.0;
+            static const Zero3Timeline no_gathers;
+            const Zero3Timeline* zero3_gathers = &no_gathers;
             if (zero == 3) {
               if (!zero3_priced) {
                 zero3_priced = true;
                 try {
-                  zero3_gathers_of_schedule = zero3_gather_seconds(c, *placement, cluster);
+                  zero3_gathers_of_schedule = zero3_gather_timeline(c, *placement, cluster);
                 } catch (const Error&) {
                 }
               }
@@ -231,14 +232,14 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
                 ++result.refused;
                 continue;
               }
-              zero3_gathers = *zero3_gathers_of_schedule;
+              zero3_gathers = &*zero3_gathers_of_schedule;
             }
             for (Recompute recompute : recomputes) {
               if (recompute == Recompute::selective && !c.attention_keeps_probabilities && r.recomputes.empty()) continue;
               c.spec.recompute = recompute;
               StepEstimate e;
               try {
-                e = estimate_step(c, *costs, *placement, cluster, zero3_gathers);  // validates the configuration first
+                e = estimate_step(c, *costs, *placement, cluster, *zero3_gathers);  // validates the configuration first
               } catch (const Error&) {
                 ++result.refused;  // a combination an engine would refuse (a fixed axis the others do not fit)
                 continue;

@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <vector>
 
 #include "core/error.hpp"
 #include "cost/gpt_step_comm.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
+#include "plan/schedule.hpp"
+#include "plan/schedule_sim.hpp"
 #include "spec/names.hpp"
 
 namespace mdtp::cost {
@@ -108,6 +113,19 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
 // mirror stages): where the pipeline crosses nodes, one GPU on each of two nodes.
 GroupSpan stage_pair(const GroupSpan& pp) { return {.link = pp.link, .ranks_per_node = 1, .nics = 1}; }
 
+// How long unit `unit`'s pass in `direction` runs on a rank — its kernels and TP collectives; a
+// block's backward with what recomputation adds and its weight gradients — the time a prefetch
+// started with it has to hide under (ZeRO-3, below).
+double unit_pass_seconds(const StepConfig& c, const LayerCosts& costs, int unit, int direction) {
+  const int head = static_cast<int>(c.spec.model.layers) + 1;
+  const bool block = unit != 0 && unit != head;
+  const UnitCosts& u = unit == 0 ? costs.embedding : unit == head ? costs.head : costs.block;
+  if (direction > 0) return as_run(u.forward, c).seconds();
+  double t = as_run(u.backward_input, c).seconds() + as_run(u.backward_weight, c).seconds();
+  if (block) t += as_run(costs.block.recompute(c.effective_recompute()), c).seconds();
+  return t;
+}
+
 double seconds(CollectiveOp op, int n, double bytes, DType dtype, const GroupSpan& span, const TimeModel& model) {
   const auto elements = static_cast<std::int64_t>(std::ceil(bytes / static_cast<double>(dtype_size(dtype))));
   return predict_on_link(op, n, elements, dtype, span, model).seconds;
@@ -116,25 +134,49 @@ double seconds(CollectiveOp op, int n, double bytes, DType dtype, const GroupSpa
 // The step model of a configuration already validated (every public estimate_step validates once;
 // defined below the public entry points).
 StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
-                                     const Cluster& cluster, double zero3_gathers);
+                                     const Cluster& cluster, const Zero3Timeline& zero3_gathers);
 
 }  // namespace
 
-double zero3_gather_seconds(const StepConfig& c, const Placement& placement, const Cluster& cluster) {
-  if (c.spec.zero.stage != 3 || c.spec.layout.dp <= 1) return 0.0;
+Zero3Timeline zero3_gather_timeline(const StepConfig& c, const Placement& placement, const Cluster& cluster) {
+  Zero3Timeline t;
+  if (c.spec.zero.stage != 3 || c.spec.layout.dp <= 1) return t;
   const TimeModel model = cluster_time_model(cluster);
-  const int pp = c.spec.layout.pp;
-  std::vector<int> stages;
-  for (int r = 0; r < pp; ++r)
-    if (stands_for_stages(c, r)) stages.push_back(r);
-  double busiest = 0.0;
-  for (const std::vector<GatherCall>& calls : zero3_gather_calls(StepCommConfig{.spec = c.spec}, stages)) {
+  for (int r = 0; r < c.spec.layout.pp; ++r)
+    if (stands_for_stages(c, r)) t.stages.push_back(r);
+  // The gathers a pass starts run one after another, as NCCL runs the collectives of one
+  // communicator in its stream (each pays its own ring's latency).  Buckets repeat pass after
+  // pass: each distinct call priced once.
+  std::map<std::tuple<std::int64_t, DType, int>, double> priced;
+  auto seconds_of = [&](const std::vector<GatherCall>& calls) {
     double total = 0.0;
-    for (const GatherCall& call : calls)
-      total += static_cast<double>(call.count) *
-               predict_on_link(CollectiveOp::all_gather, call.group_size, call.elements, call.dtype, placement.dp,
-                               model)
-                   .seconds;
+    for (const GatherCall& call : calls) {
+      const auto key = std::tuple{call.elements, call.dtype, call.group_size};
+      auto it = priced.find(key);
+      if (it == priced.end())
+        it = priced
+                 .emplace(key, predict_on_link(CollectiveOp::all_gather, call.group_size, call.elements, call.dtype,
+                                               placement.dp, model)
+                                   .seconds)
+                 .first;
+      total += static_cast<double>(call.count) * it->second;
+    }
+    return total;
+  };
+  for (const std::vector<PassGathers>& stage : zero3_gather_passes(StepCommConfig{.spec = c.spec}, t.stages)) {
+    std::vector<Zero3Pass>& passes = t.passes.emplace_back();
+    passes.reserve(stage.size());
+    for (const PassGathers& p : stage)
+      passes.push_back({p.unit, p.direction, p.action, seconds_of(p.waited), seconds_of(p.ahead)});
+  }
+  return t;
+}
+
+double zero3_gather_seconds(const StepConfig& c, const Placement& placement, const Cluster& cluster) {
+  double busiest = 0.0;
+  for (const std::vector<Zero3Pass>& passes : zero3_gather_timeline(c, placement, cluster).passes) {
+    double total = 0.0;
+    for (const Zero3Pass& p : passes) total += p.waited + p.ahead;
     busiest = std::max(busiest, total);
   }
   return busiest;
@@ -145,7 +187,7 @@ namespace {
 // A validated configuration on its placement, ZeRO-3's gathers priced here.
 StepEstimate estimate_placed_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
                                   const Cluster& cluster) {
-  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_seconds(c, placement, cluster));
+  return estimate_validated_step(c, costs, placement, cluster, zero3_gather_timeline(c, placement, cluster));
 }
 
 }  // namespace
@@ -157,7 +199,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const P
 }
 
 StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
-                           const Cluster& cluster, double zero3_gathers) {
+                           const Cluster& cluster, const Zero3Timeline& zero3_gathers) {
   validate(c);
   return estimate_validated_step(c, costs, placement, cluster, zero3_gathers);
 }
@@ -170,7 +212,7 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const C
 namespace {
 
 StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
-                                     const Cluster& cluster, double zero3_gathers) {
+                                     const Cluster& cluster, const Zero3Timeline& zero3_gathers) {
   const TimeModel model = cluster_time_model(cluster);
   StepEstimate e;
   e.config = c;
@@ -192,19 +234,78 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
       stages.push_back(stage_work(c, costs, r, cluster));
       weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
     }
-  const StageWork* slowest = &stages.front();
-  for (const auto& s : stages)
-    if (s.seconds() > slowest->seconds()) slowest = &s;
-  StageTimes mean;
+  // The stages' mean passes, before ZeRO-3's waits: the fill and drain's, and the timeline below.
+  StageTimes base;
   {
     auto avg = [&](auto pick) {
       double sum = 0.0;
       for (std::size_t i = 0; i < stages.size(); ++i) sum += weight[i] * pick(stages[i]);
       return sum / pp;
     };
-    mean.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
-    mean.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
-    mean.backward_weight = avg([](const StageWork& s) { return s.backward_weight.seconds(); });
+    base.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
+    base.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
+    base.backward_weight = avg([](const StageWork& s) { return s.backward_weight.seconds(); });
+  }
+
+  // ZeRO-3 (zero3_gather_timeline): each unit pass waits for the gathers it starts itself (nothing
+  // prefetched them: the step's first) and for what the prefetch its predecessor started has left
+  // when the predecessor ends.  A prefetch hides under one pass only — so a forward pass shorter
+  // than its next unit's gather waits however long the backward passes are — and, started in the
+  // last pass of a schedule action, also under the time the stage then waits for the next action's
+  // input (the pipeline's idle time, from a simulation of the schedule with the mean passes:
+  // plan/schedule_sim.hpp).  Per micro-batch, on each stage: it lengthens that stage's passes, so
+  // it counts in the steady state and in the fill and drain alike.
+  std::vector<StageTimes> gather_wait(stages.size());
+  if (!zero3_gathers.passes.empty()) {
+    require(zero3_gathers.passes.size() == stages.size(), "the ZeRO-3 gather timeline has ",
+            zero3_gathers.passes.size(), " stages; the configuration stands for ", stages.size());
+    // Simulated only when a prefetch outlasts the pass it started in (the planner prices many
+    // configurations whose gathers all hide).
+    std::optional<Schedule> schedule;
+    std::optional<Simulation> timeline;
+    // The time stage r waits between the end of action j and the start of its next action that
+    // runs unit passes (a weight pass between them included).
+    auto idle_after = [&](int r, int j) {
+      if (pp == 1) return 0.0;
+      if (!timeline) {
+        const ParallelLayout& l = c.spec.layout;
+        schedule = make_schedule(l.schedule, pp, static_cast<int>(m), l.chunks, l.group_size);
+        const double v = schedule->mapping == StageMapping::mirrored ? 1.0 : schedule->chunks;
+        timeline = simulate(*schedule, PassTimes{base.forward / v, base.backward_input / v, base.backward_weight / v});
+      }
+      const auto& actions = schedule->actions[static_cast<std::size_t>(r)];
+      const auto& times = timeline->times[static_cast<std::size_t>(r)];
+      for (std::size_t next = static_cast<std::size_t>(j) + 1; next < actions.size(); ++next)
+        if (actions[next].op != PassKind::W)
+          return std::max(0.0, times[next].start - times[static_cast<std::size_t>(j)].end);
+      return 0.0;
+    };
+    const double per_micro_batch = 1.0 / static_cast<double>(m);
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      const int r = zero3_gathers.stages[k];
+      const std::vector<Zero3Pass>& passes = zero3_gathers.passes[k];
+      for (std::size_t i = 0; i < passes.size(); ++i) {
+        double wait = passes[i].waited;
+        if (i > 0) {
+          const Zero3Pass& before = passes[i - 1];
+          double window = unit_pass_seconds(c, costs, before.unit, before.direction);
+          if (before.ahead > window && before.action != passes[i].action) window += idle_after(r, before.action);
+          wait += std::max(0.0, before.ahead - window);
+        }
+        (passes[i].direction > 0 ? gather_wait[k].forward : gather_wait[k].backward_input) += wait * per_micro_batch;
+      }
+    }
+  }
+  auto waits = [](const StageTimes& t) { return t.forward + t.backward_input; };
+  std::size_t slowest_index = 0;
+  for (std::size_t k = 1; k < stages.size(); ++k)
+    if (stages[k].seconds() + waits(gather_wait[k]) > stages[slowest_index].seconds() + waits(gather_wait[slowest_index]))
+      slowest_index = k;
+  const StageWork* slowest = &stages[slowest_index];
+  StageTimes mean = base;
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    mean.forward += weight[i] * gather_wait[i].forward / pp;
+    mean.backward_input += weight[i] * gather_wait[i].backward_input / pp;
   }
 
   // Pipeline sends: the residual shard per chunk boundary, forward and backward.
@@ -223,34 +324,21 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   }
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
 
-  // ZeRO-3: the stage's parameters gathered for forward and for backward every micro-batch (and,
-  // reducing per micro-batch, its gradients reduce-scattered), prefetched under the micro-batch's
-  // own compute; or, keeping them for the step, gathered once, under the first forward.  Each call
-  // is priced as the engine issues it — one all-gather per bucket of every unit pass, each with its
-  // own latency term (zero3_gather_calls: at dp 32 a call of a small bucket is 31 ring steps of
-  // the link's α, whatever its bytes) — not as one gather of the whole stage per pass.  Only the
-  // step's first gather waits with nothing to hide behind: the stage's first unit (on the first
-  // stage the embedding, whose wte can outweigh a block).
+  // ZeRO-3's gathers (above): before forward and backward of every micro-batch, or once per step
+  // when kept (each call's buffer: the full stage, as the ledger counts an all-gather), each call
+  // priced as the engine issues it — one all-gather per bucket, each with its own latency term (at
+  // dp 32 a call of a small bucket is 31 ring steps of the link's α, whatever its bytes).  Reducing
+  // per micro-batch, the gradients' reduce-scatter runs under that micro-batch's backward.
   double stage_params = 0.0;  // the largest stage's (first or last with an even split; any with --pp-layers)
   for (int r = 0; r < pp; ++r) stage_params = std::max(stage_params, stage_parameters(c, costs, r));
-  double zero3_exposed = 0.0;
-  // ZeRO-3's parameter gathers: before forward and backward of every micro-batch, or once per step
-  // when kept (each call's buffer: the full stage, as the ledger counts an all-gather).
-  if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1)
-    e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
+  double zero3_exposed = static_cast<double>(m) * waits(gather_wait[slowest_index]);
   if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
-    auto gather_seconds = [&](double elements) {
-      return seconds(CollectiveOp::all_gather, c.spec.layout.dp, elements * delta, c.dtype(), e.placement.dp, model);
-    };
-    zero3_exposed = gather_seconds(std::max(costs.embedding_params, costs.block_params));
-    if (c.spec.zero.keep_parameters) {
-      zero3_exposed += std::max(0.0, zero3_gathers - zero3_exposed - slowest->forward.seconds());
-    } else {
+    e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
+    if (c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters) {
       const double scatter =
-          c.spec.zero.reduce_per_micro_batch
-              ? seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model)
-              : 0.0;
-      zero3_exposed += static_cast<double>(m) * std::max(0.0, zero3_gathers / static_cast<double>(m) + scatter - slowest->seconds());
+          seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model);
+      const double backward = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
+      zero3_exposed += static_cast<double>(m) * std::max(0.0, scatter - backward);
     }
   }
 

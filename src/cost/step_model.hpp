@@ -83,17 +83,33 @@ StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, co
 // With the placement already known (place() builds the whole mesh: the planner reuses it).
 StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster);
-// With ZeRO-3's gathers already priced (zero3_gather_seconds of the same configuration: the planner
-// shares them between the recomputation policies and gradient reductions, which gather alike).
+// ZeRO-3's parameter all-gathers of one step, pass by pass as the engine issues them (one
+// all-gather per bucket, each priced on the dp group's link: zero3_gather_passes in
+// gpt_step_comm.hpp), on the stages that stand for the others.  Per unit pass: the seconds of the
+// gathers it waits for at its start (nothing prefetched them) and of those it prefetches for the
+// next pass, which hide under it.  Empty below ZeRO-3 or at dp 1.
+struct Zero3Pass {
+  int unit = 0;
+  int direction = +1;  // +1 forward, −1 backward
+  int action = 0;      // its schedule action on the stage (a prefetch started in an action's last
+                       // pass also runs while the stage waits for the next action's input)
+  double waited = 0.0, ahead = 0.0;
+};
+struct Zero3Timeline {
+  std::vector<int> stages;                     // the pipeline stages below
+  std::vector<std::vector<Zero3Pass>> passes;  // per stage, in its pass order
+};
+// An mdtp::Error for a shape the engine would refuse.
+Zero3Timeline zero3_gather_timeline(const StepConfig& config, const Placement& placement, const Cluster& cluster);
+// Every gather of the timeline's busiest stage, waited for or not: the seconds one step's ZeRO-3
+// gathers take on the dp link, end to end.
+double zero3_gather_seconds(const StepConfig& config, const Placement& placement, const Cluster& cluster);
+
+// With ZeRO-3's gathers already priced (zero3_gather_timeline of the same configuration: the
+// planner shares it between the recomputation policies and gradient reductions, which gather alike).
 StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
-                           const Cluster& cluster, double zero3_gathers);
+                           const Cluster& cluster, const Zero3Timeline& zero3_gathers);
 // Builds the layer costs itself.
 StepEstimate estimate_step(const StepConfig& config, const Cluster& cluster);
-
-// ZeRO-3's parameter all-gathers of one step on its busiest stage, every call the engine issues
-// priced on the dp group's link (one all-gather per bucket of each unit pass, replayed as the
-// engine acquires and prefetches them: zero3_gather_calls in gpt_step_comm.hpp); 0 below ZeRO-3
-// or at dp 1.  An mdtp::Error for a shape the engine would refuse.
-double zero3_gather_seconds(const StepConfig& config, const Placement& placement, const Cluster& cluster);
 
 }  // namespace mdtp::cost

@@ -106,7 +106,10 @@ Attributes collect_provenance(const Mesh& mesh, MPI_Comm world, const RunDescrip
       a["simulation_platform"] = sim->platform_path;
       a["simgrid_version"] = sim->simgrid_version;
       std::string settings;
-      for (const auto& s : sim->settings) settings += (settings.empty() ? "" : " ") + ("--cfg=" + s);
+      for (const auto& s : sim->settings) {
+        if (!settings.empty()) settings += ' ';
+        settings += "--cfg=" + s;
+      }
       a["simulation_settings"] = settings;
       // Synthetic: the tensors held no values (kernels charged, not run; no loss, no value checks).
       a["simulation_values"] = std::string(sim->real_values ? "real" : "synthetic");

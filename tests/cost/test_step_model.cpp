@@ -645,3 +645,63 @@ TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidt
   CHECK(ratio > 8.0);
   CHECK(ratio < (300e9 * 0.8) / (32e9 * 0.7) * 1.05);
 }
+
+TEST_CASE("the step: a ZeRO-3 prefetch hides under the one pass it starts in, not under the micro-batch",
+          "[cost][step][zero]") {
+  // The engine prefetches the next unit pass's buckets while a pass runs (zero/zero_engine.cpp):
+  // what is left when the pass ends, the next one waits for.  Without a pipeline nothing else
+  // hides it, so the step's gather time is, pass by pass, what each waits for at its acquire plus
+  // what its predecessor's prefetch outlasted it by.  Over 16 data-parallel ranks through one NIC
+  // per node a block's gather outlasts its forward pass, though not its backward pass: summed over
+  // the micro-batch (the rule before this one) the gathers hid; they do not.
+  StepConfig c = zero_window_config(3, 4);
+  c.spec.model.vocab = 1024;  // a small table: the blocks' gathers are the ones in question
+  c.spec.layout.tp = 1;
+  c.spec.layout.dp = 16;
+  c.spec.global_batch = 4 * 2 * c.spec.layout.dp;
+  Cluster one_nic = dgx_a100();
+  one_nic.nics_per_node = 1;
+  const LayerCosts costs = costs_of(c);
+  const Placement placement = place(c, one_nic);
+  const Zero3Timeline timeline = zero3_gather_timeline(c, placement, one_nic);
+  REQUIRE(timeline.passes.size() == 1);
+  const std::vector<Zero3Pass>& passes = timeline.passes.front();
+  const int head = static_cast<int>(c.spec.model.layers) + 1;
+  auto pass_seconds = [&](const Zero3Pass& p) {
+    const UnitCosts& u = p.unit == 0 ? costs.embedding : p.unit == head ? costs.head : costs.block;
+    return p.direction > 0 ? u.forward.seconds() : u.backward_input.seconds() + u.backward_weight.seconds();
+  };
+  double expected = 0.0, gathers = 0.0, compute = 0.0;
+  for (std::size_t i = 0; i < passes.size(); ++i) {
+    expected += passes[i].waited;
+    if (i > 0) expected += std::max(0.0, passes[i - 1].ahead - pass_seconds(passes[i - 1]));
+    gathers += passes[i].waited + passes[i].ahead;
+    compute += pass_seconds(passes[i]);
+  }
+  // The first pass waits for its own gathers: nothing started them earlier.
+  CHECK(passes.front().waited > 0.0);
+  CHECK(gathers == Approx(zero3_gather_seconds(c, placement, one_nic)));
+  // Some block's forward pass is shorter than the gather it prefetches, every block's backward pass longer, and all
+  // the gathers shorter than all the compute: the micro-batch's sum would have hidden everything
+  // but the first gather; pass by pass, more waits.
+  bool forward_outlasted = false, backward_outlasted = false;
+  for (std::size_t i = 0; i + 1 < passes.size(); ++i) {
+    if (passes[i].unit == 0 || passes[i].unit == head || passes[i + 1].unit == head) continue;  // blocks only
+    const bool outlasted = passes[i].ahead > pass_seconds(passes[i]);
+    (passes[i].direction > 0 ? forward_outlasted : backward_outlasted) |= outlasted;
+  }
+  CHECK(forward_outlasted);
+  CHECK_FALSE(backward_outlasted);
+  REQUIRE(gathers < compute);
+  CHECK(expected > passes.front().waited);
+  // The step's data-parallel time: these waits, plus the gradients' reduce-scatter once per step
+  // (under the last backward: at most all of it).
+  const StepEstimate e = estimate_step(c, costs, placement, one_nic);
+  const double params = stage_parameters(c, costs, 0);
+  const double reduction =
+      predict_on_link(CollectiveOp::reduce_scatter, 16, static_cast<std::int64_t>(params), c.grad_dtype(), placement.dp,
+                      cluster_time_model(one_nic))
+          .seconds;
+  CHECK(e.time.dp_comm >= expected);
+  CHECK(e.time.dp_comm <= expected + reduction * 1.0001);
+}
