@@ -433,10 +433,6 @@ BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage) {
   return bucket_plan_of(s, stage_parameters(config, stage));
 }
 
-std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage) {
-  return zero3_gather_calls(config, std::vector<int>{stage}).front();
-}
-
 namespace {
 
 // ZeRO-3's replay on each of `stages` (nothing below stage 3): `visit(i, stage, shapes, partition,
@@ -457,16 +453,15 @@ void each_zero3_stage(const StepCommConfig& config, const std::vector<int>& stag
 
 }  // namespace
 
-std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages) {
-  std::vector<std::vector<GatherCall>> out(stages.size());
-  each_zero3_stage(config, stages,
-                   [&](std::size_t i, int stage, const StepShapes& s, const StagePartition& partition,
-                       const Schedule& schedule, const std::vector<BucketInput>& params, const BucketPlan& plan) {
+std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage) {
+  std::vector<GatherCall> out;
+  each_zero3_stage(config, {stage},
+                   [&](std::size_t, int, const StepShapes& s, const StagePartition& partition, const Schedule& schedule,
+                       const std::vector<BucketInput>& params, const BucketPlan& plan) {
                      const std::vector<std::int64_t> gathers = stage3_gathers(s, partition, schedule, stage, params, plan);
                      for (std::size_t b = 0; b < plan.buckets.size(); ++b) {
                        const int n = s.size(shard_group(plan.buckets[b]));
-                       if (n > 1 && gathers[b] > 0)
-                         out[i].push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, gathers[b]});
+                       if (n > 1 && gathers[b] > 0) out.push_back({plan.buckets[b].padded, plan.buckets[b].dtype, n, gathers[b]});
                      }
                    });
   return out;

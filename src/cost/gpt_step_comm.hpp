@@ -96,7 +96,8 @@ BucketPlan stage_bucket_plan(const StepCommConfig& config, int stage);
 // ZeRO-3's parameter all-gathers of one step on a rank of `stage`, one entry per bucket of the
 // stage's bucket plan: its padded elements, dtype and shard-group size, and how often the step
 // gathers it (the param-gather calls of plan_step_comm, replayed the same way, without the rest
-// of the plan; empty below ZeRO-3 or with dp 1).  The step-time model prices each call from it.
+// of the plan; empty below ZeRO-3 or with dp 1).  The step-time model prices the same calls pass
+// by pass (zero3_gather_passes, below).
 struct GatherCall {
   std::int64_t elements = 0;
   DType dtype = DType::f32;
@@ -104,8 +105,6 @@ struct GatherCall {
   std::int64_t count = 0;
 };
 std::vector<GatherCall> zero3_gather_calls(const StepCommConfig& config, int stage);
-// The same for several stages at once (one set-up of the shapes for all).
-std::vector<std::vector<GatherCall>> zero3_gather_calls(const StepCommConfig& config, const std::vector<int>& stages);
 // The same gathers pass by pass, in the stage's pass order (what the time model needs: a prefetch
 // hides only under the one pass it was started in): per unit pass, the all-gathers it starts when
 // it acquires its buckets — nothing prefetched them, so it waits for all of them — and those it

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -92,11 +93,22 @@ CollectiveLibrary parse_collective_library(const std::string& name) {
   throw_error("unknown collective library '", name, "'; expected mpich or nccl");
 }
 
-CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const GroupSpan& span,
-                                          const TimeModel& model) {
+namespace {
+
+struct NcclCall {
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::none;
+  double seconds = 0.0;
+};
+
+// NCCL's algorithm for an op and its time: an all-reduce's candidates are timed to choose among
+// them, so the chosen one's time comes with it.
+NcclCall nccl_call(CollectiveOp op, int n, std::int64_t bytes, const GroupSpan& span, const TimeModel& model) {
   require(n >= 1, "a collective needs a group of at least one rank; got n=", n);
-  if (op == CollectiveOp::send || op == CollectiveOp::recv) return CollectiveAlgorithm::point_to_point;
-  if (n == 1) return CollectiveAlgorithm::none;
+  auto timed = [&](CollectiveAlgorithm algorithm) {
+    return NcclCall{algorithm, nccl_seconds(algorithm, n, bytes, span, model)};
+  };
+  if (op == CollectiveOp::send || op == CollectiveOp::recv) return timed(CollectiveAlgorithm::point_to_point);
+  if (n == 1) return {};
   switch (op) {
     case CollectiveOp::all_reduce: {
       const NcclAlgorithms& allowed = model.algorithms.nccl;
@@ -108,23 +120,29 @@ CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t b
           {CollectiveAlgorithm::nvls, allowed.nvls && model.nvls && !across},
           {CollectiveAlgorithm::nvls_tree, allowed.nvls_tree && model.nvls && across && span.ranks_per_node >= 2},
       };
-      CollectiveAlgorithm best = CollectiveAlgorithm::ring;  // none of the listed can run: the ring
-      double best_seconds = -1.0;
+      std::optional<NcclCall> best;
       for (const auto& [algorithm, usable] : candidates) {
         if (!usable) continue;
-        const double t = nccl_seconds(algorithm, n, bytes, span, model);
-        if (best_seconds < 0 || t < best_seconds) best = algorithm, best_seconds = t;
+        const NcclCall call = timed(algorithm);
+        if (!best || call.seconds < best->seconds) best = call;
       }
-      return best;
+      return best ? *best : timed(CollectiveAlgorithm::ring);  // none of the listed can run: the ring
     }
-    case CollectiveOp::all_gather: return CollectiveAlgorithm::ring_allgather;
-    case CollectiveOp::reduce_scatter: return CollectiveAlgorithm::ring_reduce_scatter;
+    case CollectiveOp::all_gather: return timed(CollectiveAlgorithm::ring_allgather);
+    case CollectiveOp::reduce_scatter: return timed(CollectiveAlgorithm::ring_reduce_scatter);
     case CollectiveOp::broadcast:
-    case CollectiveOp::reduce: return CollectiveAlgorithm::pipelined_chain;
-    case CollectiveOp::barrier: return CollectiveAlgorithm::nccl_tree;  // an all-reduce of nothing
+    case CollectiveOp::reduce: return timed(CollectiveAlgorithm::pipelined_chain);
+    case CollectiveOp::barrier: return timed(CollectiveAlgorithm::nccl_tree);  // an all-reduce of nothing
     default: break;
   }
   throw_error("no NCCL algorithm model for collective op ", collective_name(op));
+}
+
+}  // namespace
+
+CollectiveAlgorithm select_nccl_algorithm(CollectiveOp op, int n, std::int64_t bytes, const GroupSpan& span,
+                                          const TimeModel& model) {
+  return nccl_call(op, n, bytes, span, model).algorithm;
 }
 
 double nccl_seconds(CollectiveAlgorithm algorithm, int n, std::int64_t bytes, const GroupSpan& span,
@@ -259,8 +277,9 @@ CallEstimate predict_on_link(CollectiveOp op, int group_size, std::int64_t eleme
     }
   }
   if (model.algorithms.library == CollectiveLibrary::nccl) {
-    e.algorithm = select_nccl_algorithm(op, group_size, bytes, span, model);
-    e.seconds = nccl_seconds(e.algorithm, group_size, bytes, span, model);
+    const NcclCall call = nccl_call(op, group_size, bytes, span, model);
+    e.algorithm = call.algorithm;
+    e.seconds = call.seconds;
     return e;
   }
   // The all-gather/reduce-scatter algorithms are chosen, as in MPICH, on the whole buffer.
