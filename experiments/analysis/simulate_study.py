@@ -16,9 +16,13 @@ pipeline, provenance 'simulated') go to RUNDIR/<mode>-<N>.h5 beside --out.
 
 --out gets one row per run in the dataset `study`: the simulated step time (the last step), the
 analytic step and its parts, the ledger's (phase, group, op) keys equal to the model and the bytes
-of the last step on both sides, and the simulator's own cost: wall seconds and the peak PSS of its
-process (all ranks live in one process; PSS, not maxrss). The plots: simulated vs analytic step time
-per mode against GPUs, and wall time and PSS against simulated ranks.
+of the last step on both sides, the simulator's own cost: wall seconds and the peak PSS of its
+process (all ranks live in one process; PSS, not maxrss), and which links its steps shared (from
+its `links` table: the bytes on NVLink, NICs and rail uplinks, the fraction of them moved beside
+another pair's transfer and while the link was asked more than its bandwidth, and the link with
+the most such contended bytes). The plots: simulated vs analytic step time
+per mode against GPUs, wall time and PSS against simulated ranks, and the links' shared and
+contended shares per run (links.png).
 
 Token data: random ids (seeded) in a file of exactly the rows one step needs, since the shipped
 corpus holds 228 rows of 32 tokens and dp x m outgrows it at a thousand GPUs.
@@ -120,7 +124,41 @@ def last_step(results: str) -> dict:
             "bytes_measured": float(rows["logical_bytes"].sum()),
             "bytes_model": float(rows["model_logical_bytes"].sum()),
             "provenance": run.attrs["provenance"].decode(),
+            **shared_links(run),
         }
+
+
+def link_kind(name: str) -> str:
+    """The fabric a link of the generated platform belongs to, from its id (simulate/platform.hpp)."""
+    return "nvlink" if "-nvlink" in name else "nic" if "-nic" in name else "uplink" if "-uplink" in name else "other"
+
+
+def shared_links(run) -> dict:
+    """What the run's `links` table says (simulate/link_traffic.hpp), over its steps: per fabric, the
+    share of the bytes whose transfer started while the link carried another flow (shared) and while
+    it was full (contended), and the link with the most contended bytes."""
+    out = {"contended_link": "", "contended_link_fraction": 0.0}
+    for kind in ("nvlink", "nic", "uplink"):
+        out[f"bytes_{kind}"] = out[f"shared_{kind}"] = out[f"contended_{kind}"] = 0.0
+    if "links" not in run:
+        return out
+    links = run["links"][:]
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in links["link"]]
+    for kind in ("nvlink", "nic", "uplink"):
+        mine = np.array([link_kind(n) == kind for n in names], dtype=bool)
+        total = float(links["bytes"][mine].sum())
+        out[f"bytes_{kind}"] = total
+        if total > 0:
+            out[f"shared_{kind}"] = float(links["shared_bytes"][mine].sum()) / total
+            out[f"contended_{kind}"] = float(links["contended_bytes"][mine].sum()) / total
+    # The link named: the most contended bytes among those with at least 1 % of theirs contended
+    # (as `mdtp train` names them: a few bytes of bookkeeping beside a transfer are not the story).
+    named = (links["bytes"] > 0) & (links["contended_bytes"] >= 0.01 * links["bytes"]) & (links["contended_bytes"] > 0)
+    if named.any():
+        top = int(np.argmax(np.where(named, links["contended_bytes"], -1.0)))
+        out["contended_link"] = names[top]
+        out["contended_link_fraction"] = float(links["contended_bytes"][top] / links["bytes"][top])
+    return out
 
 
 def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -> dict:
@@ -147,6 +185,12 @@ def plot(rows: list[dict], plots: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     os.makedirs(plots, exist_ok=True)
+
+    def save(fig, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(os.path.join(plots, name), dpi=120)
+        plt.close(fig)
+
     modes = sorted({r["mode"] for r in rows})
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, mode in enumerate(modes):
@@ -159,9 +203,7 @@ def plot(rows: list[dict], plots: str) -> None:
     ax.set_ylabel("step time, ms")
     ax.set_title("TP modes on a simulated cluster: SimGrid vs the analytic model")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(plots, "step_time.png"), dpi=120)
-    plt.close(fig)
+    save(fig, "step_time.png")
 
     fig, ax1 = plt.subplots(figsize=(7, 4.5))
     ax2 = ax1.twinx()
@@ -176,9 +218,24 @@ def plot(rows: list[dict], plots: str) -> None:
     ax2.set_ylabel("peak PSS, GiB (s)")
     ax1.set_title("What the simulation costs on this machine")
     ax1.legend(fontsize=8, loc="upper left")
-    fig.tight_layout()
-    fig.savefig(os.path.join(plots, "simulator_cost.png"), dpi=120)
-    plt.close(fig)
+    save(fig, "simulator_cost.png")
+
+    # Which links the steps shared: per run, the share of the NVLink and NIC bytes moved beside
+    # another pair's transfer (light) and while the link was asked more than its bandwidth (dark).
+    runs = sorted(rows, key=lambda r: (r["gpus"], r["mode"]))
+    fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(runs)), 4.5))
+    x = np.arange(len(runs))
+    for offset, kind, label, color in ((-0.2, "nvlink", "NVLink", "C0"), (0.2, "nic", "NICs", "C1")):
+        ax.bar(x + offset, [100 * r["shared_" + kind] for r in runs], 0.4, color=color, alpha=0.35,
+               label=f"{label}: shared")
+        ax.bar(x + offset, [100 * r["contended_" + kind] for r in runs], 0.4, color=color,
+               label=f"{label}: contended")
+    ax.set_xticks(x)
+    ax.set_xticklabels([f"{r['mode']}\n{r['gpus']}" for r in runs], fontsize=8)
+    ax.set_ylabel("% of the links' bytes")
+    ax.set_title("Links shared by the simulated steps (lower bounds)")
+    ax.legend(fontsize=8)
+    save(fig, "links.png")
 
 
 def main() -> None:
@@ -256,12 +313,21 @@ def main() -> None:
                   f"ledger = model on {row['keys_equal']} of {row['keys']} keys "
                   f"({row['bytes_measured']:.0f} B vs {row['bytes_model']:.0f} B); "
                   f"simulator {wall:.1f} s wall, {pss / 2**20:.0f} MiB PSS", flush=True)
+            print("   links, share of their bytes moved beside another pair's transfer / while the link was asked "
+                  "more than its bandwidth: "
+                  + ", ".join(f"{label} {100 * row['shared_' + kind]:.0f} / {100 * row['contended_' + kind]:.0f} %"
+                              if row["bytes_" + kind] > 0 else f"{label} idle"
+                              for kind, label in (("nvlink", "NVLink"), ("nic", "NICs"), ("uplink", "rail uplinks")))
+                  + (f"; most contended: {row['contended_link']} ({100 * row['contended_link_fraction']:.0f} % of its "
+                     f"bytes)" if row["contended_link"] else ""), flush=True)
 
     names = ["gpus", "mode", "tp", "pp", "dp", "simulated_step_s", "model_step_s", "model_tp_s", "model_dp_s",
              "model_pp_s", "model_bubble_s", "model_compute_s", "keys_equal", "keys", "bytes_measured", "bytes_model",
-             "loss", "wall_s", "pss_bytes"]
-    dtype = [(k, "S8") if k == "mode" else (k, "f8") for k in names]
-    table = np.array([tuple(r[k].encode() if k == "mode" else r[k] for k in names) for r in rows], dtype=dtype)
+             "loss", "wall_s", "pss_bytes", "bytes_nvlink", "bytes_nic", "bytes_uplink", "shared_nvlink", "shared_nic", "shared_uplink", "contended_nvlink",
+             "contended_nic", "contended_uplink", "contended_link", "contended_link_fraction"]
+    text = {"mode": "S8", "contended_link": "S40"}
+    dtype = [(k, text.get(k, "f8")) for k in names]
+    table = np.array([tuple(r[k].encode() if k in text else r[k] for k in names) for r in rows], dtype=dtype)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with h5py.File(args.out, "w") as f:
         f["study"] = table

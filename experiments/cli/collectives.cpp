@@ -15,7 +15,10 @@
 // the rail's α).  Beside it, `nccl`: the
 // same collective as NCCL spreads it, over a channel per GPU of the group on a node, each through
 // its own GPU's NIC (the step model's rule: min(k, NICs) NICs, capped by NVLink) — where mdtp's one
-// ring and NCCL part.
+// ring and NCCL part.  Last, simulated: the share of the bytes the links carried during the timed
+// calls whose transfer started while its link carried another flow, and while it was full
+// (shared/contended, simulate/link_traffic.hpp) — 0 where the model's "no link shared" holds;
+// "-" on real hardware.
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -31,6 +34,7 @@
 #include "cost/cluster.hpp"
 #include "cost/time_model.hpp"
 #include "run/simulation_context.hpp"
+#include "simulate/link_traffic.hpp"
 
 namespace mdtp::cli {
 namespace {
@@ -81,9 +85,16 @@ int run_collectives(const CollectivesOptions& o) {
   if (per_node > 1) kinds.push_back({"node", rank / per_node, per_node, LinkClass::intra_node, per_node});
   if (world > per_node) kinds.push_back({"rail", rank % per_node, world / per_node, LinkClass::inter_node, 1});
   if (world > per_node && per_node > 1) kinds.push_back({"span", 0, world, LinkClass::inter_node, per_node});
+  // Rank 0 counts the simulated links' traffic during its timed calls (the one simulator sees
+  // every rank's transfers).
+  std::shared_ptr<simulate::LinkTraffic> links;
+  if (simulated_build() && rank == 0) {
+    links = simulate::LinkTraffic::start_counting_simulated_network();
+    links->set_counting(false);
+  }
   if (rank == 0)
-    std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12} {:>12} {:>8} {:>12}\n", "group", "ranks", "op", "bytes",
-                             "time (us)", "model (us)", "ratio", "nccl (us)");
+    std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12} {:>12} {:>8} {:>12} {:>17}\n", "group", "ranks", "op",
+                             "bytes", "time (us)", "model (us)", "ratio", "nccl (us)", "shared/contended");
   for (const Kind& kind : kinds) {
     MPI_Comm split = MPI_COMM_NULL;
     check_mpi(MPI_Comm_split(MPI_COMM_WORLD, kind.color, rank, &split), "MPI_Comm_split");
@@ -103,12 +114,16 @@ int run_collectives(const CollectivesOptions& o) {
         Tensor full = backend->zeros({elements}, DType::f32, MemCategory::communication);
         Tensor shard = backend->zeros({elements / kind.size}, DType::f32, MemCategory::communication);
         std::vector<double> times;
+        const double link_bytes = links ? links->link_bytes() : 0.0, shared = links ? links->shared_link_bytes() : 0.0,
+                     contended = links ? links->contended_link_bytes() : 0.0;
         for (int i = 0; i < o.iters; ++i) {
           comm->barrier();
           double span[2] = {std::chrono::duration<double>(RunClock::now().time_since_epoch()).count(), 0};
+          if (links) links->set_counting(true);
           if (op == CollectiveOp::all_reduce) comm->all_reduce(full);
           if (op == CollectiveOp::all_gather) comm->all_gather(shard, full);
           if (op == CollectiveOp::reduce_scatter) comm->reduce_scatter(full, shard);
+          if (links) links->set_counting(false);
           span[1] = std::chrono::duration<double>(RunClock::now().time_since_epoch()).count();
           MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
           times.push_back(span[1] - span[0]);
@@ -116,13 +131,19 @@ int run_collectives(const CollectivesOptions& o) {
         const double measured = median(times);
         const double predicted = cost::algorithm_seconds(algorithm, kind.size, elements * 4, link);
         const double nccl = cost::algorithm_seconds(algorithm, kind.size, elements * 4, channels);
+        const double carried = links ? links->link_bytes() - link_bytes : 0.0;
+        const std::string share =
+            carried > 0 ? fmt::format("{:.1f}/{:.1f}%", 100 * (links->shared_link_bytes() - shared) / carried,
+                                      100 * (links->contended_link_bytes() - contended) / carried)
+                        : "-";
         if (rank == 0)
-          std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12.3f} {:>12.3f} {:>8.4f} {:>12.3f}\n", kind.name,
+          std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12.3f} {:>12.3f} {:>8.4f} {:>12.3f} {:>17}\n", kind.name,
                                    kind.size, collective_name(op), elements * 4, measured * 1e6, predicted * 1e6,
-                                   measured / predicted, nccl * 1e6);
+                                   measured / predicted, nccl * 1e6, share);
       }
     }
   }
+  if (links) std::cout << "over every timed call, " << links->summary(3) << "\n";
   return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
 #include "simulate/charging_gpt_kernels.hpp"
+#include "simulate/link_traffic.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -104,7 +105,17 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
                 "run them over the staged MPI communicator (MDTP_COMM=mpi) or without a pipeline (--pp 1)");
 #endif
   c.command_line = command_line;
+  // On a simulated cluster: which links the steps shared, counted by the one simulator every rank
+  // runs in while rank 0 is inside its steps (set-up and reports left out); rank 0 installs the
+  // counter and writes its table.
+  std::shared_ptr<simulate::LinkTraffic> links;
+  if (simulated_build() && rank == 0) {
+    links = simulate::LinkTraffic::start_counting_simulated_network();
+    c.extra_tables = [links] { return std::map<std::string, Table>{{"links", links->table()}}; };
+    c.on_steps = [links](bool steps_running) { links->set_counting(steps_running); };
+  }
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
+  if (links) std::cout << links->summary(3) << "\n";
   if (rank == 0) flags.write_config(r.spec);  // the spec that ran, every size resolved
   if (rank == 0) {
     const ParallelLayout& l = r.spec.layout;

@@ -10,7 +10,12 @@
 // Rail leaves meet at one spine through uplinks sized for a non-blocking tree (every NIC of the
 // rail at full rate).  Links are SPLITDUPLEX: a ring step sends and receives at full rate at once.
 // Routing is DijkstraCache: a SimGrid cluster zone cannot give one host two paths (NVLink inside
-// the node, its NIC outside).
+// the node, its NIC outside).  Its shortest route counts links, and a GPU host is a vertex like a
+// router, so a transfer between GPUs of different rails on different nodes ties at four links
+// between the spine (NIC, two uplinks, NIC) and a relay through a GPU on the other rail (NVLink,
+// NVLink, NIC, NIC): SimGrid takes the relay — NCCL's PXN path, data over NVLink to the GPU on the
+// destination's rail and out of its NIC, or the mirror on the receiving node — and the uplinks
+// stay idle in every run so far (the links' traffic, link_traffic.hpp, shows it; docs/simulate.md).
 //
 // Numbers: link bandwidth = the preset's bandwidth x efficiency (the rate a large NCCL transfer
 // reaches, the figure the analytic model uses), so that a transfer that shares no link takes the

@@ -77,7 +77,11 @@ void write_train_results(const TrainConfig& tc, const TrainPlan& plan, TrainRig&
   attrs["zero_ledger_dp_bus_bytes"] = paper.ledger_bus_bytes;
   attrs["zero_model_dp_bus_bytes"] = paper.model_bus_bytes;
   attrs["zero_paper_differences"] = paper.why;
-  run::run_on_root(rig.world(), [&] { ResultsFile(tc.out).append_run("train", attrs, tables); });
+  run::run_on_root(rig.world(), [&] {
+    std::map<std::string, Table> all = tables;
+    if (tc.extra_tables) all.merge(tc.extra_tables());
+    ResultsFile(tc.out).append_run("train", attrs, all);
+  });
 }
 
 }  // namespace mdtp

@@ -190,8 +190,10 @@ TrainResult train(const TrainConfig& tc, MPI_Comm world, std::ostream* progress)
   result.state.loss_scaler = scaler.state();
   StepLoop loop{tc, plan, rig, result, steps, comm, pipeline, faults, scaler, progress, rig.mesh().comm(group::dp).rank()};
   rig.backend().allocator().tracker().start_window();  // the steps' own peaks
+  if (tc.on_steps) tc.on_steps(true);
   for (std::int64_t s = 0; s < tc.steps; ++s)
     if (!run_step(loop, s == 0)) break;
+  if (tc.on_steps) tc.on_steps(false);
 
   Table memory = audit_memory(result, rig, plan);
   // No checkpoint of a state a non-finite step stopped.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "io/table.hpp"
 #include "mesh/mesh.hpp"
 #include "plan/schedule.hpp"
 #include "spec/run_spec.hpp"
@@ -58,6 +59,12 @@ struct TrainConfig {
   // Time blocking collectives after a barrier on their group, the wait for the last peer apart
   // from the transfer (comm/ledger.hpp); also MDTP_SYNC_TIMING=1.
   bool sync_timing = false;
+  // Tables the program adds to the results file beside the trainer's own, asked for on rank 0 as
+  // the file is written (the SMPI build: the simulated links' traffic, simulate/link_traffic.hpp).
+  std::function<std::map<std::string, Table>()> extra_tables;
+  // Called as the first step starts (true) and after the last one ends (false), on the ranks that
+  // set it: the SMPI build counts the simulated links' traffic of the steps alone.
+  std::function<void(bool steps_running)> on_steps;
 };
 
 struct StepRecord {

@@ -84,16 +84,25 @@ with tempfile.TemporaryDirectory() as tmp:
     # And one ring through both nodes (a TP group larger than a node): its hops between nodes each
     # leave through one NIC, where NCCL's eight channels would leave through eight (the `nccl`
     # column): the named place where mdtp's ring and NCCL part.
-    rows = re.findall(r"^(node|rail|span) +(\d+) +(\S+) +(\d+) +(\S+) +(\S+) +(\S+) +(\S+)$", p.stdout, re.M)
+    # Last column: the share of the bytes moved beside another pair's transfer on a link / while a
+    # link was asked more than its bandwidth (the links' traffic as the simulator saw it): none in
+    # the node and rail groups, which the model prices as sharing nothing; in the span, the two hops
+    # between nodes cross rails, and SimGrid's shortest route relays each through a GPU's NVLink
+    # (PXN's path), where they meet: shared, never over the NVLink's bandwidth.
+    rows = re.findall(r"^(node|rail|span) +(\d+) +(\S+) +(\d+) +(\S+) +(\S+) +(\S+) +(\S+) +(\S+)/(\S+)%$",
+                      p.stdout, re.M)
     print("      " + "\n      ".join(p.stdout.strip().splitlines()[-28:]))
     big = [r for r in rows if int(r[3]) >= 1 << 20]
     worst = max((abs(float(r[6]) - 1) for r in big), default=1)
     spans = [r for r in big if r[0] == "span" and int(r[3]) >= 16 << 20]
+    unshared = all(r[8] == "0.0" and r[9] == "0.0" for r in rows if r[0] != "span")
+    relayed = all(float(r[8]) > 0 and r[9] == "0.0" for r in rows if r[0] == "span")
     ok = p.returncode == 0 and len(rows) == 27 and len(big) == 18 and worst <= 0.05 and len(spans) == 3 and \
-        all(float(r[7]) * 2 < float(r[4]) for r in spans)
+        all(float(r[7]) * 2 < float(r[4]) for r in spans) and unshared and relayed
     print(("ok    " if ok else "FAIL  ") + f"collectives on 16 simulated GPUs: {len(big)} rows >= 1 MiB, "
           f"worst |simulated/model - 1| = {worst:.4f}; a 16 MiB ring through both nodes "
-          f"{[r[4] for r in spans]} us against NCCL's channels {[r[7] for r in spans]} us")
+          f"{[r[4] for r in spans]} us against NCCL's channels {[r[7] for r in spans]} us; no link shared in the "
+          f"node and rail groups: {unshared}; the span's shared, none full: {[r[8] + '/' + r[9] for r in spans]} %")
     if not ok:
         failures.append("collectives")
 
@@ -152,6 +161,19 @@ with tempfile.TemporaryDirectory() as tmp:
                 attrs = f["runs"][sorted(f["runs"])[-1]].attrs
                 ok = attrs["provenance"] == b"simulated" and attrs["simgrid_version"].startswith(b"SimGrid") and \
                     b"--cfg=network/model:CM02" in attrs["simulation_settings"] and attrs["world_size"] == 64
+                # The links the steps used (simulate/link_traffic.hpp): the platform's own links,
+                # every GPU's NVLink both ways among them; shared and contended bytes within
+                # each link's; the summary printed.
+                links = f["runs"][sorted(f["runs"])[-1]]["links"][:]
+            names = {n.decode() for n in links["link"]}
+            nvlinks = {f"n{n}-gpu{g}-nvlink_{d}" for n in range(8) for g in range(8) for d in ("UP", "DOWN")}
+            pattern = r"n\d+-(gpu\d+-nvlink|nic\d+)_(UP|DOWN)|rail\d+-uplink_(UP|DOWN)"
+            links_ok = nvlinks <= names and all(re.fullmatch(pattern, n) for n in names) and \
+                (links["contended_bytes"] <= links["shared_bytes"] * (1 + 1e-9) + 1e-6).all() and \
+                (links["shared_bytes"] <= links["bytes"] * (1 + 1e-9)).all() and "simulated links: " in text
+            if not links_ok:
+                print(f"      links table: {sorted(names)[:8]}... ; summary printed: {'simulated links: ' in text}")
+            ok = ok and links_ok
         if ok and name == "2d":
             # Determinism: the same command again, the same simulated times — and without the
             # preloads that only speed the simulator up (the CPU-clock stub, TCMalloc).
@@ -160,9 +182,13 @@ with tempfile.TemporaryDirectory() as tmp:
                 with h5py.File(path, "r") as f:
                     return [float(t) for t in f["runs"][sorted(f["runs"])[-1]]["steps"]["seconds"]]
             first, second = step_seconds(out), step_seconds(os.path.join(tmp, "again.h5"))
-            ok = again.returncode == 0 and len(first) == 2 and first == second
+            def link_table(path):
+                with h5py.File(path, "r") as f:
+                    return f["runs"][sorted(f["runs"])[-1]]["links"][:].tolist()
+            ok = again.returncode == 0 and len(first) == 2 and first == second and \
+                link_table(out) == link_table(os.path.join(tmp, "again.h5"))
             print(f"      2d twice, the second without the speed preloads: simulated step seconds {first} and "
-                  f"{second}")
+                  f"{second}, the links' table the same")
             # Synthetic values: tensors that hold nothing, kernels charged and not run — the same
             # simulated times to the last digit, the same ledger and memory, no loss.
             synthetic_out = os.path.join(tmp, "synthetic.h5")

@@ -1,7 +1,8 @@
 # The simulated cluster (docs/simulate.md): the platform generator, the charging backend and the
 # run context, without SimGrid; `mdtp simulate`'s refusals; and, where an SMPI build of mdtp and
 # SimGrid's smpirun are present (label smpi), the real engines at 64 simulated ranks.
-mdtp_add_mpi_test(simulate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_platform.cpp RANKS 1 LABELS simulate LIBS mdtp_lib)
+mdtp_add_mpi_test(simulate SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_platform.cpp
+                  ${CMAKE_CURRENT_LIST_DIR}/test_link_traffic.cpp RANKS 1 LABELS simulate LIBS mdtp_lib)
 # Synthetic values: the allocator, the charging backend over it, the rings on its tensors (1 and 3
 # ranks: a ring of one and an odd ring).
 mdtp_add_mpi_test(simulate_synthetic SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_synthetic_values.cpp RANKS 1 3
