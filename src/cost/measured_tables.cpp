@@ -55,6 +55,7 @@ MeasuredRule parse_rule(const JsonFields& r) {
   rule.streaming_attention = r.flag("streaming_attention");
   rule.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
   rule.cross_entropy_fusion = r.has("cross_entropy_fusion") && r.flag("cross_entropy_fusion");
+  rule.tied_head = !r.has("tied_head") || r.flag("tied_head");
   const JsonFields o = r.object("overlap");
   rule.overlap.dp_gradients = o.flag("dp_gradients");
   rule.overlap.pp_p2p = o.flag("pp_p2p");
@@ -156,6 +157,7 @@ StepConfig MeasuredTable::config(const MeasuredRun& row) const {
   c.gradient_accumulation_fusion = rule.gradient_accumulation_fusion;
   c.cross_entropy_fusion = rule.cross_entropy_fusion;
   c.overlap = rule.overlap;
+  c.spec.model.tied_head = rule.tied_head;
   return c;
 }
 

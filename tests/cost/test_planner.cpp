@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "cost/measured_tables.hpp"
+#include "cost/model_flops.hpp"
 #include "cost/planner.hpp"
 #include "dgx_a100.hpp"
 
@@ -168,6 +169,18 @@ TEST_CASE("every shipped measured table: its rows as published and its one rule"
       CHECK(r.gpus % (r.tp * r.pp) == 0);
     }
   }
+  // Every row's parameter count, from the model its rule gives (the shape, the vocabulary, the head
+  // tied or not), is the published one to the last digit shown (rounded or cut): a check on the
+  // rule's model, which found the Megatron-LM rows untied (tied, 1.7B would be 1.49B).
+  for (const MeasuredTable& t : tables)
+    for (const MeasuredRun& r : t.rows) {
+      const double billions = parameter_count(t.config(r).spec.model) / 1e9;
+      const double digit = r.billions == std::floor(r.billions) ? 1.0 : 0.1;
+      INFO(t.key << " " << r.billions << "B: the model has " << billions << "B");
+      CHECK(std::abs(billions - r.billions) < digit);
+    }
+  CHECK_FALSE(measured_table("megatron-h100").rule.tied_head);
+  CHECK(measured_table("narayanan-2021").rule.tied_head);
   // Megatron's H100 rows: dp 48 throughout; sequence parallelism wherever tp > 1; the distributed
   // optimizer (ZeRO-1); no recomputation with a streaming attention kernel; overlaps on.
   const MeasuredTable megatron = measured_table("megatron-h100");
