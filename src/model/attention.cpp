@@ -46,7 +46,9 @@ CausalSelfAttention::CausalSelfAttention(const TensorParallelMode& mode, const G
           " splits the QKV columns over ", group_list(qkv.col_groups), ", not the fastest TP axis of ", g, " ranks");
   std::int64_t row_blocks = 1;
   for (const auto& group : qkv.row_groups) row_blocks *= group_size(mesh, group);
-  require(batch_per_replica % row_blocks == 0, name, ": attention needs whole sequences on every rank, but the ",
+  // Not named by the layer: every layer of every stage refuses the same batch alike, so the job
+  // prints the one line once instead of one per pipeline stage.
+  require(batch_per_replica % row_blocks == 0, "attention needs whole sequences on every rank, but the ",
           "per-replica batch of ", batch_per_replica, " sequences is split over ", row_blocks, " row blocks (",
           group_list(qkv.row_groups), " in layout ", qkv.name, " of mode ", mode.name(),
           "); use a global batch divisible by dp×", row_blocks);
