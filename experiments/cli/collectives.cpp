@@ -16,9 +16,9 @@
 // same collective as NCCL spreads it, over a channel per GPU of the group on a node, each through
 // its own GPU's NIC (the step model's rule: min(k, NICs) NICs, capped by NVLink) — where mdtp's one
 // ring and NCCL part.  Last, simulated: the share of the bytes the links carried during the timed
-// calls whose transfer started while its link carried another flow, and while it was full
-// (shared/contended, simulate/link_traffic.hpp) — 0 where the model's "no link shared" holds;
-// "-" on real hardware.
+// calls that moved beside another GPU pair's transfer on a link, and while a link was asked more
+// than its bandwidth (shared/contended, simulate/link_traffic.hpp) — 0 where the model's "no link
+// shared" holds; "-" on real hardware.
 #include <fmt/format.h>
 #include <mpi.h>
 
@@ -114,8 +114,7 @@ int run_collectives(const CollectivesOptions& o) {
         Tensor full = backend->zeros({elements}, DType::f32, MemCategory::communication);
         Tensor shard = backend->zeros({elements / kind.size}, DType::f32, MemCategory::communication);
         std::vector<double> times;
-        const double link_bytes = links ? links->link_bytes() : 0.0, shared = links ? links->shared_link_bytes() : 0.0,
-                     contended = links ? links->contended_link_bytes() : 0.0;
+        const simulate::LinkTraffic::Bytes before = links ? links->bytes() : simulate::LinkTraffic::Bytes{};
         for (int i = 0; i < o.iters; ++i) {
           comm->barrier();
           double span[2] = {std::chrono::duration<double>(RunClock::now().time_since_epoch()).count(), 0};
@@ -131,11 +130,10 @@ int run_collectives(const CollectivesOptions& o) {
         const double measured = median(times);
         const double predicted = cost::algorithm_seconds(algorithm, kind.size, elements * 4, link);
         const double nccl = cost::algorithm_seconds(algorithm, kind.size, elements * 4, channels);
-        const double carried = links ? links->link_bytes() - link_bytes : 0.0;
-        const std::string share =
-            carried > 0 ? fmt::format("{:.1f}/{:.1f}%", 100 * (links->shared_link_bytes() - shared) / carried,
-                                      100 * (links->contended_link_bytes() - contended) / carried)
-                        : "-";
+        const simulate::LinkTraffic::Bytes moved = links ? links->bytes() - before : simulate::LinkTraffic::Bytes{};
+        const std::string share = moved.carried > 0 ? fmt::format("{:.1f}/{:.1f}%", 100 * moved.shared / moved.carried,
+                                                                  100 * moved.contended / moved.carried)
+                                                    : "-";
         if (rank == 0)
           std::cout << fmt::format("{:<5} {:>5} {:<15} {:>10} {:>12.3f} {:>12.3f} {:>8.4f} {:>12.3f} {:>17}\n", kind.name,
                                    kind.size, collective_name(op), elements * 4, measured * 1e6, predicted * 1e6,

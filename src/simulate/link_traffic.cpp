@@ -39,12 +39,15 @@ std::shared_ptr<LinkTraffic> LinkTraffic::start_counting_simulated_network() {
   auto* model = simgrid::s4u::Engine::get_instance()->get_netzone_root()->get_network_model();
   require(model != nullptr, "link traffic: the simulated platform has no network model");
   auto traffic = std::make_shared<LinkTraffic>();
-  // The callback shares the counter with the caller: it lives as long as the simulation.
-  model->set_bw_factor_cb([traffic](double size, const simgrid::s4u::Host* source, const simgrid::s4u::Host* destination,
-                                    const std::vector<simgrid::s4u::Link*>& links,
-                                    const std::unordered_set<simgrid::s4u::NetZone*>&) {
-    std::vector<RouteLink> route;
-    route.reserve(links.size());
+  // The callback shares the counter with the caller: it lives as long as the simulation.  It runs
+  // for every message of every rank, so it does nothing outside the counted stretches and reuses
+  // one route buffer.
+  model->set_bw_factor_cb([traffic, route = std::vector<RouteLink>()](
+                              double size, const simgrid::s4u::Host* source, const simgrid::s4u::Host* destination,
+                              const std::vector<simgrid::s4u::Link*>& links,
+                              const std::unordered_set<simgrid::s4u::NetZone*>&) mutable {
+    if (!traffic->counting()) return 1.0;
+    route.clear();
     for (const simgrid::s4u::Link* link : links)
       route.push_back({link, &link->get_name(), link->get_bandwidth(), link->get_latency()});
     traffic->record(simgrid::s4u::Engine::get_clock(), size, source, destination, route);
@@ -84,12 +87,11 @@ double LinkTraffic::credit(Stretches& spent, std::int64_t& flows, double& bytes,
 }
 
 void LinkTraffic::credit_shared(Link& link, InFlight& flow, double begin, double end) {
-  shared_link_bytes_ += credit(flow.shared, link.totals.shared_flows, link.totals.shared_bytes, flow, begin, end);
+  bytes_.shared += credit(flow.shared, link.totals.shared_flows, link.totals.shared_bytes, flow, begin, end);
 }
 
 void LinkTraffic::credit_contended(Link& link, InFlight& flow, double begin, double end) {
-  contended_link_bytes_ +=
-      credit(flow.contended, link.totals.contended_flows, link.totals.contended_bytes, flow, begin, end);
+  bytes_.contended += credit(flow.contended, link.totals.contended_flows, link.totals.contended_bytes, flow, begin, end);
 }
 
 void LinkTraffic::record(double now, double bytes, const void* source, const void* destination,
@@ -116,7 +118,7 @@ void LinkTraffic::record(double now, double bytes, const void* source, const voi
     }
     ++link.totals.flows;
     link.totals.bytes += bytes;
-    link_bytes_ += bytes;
+    bytes_.carried += bytes;
     // Transfers that ended before this one sends can no longer overlap any (they come in order).
     std::erase_if(link.in_flight, [&](const InFlight& f) { return f.end <= flow.start; });
     InFlight here = flow;
@@ -192,7 +194,7 @@ std::string LinkTraffic::summary(std::size_t top) const {
       "simulated links: {} transfers over {} link directions; of the bytes they carried {:.1f} % moved beside "
       "another pair's transfer on a link (shared), {:.1f} % while the link was asked more than its bandwidth "
       "(contended); ",
-      transfers_, all.size(), percent(shared_link_bytes_, link_bytes_), percent(contended_link_bytes_, link_bytes_));
+      transfers_, all.size(), percent(bytes_.shared, bytes_.carried), percent(bytes_.contended, bytes_.carried));
   // A link is named where at least kNamed of its bytes were contended (else shared): a few bytes
   // of bookkeeping crossing a large transfer are not what a reader looks for.
   const auto named = [](double part, const LinkTrafficRow& r) { return part > 0 && part >= kNamed * r.bytes; };

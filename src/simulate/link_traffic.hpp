@@ -67,6 +67,7 @@ class LinkTraffic {
   // Transfers are counted only while counting is on (from the start: a simulated run turns it on
   // for its steps alone, the collectives for their timed calls).
   void set_counting(bool on) { counting_ = on; }
+  bool counting() const { return counting_; }
 
   // One transfer of `bytes` from `source` to `destination` (the hosts: any keys that name them)
   // starting at simulated time `now` over `route` (what the callback records; tests call it
@@ -75,10 +76,14 @@ class LinkTraffic {
               const std::vector<RouteLink>& route);
 
   // Over every link: the bytes the links carried (a transfer counts once per link of its route),
-  // those of shared and of contended transfers; running sums, for the traffic of a stretch.
-  double link_bytes() const { return link_bytes_; }
-  double shared_link_bytes() const { return shared_link_bytes_; }
-  double contended_link_bytes() const { return contended_link_bytes_; }
+  // those moved shared and contended; running sums, so the traffic of a stretch is a difference.
+  struct Bytes {
+    double carried = 0.0, shared = 0.0, contended = 0.0;
+    Bytes operator-(const Bytes& before) const {
+      return {carried - before.carried, shared - before.shared, contended - before.contended};
+    }
+  };
+  const Bytes& bytes() const { return bytes_; }
 
   // Every link that carried a transfer: most contended bytes first, then most shared, then most
   // bytes, then by name.
@@ -123,7 +128,7 @@ class LinkTraffic {
 
   std::unordered_map<const void*, Link> links_;
   std::int64_t transfers_ = 0;
-  double link_bytes_ = 0.0, shared_link_bytes_ = 0.0, contended_link_bytes_ = 0.0;
+  Bytes bytes_;
   bool counting_ = true;
 };
 

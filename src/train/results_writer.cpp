@@ -78,8 +78,12 @@ void write_train_results(const TrainConfig& tc, const TrainPlan& plan, TrainRig&
   attrs["zero_model_dp_bus_bytes"] = paper.model_bus_bytes;
   attrs["zero_paper_differences"] = paper.why;
   run::run_on_root(rig.world(), [&] {
+    if (!tc.extra_tables) {
+      ResultsFile(tc.out).append_run("train", attrs, tables);
+      return;
+    }
     std::map<std::string, Table> all = tables;
-    if (tc.extra_tables) all.merge(tc.extra_tables());
+    all.merge(tc.extra_tables());  // the trainer's own tables keep a name both give
     ResultsFile(tc.out).append_run("train", attrs, all);
   });
 }

@@ -45,9 +45,9 @@ TEST_CASE("link traffic: transfers one after the other share nothing", "[simulat
   const double bytes = 50e6;  // 1 ms at one NIC's 50 GB/s, after 2 us of latency; then another GPU's
   traffic.record(0.0, bytes, &gpus[0], &gpus[2], {kNic0Up, kUplinkUp, kNic2Down});
   traffic.record(1.002e-3, bytes, &gpus[1], &gpus[2], {kNic1Up, kUplinkUp, kNic2Down});  // starts as the first ends
-  CHECK(traffic.shared_link_bytes() == 0.0);
-  CHECK(traffic.contended_link_bytes() == 0.0);
-  CHECK(traffic.link_bytes() == 6 * bytes);
+  CHECK(traffic.bytes().shared == 0.0);
+  CHECK(traffic.bytes().contended == 0.0);
+  CHECK(traffic.bytes().carried == 6 * bytes);
   const auto rows = traffic.rows();
   REQUIRE(rows.size() == 4);
   CHECK(row(rows, nic2_down).flows == 2);
@@ -85,9 +85,9 @@ TEST_CASE("link traffic: overlapping transfers are shared, contended where they 
   CHECK(row(rows, nvlink_up).shared_flows == 0);
   // A transfer's demand is its narrowest link's bandwidth: the NVLink transfer asks 1/1 of its link.
   CHECK(row(rows, nvlink_up).peak_demand == Approx(1.0));
-  CHECK(traffic.link_bytes() == 6 * bytes + 2e6);
-  CHECK(traffic.shared_link_bytes() == Approx(2 * bytes));
-  CHECK(traffic.contended_link_bytes() == Approx(bytes));
+  CHECK(traffic.bytes().carried == 6 * bytes + 2e6);
+  CHECK(traffic.bytes().shared == Approx(2 * bytes));
+  CHECK(traffic.bytes().contended == Approx(bytes));
 
   const Table t = traffic.table();
   CHECK(t.rows() == 6);
@@ -120,8 +120,11 @@ TEST_CASE("link traffic: transfers outside the counted window are left out", "[s
   traffic.set_counting(false);
   traffic.record(0.0, 50e6, &gpus[0], &gpus[1], {kNic0Up});  // set-up: not counted, and no overlap with what follows
   traffic.set_counting(true);
+  const LinkTraffic::Bytes before = traffic.bytes();
   traffic.record(1e-4, 10, &gpus[3], &gpus[1], {kNic0Up});
+  CHECK((traffic.bytes() - before).carried == 10.0);  // the stretch's traffic, as collectives reads it
   traffic.set_counting(false);
+  CHECK_FALSE(traffic.counting());
   traffic.record(2e-4, 50e6, &gpus[0], &gpus[2], {kNic0Up});  // reports after the steps: not counted
   const auto rows = traffic.rows();
   REQUIRE(rows.size() == 1);
@@ -172,8 +175,8 @@ TEST_CASE("link traffic: transfers of one pair of GPUs neither share nor contend
   const double bytes = 50e6;
   traffic.record(0.0, bytes, &gpus[0], &gpus[2], {kNic0Up, kUplinkUp, kNic2Down});
   traffic.record(0.1e-3, bytes, &gpus[0], &gpus[2], {kNic0Up, kUplinkUp, kNic2Down});
-  CHECK(traffic.shared_link_bytes() == 0.0);
-  CHECK(traffic.contended_link_bytes() == 0.0);
+  CHECK(traffic.bytes().shared == 0.0);
+  CHECK(traffic.bytes().contended == 0.0);
   // A third pair on node 2's NIC meets both and asks for it beside them once: 2x, contended with both.
   traffic.record(0.2e-3, bytes, &gpus[1], &gpus[2], {kNic1Up, kUplinkUp, kNic2Down});
   // It [0.202, 1.202 ms) overlaps A [0.002, 1.002) for 0.8 ms and A2 [0.102, 1.102) for 0.9 ms.
