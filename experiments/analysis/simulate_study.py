@@ -124,6 +124,8 @@ def last_step(results: str) -> dict:
             "bytes_measured": float(rows["logical_bytes"].sum()),
             "bytes_model": float(rows["model_logical_bytes"].sum()),
             "provenance": run.attrs["provenance"].decode(),
+            # What rank 0's kernels were charged per step (simulate/kernel_tally.hpp): its compute.
+            "charged_kernels_s": float(run["kernels"]["seconds"].sum()) if "kernels" in run else 0.0,
             **shared_links(run),
         }
 
@@ -163,10 +165,10 @@ def shared_links(run) -> dict:
 
 def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -> dict:
     # The simulated ranks run mdtp's engine: all-reduce by its ring (NCCL's tree is not among its
-    # collectives), and 1D's backward all-reduces waited for before the weight gradient.  The model
-    # prices the same.
+    # collectives), 1D's backward all-reduces waited for before the weight gradient, and its own
+    # unfused kernels (each charged).  The model prices the same.
     command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--nccl-algo", "ring",
-               "--no-tp-backward-overlap", *mode_flags, "--pp", str(pp),
+               "--no-tp-backward-overlap", "--engine-kernels", *mode_flags, "--pp", str(pp),
                "--zero", str(args.zero), "--dtype", args.dtype, "--micro-batches", str(args.micro_batches),
                "--layers", str(args.layers),
                "--hidden", str(args.hidden), "--heads", str(args.heads), "--seq", str(args.seq), "--vocab",
@@ -322,7 +324,7 @@ def main() -> None:
                      f"bytes)" if row["contended_link"] else ""), flush=True)
 
     names = ["gpus", "mode", "tp", "pp", "dp", "simulated_step_s", "model_step_s", "model_tp_s", "model_dp_s",
-             "model_pp_s", "model_bubble_s", "model_compute_s", "keys_equal", "keys", "bytes_measured", "bytes_model",
+             "model_pp_s", "model_bubble_s", "model_compute_s", "charged_kernels_s", "keys_equal", "keys", "bytes_measured", "bytes_model",
              "loss", "wall_s", "pss_bytes", "bytes_nvlink", "bytes_nic", "bytes_uplink", "shared_nvlink", "shared_nic", "shared_uplink", "contended_nvlink",
              "contended_nic", "contended_uplink", "contended_link", "contended_link_fraction"]
     text = {"mode": "S8", "contended_link": "S40"}

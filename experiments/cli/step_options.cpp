@@ -19,7 +19,8 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
                           .overlap = overlap(),
                           .attention_keeps_probabilities = !streaming_attention,
                           .gradient_accumulation_fusion = !no_gradient_accumulation_fusion,
-                          .cross_entropy_fusion = cross_entropy_fusion};
+                          .cross_entropy_fusion = cross_entropy_fusion,
+                          .engine_kernels = engine_kernels};
 }
 
 cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const {
@@ -62,6 +63,10 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
           return std::string(e.what());
         }
       });
+  app.add_flag("--engine-kernels", a.engine_kernels,
+               "a block's streaming kernels as mdtp's own engine launches them (each LayerNorm as five kernels, bias "
+               "adds, bias-gradient sums and residual adds apart), what a simulated cluster charges it, instead of "
+               "Megatron-LM's fused ones");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -18,6 +18,7 @@ struct StepAssumptions {
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
   bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false;
   bool tp_comm_overlap = false, overlap_param_gather = false, no_tp_backward_overlap = false;
+  bool engine_kernels = false;
   std::string nccl_algo = "auto";  // NCCL's all-reduce algorithms: "auto" or a list, "ring,tree" (cost::NcclAlgorithms)
 
   cost::OverlapAssumptions overlap() const;

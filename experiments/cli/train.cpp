@@ -20,6 +20,7 @@
 #include "run/stop_request.hpp"
 #include "simulate/charging_backend.hpp"
 #include "simulate/charging_gpt_kernels.hpp"
+#include "simulate/kernel_tally.hpp"
 #include "simulate/link_traffic.hpp"
 #include "train/trainer.hpp"
 #ifdef MDTP_HAVE_CUDA
@@ -39,13 +40,14 @@ struct TrainOptions {
 
 // --device cuda: one GPU per local rank, the CUDA backend, NCCL communicators (MDTP_COMM=mpi for
 // the staged MPI communicator, which lets ranks share a GPU).
-TrainDevice train_device(const std::string& name) {
+// `kernels`: on a simulated cluster, where this rank's charged kernels are counted by kind (or none).
+TrainDevice train_device(const std::string& name, const std::shared_ptr<simulate::KernelTally>& kernels) {
   TrainDevice device;
   if (name == "host" && simulated_build()) {
     // The SMPI build: host kernels whose modelled time on the preset's GPU is charged to the
     // simulated clock (docs/simulate.md).
-    device.make_backend = [make = simulate::simulated_backend_factory()](MPI_Comm) { return make(); };
-    device.make_kernels = simulate::simulated_gpt_kernels_factory();
+    device.make_backend = [make = simulate::simulated_backend_factory(kernels)](MPI_Comm) { return make(); };
+    device.make_kernels = simulate::simulated_gpt_kernels_factory(kernels);
     return device;
   }
   if (name == "host") return device;
@@ -92,7 +94,10 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
     c.spec.layout.micro_batches = micro_batches_for(c.spec.global_batch, dp, *b);
   }
   if (!flags.write_config_path().empty()) check_text_output(flags.write_config_path(), "--write-config");
-  c.device = train_device(device);
+  // On a simulated cluster, rank 0 counts its charged kernels by kind while inside its steps.
+  const auto kernels =
+      simulated_build() && rank == 0 ? std::make_shared<simulate::KernelTally>() : std::shared_ptr<simulate::KernelTally>{};
+  c.device = train_device(device, kernels);
   require(device != "cuda" || c.spec.model.family != ModelFamily::llama,
           "--model llama with --device cuda: the rotary embedding, SwiGLU and grouped-query attention have no CUDA "
           "kernels yet; run it with --device host");
@@ -106,16 +111,22 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
 #endif
   c.command_line = command_line;
   // On a simulated cluster: which links the steps shared, counted by the one simulator every rank
-  // runs in while rank 0 is inside its steps (set-up and reports left out); rank 0 installs the
-  // counter and writes its table.
+  // runs in while rank 0 is inside its steps (set-up and reports left out), and what rank 0's
+  // kernels were charged; rank 0 installs the counters and writes their tables.
   std::shared_ptr<simulate::LinkTraffic> links;
-  if (simulated_build() && rank == 0) {
+  if (kernels) {
     links = simulate::LinkTraffic::start_counting_simulated_network();
-    c.extra_tables = [links] { return std::map<std::string, Table>{{"links", links->table()}}; };
-    c.on_steps = [links](bool steps_running) { links->set_counting(steps_running); };
+    c.extra_tables = [links, kernels, steps = c.steps] {
+      return std::map<std::string, Table>{{"links", links->table()}, {"kernels", kernels->table(steps)}};
+    };
+    c.on_steps = [links, kernels](bool steps_running) {
+      links->set_counting(steps_running);
+      kernels->set_counting(steps_running);
+    };
   }
   const TrainResult r = train(c, MPI_COMM_WORLD, rank == 0 ? &std::cout : nullptr);
   if (links) std::cout << links->summary(3) << "\n";
+  if (kernels) std::cout << kernels->summary(static_cast<std::int64_t>(r.steps.size())) << "\n";
   if (rank == 0) flags.write_config(r.spec);  // the spec that ran, every size resolved
   if (rank == 0) {
     const ParallelLayout& l = r.spec.layout;

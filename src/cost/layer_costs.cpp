@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "cost/attention_core.hpp"
 #include "cost/compute_model.hpp"
+#include "cost/engine_kernels.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
 #include "mesh/topology.hpp"
@@ -28,6 +29,20 @@ double ActivationBytes::kept(Recompute r) const {
     case Recompute::full: return input;
   }
   return 0.0;
+}
+
+void add_kernels(UnitCosts& unit, const UnitKernels& kernels, const Cluster& cluster) {
+  const auto add = [&](PassCost& pass, const std::vector<KernelCall>& list) {
+    for (const KernelCall& call : list) {
+      // The attention core is priced with its GEMMs (attention_core.hpp), not as a streaming kernel.
+      if (call.kind == "attention_forward" || call.kind == "attention_backward") continue;
+      pass.stream_bytes += call.bytes;
+      pass.stream_seconds += stream_seconds(call.bytes, cluster);
+    }
+  };
+  add(unit.forward, kernels.forward);
+  add(unit.backward_input, kernels.backward_input);
+  add(unit.backward_weight, kernels.backward_weight);
 }
 
 void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model) {
@@ -102,7 +117,7 @@ double sum_depth_replica_params(const Geometry& g) {
 }  // namespace
 
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster, bool streaming_attention) {
+                       bool dropout, const Cluster& cluster, bool streaming_attention, bool engine_kernels) {
   const TimeModel time_model = cluster_time_model(cluster);
   auto workload = [&](const char* layer) {
     return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, cluster.gpus_per_node);
@@ -174,11 +189,19 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   const PassCost& core_backward = core.backward;
   block.attention_core = core_forward;
   block.forward += core_forward;
-  block.forward.stream_bytes += forward_bytes;
-  block.forward.stream_seconds += stream_seconds(forward_bytes, cluster, pass_kernels);
   block.backward_input += core_backward;
-  block.backward_input.stream_bytes += backward_bytes;
-  block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster, pass_kernels);
+  out.block_kernels = engine_block_kernels(attention, mlp, ln, block_widths(model).fc1_factor == 2,
+                                           !block_widths(model).norm_shift, E_qk, core);
+  if (engine_kernels) {
+    // The engine's own kernels (engine_kernels.hpp), the attention core already counted above.
+    const UnitKernels& k = out.block_kernels;
+    add_kernels(block, k, cluster);
+  } else {
+    block.forward.stream_bytes += forward_bytes;
+    block.forward.stream_seconds += stream_seconds(forward_bytes, cluster, pass_kernels);
+    block.backward_input.stream_bytes += backward_bytes;
+    block.backward_input.stream_seconds += stream_seconds(backward_bytes, cluster, pass_kernels);
+  }
 
   // Kept activations (Korthikanti et al. 2022, itemised; header comment).
   ActivationBytes& a = out.block_activations;
@@ -196,7 +219,9 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   out.boundary_elements = E_r;
   out.tp_link = topology.link_class(group::tp);
 
-  const VocabCosts v = vocab_costs(model, ln_w, cluster);
+  const VocabCosts v = vocab_costs(model, ln_w, cluster, engine_kernels);
+  out.embedding_kernels = v.embedding_kernels;
+  out.head_kernels = v.head_kernels;
   out.embedding = v.embedding;
   out.head = v.head;
   out.embedding_params = v.embedding_params;

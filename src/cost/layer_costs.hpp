@@ -42,6 +42,7 @@
 
 #include "cost/cluster.hpp"
 #include "cost/cost_model.hpp"
+#include "cost/engine_kernels.hpp"
 #include "cost/pass_cost.hpp"
 #include "cost/step_config.hpp"
 
@@ -82,23 +83,36 @@ struct LayerCosts {
   std::vector<PlannedCall> block_grad_sync;  // per block, once per step (partial-gradient sums)
   double block_grad_sync_seconds = 0.0;
   LinkClass tp_link = LinkClass::intra_node;  // of the "tp" group
+  // The non-GEMM kernels of a block, the embedding and the head for one micro-batch as mdtp's
+  // engine launches them (priced in the passes above when asked for; listed always, for the tests
+  // that hold them against the engine).
+  UnitKernels block_kernels, embedding_kernels, head_kernels;
 };
 
 // Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
 // heads not divisible by the QKV column split, rows that are not whole sequences.
 // streaming_attention: the core as one FlashAttention-style kernel per pass (no s×s tensor in HBM)
-// instead of batched GEMMs around a materialised softmax.
+// instead of batched GEMMs around a materialised softmax.  engine_kernels: a block's streaming
+// kernels as mdtp's engine launches them (engine_kernels.hpp) instead of Megatron-LM's fused list.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster, bool streaming_attention = false);
+                       bool dropout, const Cluster& cluster, bool streaming_attention = false,
+                       bool engine_kernels = false);
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
 struct VocabCosts {
   UnitCosts embedding, head;
+  UnitKernels embedding_kernels, head_kernels;
   double embedding_params = 0.0, head_params = 0.0, wte_params = 0.0;
   double head_activation_bytes = 0.0;
   double head_logits = 0.0;
 };
-VocabCosts vocab_costs(const ModelShape& model, const Workload& layernorm_workload, const Cluster& cluster);
+// engine_kernels: their streaming kernels as mdtp's engine launches them (engine_kernels.hpp).
+VocabCosts vocab_costs(const ModelShape& model, const Workload& layernorm_workload, const Cluster& cluster,
+                       bool engine_kernels = false);
+
+// Each kernel's bytes and time (kernel_time.hpp: its bytes and one kernel's overhead) added to the
+// unit's passes' streaming; the attention core's entries are left out (priced with its products).
+void add_kernels(UnitCosts& unit, const UnitKernels& kernels, const Cluster& cluster);
 
 // Time and logical bytes of a list of collectives on a topology (added to a PassCost's comm).
 void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model);

@@ -82,6 +82,10 @@ struct StepConfig {
   // (8), exp (8), sum (4) and divide by it (8) in place, and backward scale by the loss gradient
   // (8) and cast back (4 + δ): δ + 36 and 12 + δ bytes per logit, six and two kernels.
   bool cross_entropy_fusion = false;
+  // false: a block's streaming kernels as Megatron-LM fuses them (layer_costs.hpp), what a GPU
+  // cluster running Megatron pays.  true: as mdtp's own engine launches them, unfused
+  // (engine_kernels.hpp) — what a simulated cluster charges it (`--engine-kernels`).
+  bool engine_kernels = false;
 
   int gpus() const { return spec.layout.world(); }
   // m, the micro-batches per step and replica.

@@ -86,7 +86,8 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
     w.backward_input += as_run(unit->backward_input, c).scaled(share);
     w.backward_weight += as_run(unit->backward_weight, c).scaled(share);
   }
-  if (!c.cross_entropy_fusion && c.holds_head(stage)) {
+  // mdtp's engine runs its own three cross-entropy kernels (engine_kernels.hpp), not Megatron's.
+  if (!c.cross_entropy_fusion && !c.engine_kernels && c.holds_head(stage)) {
     // Megatron's cross-entropy as fp32 PyTorch operations (StepConfig): beyond the fused kernel's
     // traffic, 32 − δ bytes per logit in five more kernels forward, 8 in one more backward.
     const double logits = costs.head_logits * share;
@@ -107,6 +108,30 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
     w.backward_weight.stream_seconds += stream_seconds(bytes, cluster, kernels);
   }
   return w;
+}
+
+// The optimizer step as mdtp's engine runs it (StepConfig::engine_kernels): the gradients zeroed,
+// their squares summed for the norm and AdamW — one kernel per parameter tensor for each without
+// ZeRO (tp/parameter.cpp), and under ZeRO one fill per flat bucket (stage 1 zeroes the full
+// buckets), one sum of squares per parameter segment of the shard, one AdamW per bucket
+// (zero/shard_optimizer.cpp).  Buckets: the stage's gradients in buckets of the spec's cap; the
+// tensors of a stage: its blocks' plus four (the embedding's tables, the final norm, a head).
+double engine_optimizer_seconds(const StepConfig& c, const LayerCosts& costs, double stage_params,
+                                const Cluster& cluster) {
+  const double g = static_cast<double>(dtype_size(c.grad_dtype())), delta = static_cast<double>(dtype_size(c.dtype()));
+  const double K = c.optimizer_bytes_per_param();
+  const int dp = c.spec.layout.dp, stage = c.spec.zero.stage;
+  const int tensors = static_cast<int>(std::lround(costs.block_param_tensors * static_cast<double>(c.layers_per_stage()))) + 4;
+  const double shard = stage_params / (stage >= 1 ? dp : 1);
+  const double adamw = shard * (g + 2 * K + 2 * delta);  // grad read; moments and value read and written
+  if (stage == 0)
+    return stream_seconds(stage_params * g, cluster, tensors) + stream_seconds(stage_params * g, cluster, tensors) +
+           stream_seconds(adamw, cluster, tensors);
+  const int buckets = std::max(1, static_cast<int>(std::ceil(stage_params * g / (c.spec.zero.bucket_mb * 1048576.0))));
+  const int segments = (tensors + dp - 1) / dp + buckets - 1;
+  const double fill = stage == 1 ? stage_params * g : 0.0;
+  return (stage == 1 ? stream_seconds(fill, cluster, buckets) : 0.0) + stream_seconds(shard * g, cluster, segments) +
+         stream_seconds(adamw, cluster, buckets);
 }
 
 // The two-rank groups along the pipeline (the tied embedding's first and last stage, DualPipe's
@@ -398,7 +423,8 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
 
   const double K = c.optimizer_bytes_per_param();
   const double shard = stage_params / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
-  e.time.optimizer = stream_seconds(shard * (2 * g + 2 * K + delta), cluster);
+  e.time.optimizer = c.engine_kernels ? engine_optimizer_seconds(c, costs, stage_params, cluster)
+                                      : stream_seconds(shard * (2 * g + 2 * K + delta), cluster);
 
   e.step_seconds = e.time.total();
   e.bubble_fraction = e.time.bubble / e.step_seconds;
@@ -424,7 +450,7 @@ StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   validate(c);
   const LayerCosts costs =
       layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
-                  c.dropout(), cluster, !c.attention_keeps_probabilities);
+                  c.dropout(), cluster, !c.attention_keeps_probabilities, c.engine_kernels);
   return estimate_placed_step(c, costs, place(c, cluster), cluster);
 }
 

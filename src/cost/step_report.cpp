@@ -65,7 +65,8 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
                                 is_megatron_1d(c.spec.layout.mode)}}},
           {"streaming_attention", !c.attention_keeps_probabilities},
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
-          {"cross_entropy_fusion", c.cross_entropy_fusion}};
+          {"cross_entropy_fusion", c.cross_entropy_fusion},
+          {"engine_kernels", c.engine_kernels}};
 }
 
 json estimate_object(const StepEstimate& e) {

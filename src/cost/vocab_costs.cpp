@@ -22,6 +22,8 @@
 // Megatron's unfused fp32 operations move beyond that: step_config.hpp); the final norm is a block norm.
 #include <string>
 
+#include "cost/block_widths.hpp"
+#include "cost/engine_kernels.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/layer_costs.hpp"
@@ -49,7 +51,7 @@ VocabGroups vocab_groups(TpMode mode) {
 
 }  // namespace
 
-VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Cluster& cluster) {
+VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Cluster& cluster, bool engine_kernels) {
   const TimeModel time_model = cluster_time_model(cluster);
   const Geometry ln(ln_w);
   const Topology& topology = ln.topology();
@@ -80,10 +82,15 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
   add_calls(out.embedding.backward_weight, e_weight, topology, time_model);
   const double lookup = static_cast<double>(rows * h_c);
   const bool positions = has_position_table(model);
-  out.embedding.forward.stream_bytes = (positions ? 3 : 2) * delta * lookup;
-  out.embedding.backward_weight.stream_bytes = (delta + 8) * lookup;
-  for (PassCost* p : {&out.embedding.forward, &out.embedding.backward_weight})
-    p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
+  out.embedding_kernels = engine_embedding_kernels(lookup, lookup / static_cast<double>(size(g.rows)), positions, dt);
+  if (engine_kernels) {
+    add_kernels(out.embedding, out.embedding_kernels, cluster);
+  } else {
+    out.embedding.forward.stream_bytes = (positions ? 3 : 2) * delta * lookup;
+    out.embedding.backward_weight.stream_bytes = (delta + 8) * lookup;
+    for (PassCost* p : {&out.embedding.forward, &out.embedding.backward_weight})
+      p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
+  }
 
   // Final LayerNorm + head + cross-entropy.
   std::vector<PlannedCall> h_forward, h_backward;
@@ -109,10 +116,15 @@ VocabCosts vocab_costs(const ModelShape& model, const Workload& ln_w, const Clus
   gemm(out.head.backward_weight, vocab_local, h_c, rows); // wte.grad += dPᵀ·G
   const double logits = static_cast<double>(logit_rows * vocab_local);
   const double E_r = static_cast<double>(ln.layernorms()[0].x.numel());
-  out.head.forward.stream_bytes = (2 * delta + 4) * logits + 2 * E_r * delta;
-  out.head.backward_input.stream_bytes = (4 + delta) * logits + 3 * E_r * delta;
-  for (PassCost* p : {&out.head.forward, &out.head.backward_input})
-    p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
+  out.head_kernels = engine_head_kernels(ln, !block_widths(model).norm_shift, static_cast<double>(logit_rows), logits);
+  if (engine_kernels) {
+    add_kernels(out.head, out.head_kernels, cluster);
+  } else {
+    out.head.forward.stream_bytes = (2 * delta + 4) * logits + 2 * E_r * delta;
+    out.head.backward_input.stream_bytes = (4 + delta) * logits + 3 * E_r * delta;
+    for (PassCost* p : {&out.head.forward, &out.head.backward_input})
+      p->stream_seconds = stream_seconds(p->stream_bytes, cluster);
+  }
 
   out.wte_params = static_cast<double>(vocab_local * h_c);
   out.embedding_params = out.wte_params + (positions ? static_cast<double>(model.seq * h_c) : 0.0);

@@ -21,31 +21,37 @@
 
 #include "core/backend.hpp"
 #include "cost/cluster.hpp"
+#include "simulate/kernel_tally.hpp"
 
 namespace mdtp::simulate {
 
 // Receives the modelled seconds of one kernel.
 using KernelCharge = std::function<void(double seconds)>;
 
-// Where a charging wrapper's kernels go: each kernel's seconds to the KernelCharge (if any), and
-// their running sum.  The backend and the model's kernels (charging_gpt_kernels.hpp) each hold one.
+// Where a charging wrapper's kernels go: each kernel's seconds to the KernelCharge (if any), their
+// running sum, and the kernel's kind, bytes and seconds to a KernelTally (if any, kernel_tally.hpp).
+// The backend and the model's kernels (charging_gpt_kernels.hpp) each hold one.
 class ChargeMeter {
  public:
-  explicit ChargeMeter(KernelCharge charge) : charge_(std::move(charge)) {}
-  void operator()(double seconds) {
+  ChargeMeter(KernelCharge charge, std::shared_ptr<KernelTally> tally)
+      : charge_(std::move(charge)), tally_(std::move(tally)) {}
+  void operator()(const char* kind, double bytes, double seconds) {
     total_ += seconds;
+    if (tally_) tally_->add(kind, bytes, seconds);
     if (charge_) charge_(seconds);
   }
   double total() const { return total_; }
 
  private:
   KernelCharge charge_;
+  std::shared_ptr<KernelTally> tally_;
   double total_ = 0.0;
 };
 
 class ChargingBackend final : public Backend {
  public:
-  ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster cluster, KernelCharge charge);
+  ChargingBackend(std::unique_ptr<Backend> inner, cost::Cluster cluster, KernelCharge charge,
+                  std::shared_ptr<KernelTally> tally = nullptr);
 
   DeviceKind device() const override { return inner_->device(); }
   const char* name() const override { return name_.c_str(); }
@@ -83,8 +89,8 @@ class ChargingBackend final : public Backend {
   void do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& step) const override;
 
  private:
-  // Charges a streaming kernel that reads and writes these tensors once each.
-  void charge_stream(std::initializer_list<const Tensor*> touched) const;
+  // Charges a streaming kernel of this kind that reads and writes these tensors once each.
+  void charge_stream(const char* kind, std::initializer_list<const Tensor*> touched) const;
 
   std::unique_ptr<Backend> inner_;
   cost::Cluster cluster_;
@@ -100,8 +106,9 @@ cost::Cluster simulated_cluster();
 // What makes the SMPI build's backend under `mdtp simulate`: the host backend, its kernels charged
 // as the GPU of the cluster named in MDTP_SIMULATION (run/simulation_context.hpp), whose file is
 // read once, here.  mdtp::Error naming the variable when it is unset (the SMPI build run without
-// `mdtp simulate`), so every rank refuses before anything starts.
-std::function<std::unique_ptr<Backend>()> simulated_backend_factory();
+// `mdtp simulate`), so every rank refuses before anything starts.  `tally`: where the backend's
+// kernels are also counted by kind (the rank that writes the kernels table), or none.
+std::function<std::unique_ptr<Backend>()> simulated_backend_factory(std::shared_ptr<KernelTally> tally = nullptr);
 
 // Advances this simulated rank's clock by `seconds` (SMPI: smpi_execute_flops at the platform's
 // host speed, simulate/platform.hpp).  Outside the SMPI build: mdtp::Error (nothing to charge).

@@ -19,7 +19,8 @@ namespace mdtp::simulate {
 
 class ChargingGptKernels final : public GptKernels {
  public:
-  ChargingGptKernels(std::unique_ptr<GptKernels> inner, cost::Cluster cluster, KernelCharge charge);
+  ChargingGptKernels(std::unique_ptr<GptKernels> inner, cost::Cluster cluster, KernelCharge charge,
+                     std::shared_ptr<KernelTally> tally = nullptr);
   // Seconds charged so far.
   double charged_seconds() const { return charge_.total(); }
 
@@ -47,8 +48,8 @@ class ChargingGptKernels final : public GptKernels {
   // Charges the attention core's pass (forward or backward) for these operands.
   void charge_attention(const Tensor& qkv, std::int64_t seq_len, std::int64_t n_head, std::int64_t head_dim,
                         bool backward) const;
-  // Charges one streaming kernel reading and writing `bytes`.
-  void charge_bytes(double bytes) const;
+  // Charges one streaming kernel of this kind reading and writing `bytes`.
+  void charge_bytes(const char* kind, double bytes) const;
 
   std::unique_ptr<GptKernels> inner_;
   cost::Cluster cluster_;
@@ -56,7 +57,9 @@ class ChargingGptKernels final : public GptKernels {
 };
 
 // What makes the SMPI build's model kernels under `mdtp simulate`: the host ones over `backend`,
-// charged as the GPU of the simulated cluster (simulated_cluster(), read once, here).
-std::function<std::unique_ptr<GptKernels>(const Backend& backend)> simulated_gpt_kernels_factory();
+// charged as the GPU of the simulated cluster (simulated_cluster(), read once, here); `tally` as
+// simulated_backend_factory's.
+std::function<std::unique_ptr<GptKernels>(const Backend& backend)> simulated_gpt_kernels_factory(
+    std::shared_ptr<KernelTally> tally = nullptr);
 
 }  // namespace mdtp::simulate

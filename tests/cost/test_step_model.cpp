@@ -4,6 +4,7 @@
 // time split adding up to the step.  Llama: the published parameter totals, its FLOPs and GEMMs,
 // and the memory of an untied head.
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include "cost/gpt_step_comm.hpp"
 #include "cost/layer_costs.hpp"
@@ -704,4 +705,46 @@ TEST_CASE("the step: a ZeRO-3 prefetch hides under the one pass it starts in, no
           .seconds;
   CHECK(e.time.dp_comm >= expected);
   CHECK(e.time.dp_comm <= expected + reduction * 1.0001);
+}
+
+TEST_CASE("--engine-kernels prices each kernel the engine launches: its bytes through HBM and one kernel's overhead",
+          "[cost][step]") {
+  StepConfig fused = eight_layer_step(TpMode::d1, 2);
+  StepConfig engine = fused;
+  engine.engine_kernels = true;
+  const LayerCosts a = costs_of(fused);
+  const LayerCosts b = layer_costs(engine.spec.model, engine.spec.layout.mode, engine.spec.layout.tp,
+                                   engine.spec.layout.depth, engine.micro_batch(), engine.dtype(), engine.dropout(),
+                                   dgx_a100(), false, true);
+  const double rate = dgx_a100().hbm_bandwidth * dgx_a100().memory_efficiency, overhead = dgx_a100().kernel_overhead;
+  // The engine's list (engine_kernels.hpp): per norm three kernels forward and two backward, a bias
+  // add per Linear (four: c_attn, c_proj, fc1, fc2), GeLU, two residual adds and the attention core.
+  const auto count = [](const std::vector<KernelCall>& list, const std::string& kind) {
+    return std::count_if(list.begin(), list.end(), [&](const KernelCall& k) { return k.kind == kind; });
+  };
+  const UnitKernels& k = b.block_kernels;
+  CHECK(k.forward.size() == 2 * 3 + 4 + 1 + 2 + 1);
+  CHECK(k.backward_input.size() == 2 * 2 + 1 + 2 + 1);
+  CHECK(k.backward_weight.size() == 4);
+  CHECK(count(k.forward, "add_row_vector") == 4);
+  CHECK(count(k.backward_weight, "column_sums") == 4);
+  // Priced one by one, the attention core with its products; the GEMMs and the core the same both ways.
+  const auto priced = [&](const std::vector<KernelCall>& list) {
+    double s = 0;
+    for (const KernelCall& call : list)
+      if (call.kind.rfind("attention_", 0) != 0) s += call.bytes / rate + overhead;
+    return s;
+  };
+  CHECK(b.block.forward.stream_seconds - a.block.attention_core.stream_seconds ==
+        Approx(priced(k.forward)).epsilon(1e-12));
+  CHECK(b.block.backward_weight.stream_seconds == Approx(priced(k.backward_weight)).epsilon(1e-12));
+  CHECK(b.block.forward.gemm_seconds == a.block.forward.gemm_seconds);
+  CHECK(b.head.forward.stream_seconds == Approx(priced(b.head_kernels.forward)).epsilon(1e-12));
+  CHECK(b.embedding.backward_weight.stream_seconds == Approx(priced(b.embedding_kernels.backward_weight)).epsilon(1e-12));
+  // More kernels, unfused: the engine's passes take longer than Megatron's fused ones.
+  CHECK(b.block.forward.stream_seconds > a.block.forward.stream_seconds);
+  const StepEstimate fe = estimate_step(fused, a, dgx_a100()), ee = estimate_step(engine, b, dgx_a100());
+  CHECK(ee.time.compute > fe.time.compute);
+  CHECK(describe(engine).find("engine-kernels") != std::string::npos);
+  CHECK(describe(fused).find("engine-kernels") == std::string::npos);
 }

@@ -165,6 +165,19 @@ with tempfile.TemporaryDirectory() as tmp:
                 # every GPU's NVLink both ways among them; shared and contended bytes within
                 # each link's; the summary printed.
                 links = f["runs"][sorted(f["runs"])[-1]]["links"][:]
+                # What rank 0's kernels were charged per step, by kind (simulate/kernel_tally.hpp):
+                # GEMMs, the norms and the attention core among them, every kind called, and their
+                # seconds within rank 0's simulated step.
+                kernels = f["runs"][sorted(f["runs"])[-1]]["kernels"][:]
+                step_s = min(float(t) for t in f["runs"][sorted(f["runs"])[-1]]["steps"]["seconds"])
+            kinds = {k.decode() for k in kernels["kind"]}
+            kernels_ok = {"gemm", "layernorm_apply", "attention_forward", "adamw_update"} <= kinds and \
+                (kernels["calls"] > 0).all() and (kernels["bytes"] > 0).all() and \
+                0 < float(kernels["seconds"].sum()) <= step_s and "simulated kernels on rank 0, per step: " in text
+            if not kernels_ok:
+                print(f"      kernels table: {sorted(kinds)}, {float(kernels['seconds'].sum())} s charged per step "
+                      f"against a {step_s} s step; summary printed: {'simulated kernels on rank 0' in text}")
+            ok = ok and kernels_ok
             names = {n.decode() for n in links["link"]}
             nvlinks = {f"n{n}-gpu{g}-nvlink_{d}" for n in range(8) for g in range(8) for d in ("UP", "DOWN")}
             pattern = r"n\d+-(gpu\d+-nvlink|nic\d+)_(UP|DOWN)|rail\d+-uplink_(UP|DOWN)"
@@ -182,13 +195,13 @@ with tempfile.TemporaryDirectory() as tmp:
                 with h5py.File(path, "r") as f:
                     return [float(t) for t in f["runs"][sorted(f["runs"])[-1]]["steps"]["seconds"]]
             first, second = step_seconds(out), step_seconds(os.path.join(tmp, "again.h5"))
-            def link_table(path):
+            def table(path, name):
                 with h5py.File(path, "r") as f:
-                    return f["runs"][sorted(f["runs"])[-1]]["links"][:].tolist()
+                    return f["runs"][sorted(f["runs"])[-1]][name][:].tolist()
             ok = again.returncode == 0 and len(first) == 2 and first == second and \
-                link_table(out) == link_table(os.path.join(tmp, "again.h5"))
+                all(table(out, t) == table(os.path.join(tmp, "again.h5"), t) for t in ("links", "kernels"))
             print(f"      2d twice, the second without the speed preloads: simulated step seconds {first} and "
-                  f"{second}, the links' table the same")
+                  f"{second}, the links' and kernels' tables the same")
             # Synthetic values: tensors that hold nothing, kernels charged and not run — the same
             # simulated times to the last digit, the same ledger and memory, no loss.
             synthetic_out = os.path.join(tmp, "synthetic.h5")
