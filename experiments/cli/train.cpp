@@ -116,8 +116,8 @@ int run_train(TrainConfig c, const SpecFlags& flags, const std::string& device, 
   std::shared_ptr<simulate::LinkTraffic> links;
   if (kernels) {
     links = simulate::LinkTraffic::start_counting_simulated_network();
-    c.extra_tables = [links, kernels, steps = c.steps] {
-      return std::map<std::string, Table>{{"links", links->table()}, {"kernels", kernels->table(steps)}};
+    c.extra_tables = [links, kernels](std::int64_t steps_run) {
+      return std::map<std::string, Table>{{"links", links->table()}, {"kernels", kernels->table(steps_run)}};
     };
     c.on_steps = [links, kernels](bool steps_running) {
       links->set_counting(steps_running);

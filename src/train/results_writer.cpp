@@ -83,7 +83,7 @@ void write_train_results(const TrainConfig& tc, const TrainPlan& plan, TrainRig&
       return;
     }
     std::map<std::string, Table> all = tables;
-    all.merge(tc.extra_tables());  // the trainer's own tables keep a name both give
+    all.merge(tc.extra_tables(static_cast<std::int64_t>(result.steps.size())));  // the trainer's own keep a name both give
     ResultsFile(tc.out).append_run("train", attrs, all);
   });
 }

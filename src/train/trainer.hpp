@@ -60,8 +60,9 @@ struct TrainConfig {
   // from the transfer (comm/ledger.hpp); also MDTP_SYNC_TIMING=1.
   bool sync_timing = false;
   // Tables the program adds to the results file beside the trainer's own, asked for on rank 0 as
-  // the file is written (the SMPI build: the simulated links' traffic, simulate/link_traffic.hpp).
-  std::function<std::map<std::string, Table>()> extra_tables;
+  // the file is written, given the steps that ran (the SMPI build: the simulated links' traffic and
+  // the charged kernels, simulate/link_traffic.hpp, simulate/kernel_tally.hpp).
+  std::function<std::map<std::string, Table>(std::int64_t steps_run)> extra_tables;
   // Called as the first step starts (true) and after the last one ends (false), on the ranks that
   // set it: the SMPI build counts the simulated links' traffic of the steps alone.
   std::function<void(bool steps_running)> on_steps;
