@@ -64,9 +64,9 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
         }
       });
   app.add_flag("--engine-kernels", a.engine_kernels,
-               "a block's streaming kernels as mdtp's own engine launches them (each LayerNorm as five kernels, bias "
-               "adds, bias-gradient sums and residual adds apart), what a simulated cluster charges it, instead of "
-               "Megatron-LM's fused ones");
+               "the streaming kernels as mdtp's own engine launches them (each LayerNorm as five kernels, bias adds, "
+               "bias-gradient sums and residual adds apart, its cross-entropy and optimizer kernels), what a "
+               "simulated cluster charges it, instead of Megatron-LM's fused ones");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
 }

@@ -91,10 +91,4 @@ UnitKernels engine_head_kernels(const Geometry& layernorm, bool rms_norm, double
   return k;
 }
 
-double total_bytes(const std::vector<KernelCall>& kernels) {
-  double bytes = 0.0;
-  for (const KernelCall& c : kernels) bytes += c.bytes;
-  return bytes;
-}
-
 }  // namespace mdtp::cost

@@ -66,6 +66,4 @@ UnitKernels engine_embedding_kernels(double lookup, double local, bool positions
 // The head's: the final norm (`layernorm`'s geometry), then `logits` n of `logit_rows` r' rows.
 UnitKernels engine_head_kernels(const Geometry& layernorm, bool rms_norm, double logit_rows, double logits);
 
-double total_bytes(const std::vector<KernelCall>& kernels);
-
 }  // namespace mdtp::cost

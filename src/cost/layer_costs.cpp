@@ -193,9 +193,7 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   out.block_kernels = engine_block_kernels(attention, mlp, ln, block_widths(model).fc1_factor == 2,
                                            !block_widths(model).norm_shift, E_qk, core);
   if (engine_kernels) {
-    // The engine's own kernels (engine_kernels.hpp), the attention core already counted above.
-    const UnitKernels& k = out.block_kernels;
-    add_kernels(block, k, cluster);
+    add_kernels(block, out.block_kernels, cluster);  // the attention core already counted above
   } else {
     block.forward.stream_bytes += forward_bytes;
     block.forward.stream_seconds += stream_seconds(forward_bytes, cluster, pass_kernels);

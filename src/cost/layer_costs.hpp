@@ -92,8 +92,9 @@ struct LayerCosts {
 // Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
 // heads not divisible by the QKV column split, rows that are not whole sequences.
 // streaming_attention: the core as one FlashAttention-style kernel per pass (no s×s tensor in HBM)
-// instead of batched GEMMs around a materialised softmax.  engine_kernels: a block's streaming
-// kernels as mdtp's engine launches them (engine_kernels.hpp) instead of Megatron-LM's fused list.
+// instead of batched GEMMs around a materialised softmax.  engine_kernels: the streaming kernels of
+// the block and the vocabulary units as mdtp's engine launches them (engine_kernels.hpp) instead of
+// Megatron-LM's fused list.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
                        bool dropout, const Cluster& cluster, bool streaming_attention = false,
                        bool engine_kernels = false);

@@ -82,9 +82,10 @@ struct StepConfig {
   // (8), exp (8), sum (4) and divide by it (8) in place, and backward scale by the loss gradient
   // (8) and cast back (4 + δ): δ + 36 and 12 + δ bytes per logit, six and two kernels.
   bool cross_entropy_fusion = false;
-  // false: a block's streaming kernels as Megatron-LM fuses them (layer_costs.hpp), what a GPU
-  // cluster running Megatron pays.  true: as mdtp's own engine launches them, unfused
-  // (engine_kernels.hpp) — what a simulated cluster charges it (`--engine-kernels`).
+  // false: the streaming kernels as Megatron-LM fuses them (layer_costs.hpp), what a GPU cluster
+  // running Megatron pays.  true: the blocks', the vocabulary units' and the optimizer's as mdtp's
+  // own engine launches them, unfused (engine_kernels.hpp; step_model.cpp's optimizer) — what a
+  // simulated cluster charges it (`--engine-kernels`).
   bool engine_kernels = false;
 
   int gpus() const { return spec.layout.world(); }

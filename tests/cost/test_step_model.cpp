@@ -39,7 +39,7 @@ StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
 
 LayerCosts costs_of(const StepConfig& c) {
   return layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
-                     c.dropout(), dgx_a100());
+                     c.dropout(), dgx_a100(), false, c.engine_kernels);
 }
 
 }  // namespace
@@ -713,9 +713,7 @@ TEST_CASE("--engine-kernels prices each kernel the engine launches: its bytes th
   StepConfig engine = fused;
   engine.engine_kernels = true;
   const LayerCosts a = costs_of(fused);
-  const LayerCosts b = layer_costs(engine.spec.model, engine.spec.layout.mode, engine.spec.layout.tp,
-                                   engine.spec.layout.depth, engine.micro_batch(), engine.dtype(), engine.dropout(),
-                                   dgx_a100(), false, true);
+  const LayerCosts b = costs_of(engine);
   const double rate = dgx_a100().hbm_bandwidth * dgx_a100().memory_efficiency, overhead = dgx_a100().kernel_overhead;
   // The engine's list (engine_kernels.hpp): per norm three kernels forward and two backward, a bias
   // add per Linear (four: c_attn, c_proj, fc1, fc2), GeLU, two residual adds and the attention core.
