@@ -43,11 +43,11 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
   CLI::Option* validate =
       app.add_flag("--validate", o.validate,
                    "hold the model against every shipped table of measured runs (data/measured/: Narayanan et al. 2021 "
-                   "on DGX A100, the Megatron-LM README's H100 weak scaling), each on its own cluster unless --cluster "
-                   "is given");
+                   "and Korthikanti et al. 2022 on DGX A100, the Megatron-LM README's H100 weak scaling), each on its "
+                   "own cluster unless --cluster is given");
   app.add_option("--table", o.tables,
-                 "with --validate: only these tables, each a shipped key (narayanan-2021, megatron-h100) or a path to "
-                 "a table file in the same format (docs/performance-model.md)")
+                 "with --validate: only these tables, each a shipped key (korthikanti-2022, megatron-h100, "
+                 "narayanan-2021) or a path to a table file in the same format (docs/performance-model.md)")
       ->needs(validate);
 }
 

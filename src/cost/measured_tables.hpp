@@ -7,6 +7,8 @@
 // user (and the tests) see how far the predictions are from real clusters, and a user's own table
 // in the same format is validated the same way.
 //
+//   korthikanti-2022 Korthikanti et al. 2022 (the Megatron-LM README's A100 MFU table of 2022): GPT
+//                    22B-1T on DGX A100 with sequence parallelism and selective recomputation, dp 1
 //   narayanan-2021   Narayanan et al. 2021 (SC '21), Table 1: GPT 1.7B-1T on Selene (DGX A100)
 //   megatron-h100    the Megatron-LM README's weak-scaling table (images/model_table.png): GPT
 //                    1.7B-462B on DGX H100, all overlaps on
@@ -54,7 +56,7 @@ struct MeasuredRule {
 };
 
 struct MeasuredTable {
-  std::string key;       // "narayanan-2021", "megatron-h100"
+  std::string key;       // "narayanan-2021", "megatron-h100", "korthikanti-2022"
   std::string title;     // printed above the table
   std::string citation;  // where the numbers are, exactly
   std::string cluster;   // the cluster preset of the hardware it was measured on
