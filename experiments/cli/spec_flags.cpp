@@ -72,12 +72,14 @@ SpecFlags::SpecFlags(CLI::App& app, unsigned groups, RunSpec defaults, std::stri
 
 void SpecFlags::add_model(const std::string& model_note) {
   named("--model",
-        "block family: gpt2 (LayerNorm, learned positions, GeLU MLP, biases, tied head) or llama (RMSNorm, rotary "
-        "positions, SwiGLU MLP, grouped-query attention, no biases, untied head unless --tie-embeddings)",
+        "block family: gpt2 (LayerNorm, learned positions, GeLU MLP, biases, tied head unless --untie-embeddings) or "
+        "llama (RMSNorm, rotary positions, SwiGLU MLP, grouped-query attention, no biases, untied head unless "
+        "--tie-embeddings)",
         parse_model_family,
         [](RunSpec& s, ModelFamily v) {
           s.model.family = v;
-          s.model.tied_head = v == ModelFamily::gpt2;  // --tie-embeddings, applied last, may tie a llama
+          // --tie-embeddings / --untie-embeddings, applied last, override the family's own choice
+          s.model.tied_head = v == ModelFamily::gpt2;
         })
       ->default_str(model_family_name(defaults_.model.family))
       ->type_name("FAMILY");
@@ -104,7 +106,12 @@ void SpecFlags::add_model(const std::string& model_note) {
       ->default_str(shown(defaults_.model.rope_theta));
   flag<double>("--norm-eps", "the LayerNorm / RMSNorm epsilon", [](RunSpec& s, double v) { s.model.norm_eps = v; })
       ->default_str(shown(defaults_.model.norm_eps));
-  app_.add_flag("--tie-embeddings", tie_embeddings_, "llama: tie the LM head to the token embedding (gpt2 always does)");
+  CLI::Option* tie =
+      app_.add_flag("--tie-embeddings", tie_embeddings_, "tie the LM head to the token embedding (gpt2's default)");
+  app_.add_flag("--untie-embeddings", untie_embeddings_,
+                "an LM head of its own, not the token embedding's transpose (llama's default; Megatron-LM's "
+                "--untie-embeddings-and-output-weights)")
+      ->excludes(tie);
 }
 
 void SpecFlags::add_batch() {
@@ -240,6 +247,7 @@ RunSpec SpecFlags::resolve() const {
   RunSpec spec = config_path_.empty() ? defaults_ : read_run_spec_file(config_path_, defaults_);
   for (const auto& edit : edits_) edit(spec);
   if (tie_embeddings_) spec.model.tied_head = true;
+  if (untie_embeddings_) spec.model.tied_head = false;
   require(!micro_batch_size_ || app_.count("--micro-batches") == 0,
           "give --micro-batches or --micro-batch-size, not both");
   return spec;

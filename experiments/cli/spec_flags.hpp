@@ -80,6 +80,7 @@ class SpecFlags {
   std::string config_path_, write_config_path_;
   std::optional<std::int64_t> micro_batch_size_;
   bool tie_embeddings_ = false;
+  bool untie_embeddings_ = false;
 };
 
 // Old spellings refused with one line naming the new flag, e.g. {"--embd", "--hidden"}: the option is

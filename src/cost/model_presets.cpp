@@ -112,8 +112,9 @@ void apply_model_preset(RunSpec& spec, const ModelPreset& preset, const std::fun
   take("--kv-heads", &ModelShape::kv_heads);
   take("--rope-theta", &ModelShape::rope_theta);
   take("--norm-eps", &ModelShape::norm_eps);
-  // --tie-embeddings ties a head the preset leaves untied; --model (without it) unties a llama.
-  if (!given("--tie-embeddings") && !given("--model")) m.tied_head = from.tied_head;
+  // --tie-embeddings / --untie-embeddings override the preset's head; --model (without them) gives
+  // the family's own choice.
+  if (!given("--tie-embeddings") && !given("--untie-embeddings") && !given("--model")) m.tied_head = from.tied_head;
   if (!given("--global-batch")) spec.global_batch = preset.global_batch;
 }
 

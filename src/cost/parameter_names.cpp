@@ -4,8 +4,17 @@ namespace mdtp::cost {
 
 ParameterNames parameter_names(const ModelShape& m) {
   if (m.family == ModelFamily::gpt2)
-    return {"transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f", "", "transformer.h.",
-            ".ln_1", ".attn.c_attn", ".attn.c_proj", ".ln_2", ".mlp.c_fc", ".mlp.c_proj"};
+    return {"transformer.wte.weight",
+            "transformer.wpe.weight",
+            "transformer.ln_f",
+            m.tied_head ? "" : "lm_head.weight",  // GPT2LMHeadModel's name when tie_word_embeddings is false
+            "transformer.h.",
+            ".ln_1",
+            ".attn.c_attn",
+            ".attn.c_proj",
+            ".ln_2",
+            ".mlp.c_fc",
+            ".mlp.c_proj"};
   return {"model.embed_tokens.weight",
           "",
           "model.norm",

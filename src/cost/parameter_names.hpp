@@ -12,7 +12,8 @@
 //     norm 2      .ln_2                     .post_attention_layernorm
 //     MLP         .mlp.c_fc, .mlp.c_proj    .mlp.gate_up_proj, .mlp.down_proj
 //   final norm    transformer.ln_f          model.norm
-//   LM head       — (tied to the embedding) lm_head.weight, unless tied
+//   LM head       lm_head.weight            lm_head.weight
+//                 (either: only when untied; a tied head is the embedding's transpose, GPT-2's default)
 #include <string>
 
 #include "spec/run_spec.hpp"

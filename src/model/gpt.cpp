@@ -35,7 +35,7 @@ int unit_of_parameter(const std::string& name, const ModelShape& config) {
   const bool llama = config.family == ModelFamily::llama;
   if (name == word_embedding_name(config) || (!llama && name == "transformer.wpe.weight")) return 0;
   if (name.rfind(llama ? "model.norm." : "transformer.ln_f.", 0) == 0) return unit_count(config) - 1;
-  if (llama && name == "lm_head.weight" && !config.tied_head) return unit_count(config) - 1;
+  if (name == "lm_head.weight" && !config.tied_head) return unit_count(config) - 1;
   const std::string prefix = llama ? "model.layers." : "transformer.h.";
   if (name.rfind(prefix, 0) != 0) return -1;
   const std::size_t dot = name.find('.', prefix.size());

@@ -3,7 +3,7 @@
 // every mode runs the same model — GPT-2 (nanoGPT's architecture and parameter names) or a Llama
 // (Hugging Face's, block.hpp has the differences):
 //   x = wte[ids] (+ wpe[pos], GPT-2);  x = block_i(x) for each layer;  x = ln_f(x);
-//   loss = cross-entropy(x·Wᵀ, targets)  (W = wte when tied — GPT-2 always — else lm_head.weight)
+//   loss = cross-entropy(x·Wᵀ, targets)  (W = wte when tied — GPT-2's default — else lm_head.weight)
 //
 // Units and chunks.  The model is a list of units: 0 = the embedding, 1 … L = the blocks, L + 1 =
 // the head (ln_f + the tied LM head and the loss).  A GptModel holds the units of one or more
@@ -230,7 +230,9 @@ class GptModel {
 // The unit a parameter of this model belongs to, from its name — gpt2 (nanoGPT's):
 // transformer.wte.weight and transformer.wpe.weight: 0; transformer.h.<i>.*: i + 1;
 // transformer.ln_f.*: L + 1; llama (Hugging Face's): model.embed_tokens.weight: 0;
-// model.layers.<i>.*: i + 1; model.norm.* and lm_head.weight: L + 1 — or -1 for a name that is not one.  Checkpoints use it to order and to recognise tensors held by other stages.
+// model.layers.<i>.*: i + 1; model.norm.*: L + 1; an untied head's lm_head.weight (either family):
+// L + 1 — or -1 for a name that is not one.  Checkpoints use it to order and to recognise tensors
+// held by other stages.
 int unit_of_parameter(const std::string& name, const ModelShape& config);
 
 // The chunks a validated list describes: sorted, non-overlapping, inside [0, L + 1]; an mdtp::Error

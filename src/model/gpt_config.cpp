@@ -16,10 +16,8 @@ void validate(const ModelShape& c) {
   require(c.vocab <= 2147483647LL, "GPT config: vocab_size=", c.vocab, " does not fit int32 token ids");
   require(c.norm_eps > 0, "GPT config: norm_eps must be positive; got ", c.norm_eps);
   if (c.family == ModelFamily::gpt2) {
-    require(c.tied_head && c.ffn() == 4 * c.hidden && c.kv() == c.heads,
-            "GPT config: a gpt2 model has a tied head, an MLP of 4 x n_embd = ", 4 * c.hidden,
-            " and kv heads = n_head = ", c.heads, "; got tied_head ", c.tied_head ? "true" : "false", ", ffn ", c.ffn(),
-            ", kv_heads ", c.kv());
+    require(c.ffn() == 4 * c.hidden && c.kv() == c.heads, "GPT config: a gpt2 model has an MLP of 4 x n_embd = ",
+            4 * c.hidden, " and kv heads = n_head = ", c.heads, "; got ffn ", c.ffn(), ", kv_heads ", c.kv());
   } else {
     require(c.kv() > 0 && c.heads % c.kv() == 0, "Llama config: num_key_value_heads=", c.kv(),
             " must divide num_attention_heads=", c.heads);
@@ -33,6 +31,7 @@ std::string describe(const ModelShape& c) {
   std::ostringstream os;
   os << "vocab " << c.vocab << ", " << c.layers << " layers, " << c.heads << " heads, embd " << c.hidden
      << ", block " << c.seq;
+  if (c.family == ModelFamily::gpt2 && !c.tied_head) os << ", untied head";
   if (c.family == ModelFamily::llama)
     os << " (llama: kv heads " << c.kv() << ", ffn " << c.ffn() << ", " << (c.tied_head ? "tied" : "untied")
        << " head, theta " << c.rope_theta << ", eps " << c.norm_eps << ")";

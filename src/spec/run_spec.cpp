@@ -55,9 +55,8 @@ void validate_model(const ModelShape& m) {
   require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "run spec: model.rope_theta must be > 0; got ",
           m.rope_theta);
   if (m.family == ModelFamily::gpt2)
-    require(m.kv() == m.heads && m.tied_head, "run spec: a gpt2 model has kv_heads = heads = ", m.heads,
-            " and a tied head; got kv_heads ", m.kv(), ", tied_head ", m.tied_head ? "true" : "false",
-            " (--model llama takes these)");
+    require(m.kv() == m.heads, "run spec: a gpt2 model has kv_heads = heads = ", m.heads, "; got kv_heads ", m.kv(),
+            " (--model llama takes grouped-query attention)");
   else
     require((m.hidden / m.heads) % 2 == 0, "run spec: llama's rotary embedding needs an even head width; hidden/heads = ",
             m.hidden / m.heads);

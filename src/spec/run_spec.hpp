@@ -39,8 +39,9 @@ StageMapping parse_stage_mapping(std::string_view name);  // "round-robin" | "v-
 const char* stage_mapping_name(StageMapping mapping);
 StageMapping stage_mapping_of(ScheduleKind kind);
 
-// The transformer: its family and sizes.  A gpt2 spec keeps kv = heads and a tied head (validate()
-// refuses anything else; the cost model prices any MLP width, the engine runs 4·hidden);
+// The transformer: its family and sizes.  A gpt2 spec keeps kv = heads (validate() refuses
+// anything else; the cost model prices any MLP width, the engine runs 4·hidden) and ties its head
+// unless told otherwise (Megatron-LM's --untie-embeddings-and-output-weights);
 // rope_theta applies to llama only, norm_eps to both.
 struct ModelShape {
   std::int64_t layers = 2;  // transformer blocks
@@ -62,7 +63,7 @@ struct ModelShape {
 };
 
 // The model part of validate(RunSpec): sizes, heads dividing hidden, kv dividing heads, ε and θ,
-// and a gpt2 model's kv = heads and tied head; one line naming the value (mdtp plan checks the
+// and a gpt2 model's kv = heads; one line naming the value (mdtp plan checks the
 // model with it before it searches the layouts).
 void validate_model(const ModelShape& m);
 

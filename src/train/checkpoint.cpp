@@ -34,12 +34,12 @@ std::int64_t config_value(const ModelShape& c, const std::string& key) {
 void write_config(H5File& file, const ModelShape& c) {
   for (const char* key : kConfigKeys) file.set_attribute("/", key, config_value(c, key));
   file.set_attribute("/", "model_type", std::string(model_family_name(c.family)));
+  file.set_attribute("/", "tie_word_embeddings", static_cast<std::int64_t>(c.tied_head ? 1 : 0));
   if (c.family != ModelFamily::llama) return;
   file.set_attribute("/", "intermediate_size", c.ffn());
   file.set_attribute("/", "num_key_value_heads", c.kv());
   file.set_attribute("/", "rope_theta", c.rope_theta);
   file.set_attribute("/", "rms_norm_eps", c.norm_eps);
-  file.set_attribute("/", "tie_word_embeddings", static_cast<std::int64_t>(c.tied_head ? 1 : 0));
 }
 
 // A kind of tensor a file holds for every parameter, under a dataset prefix.
@@ -224,6 +224,9 @@ ModelShape read_checkpoint_config(const std::string& path) {
     c.rope_theta = need_real("rope_theta");
     c.norm_eps = need_real("rms_norm_eps");
     c.tied_head = need_int("tie_word_embeddings") != 0;
+  } else {
+    // GPT-2 files written before an untied GPT-2 existed hold a tied head.
+    c.tied_head = file.int_attribute("/", "tie_word_embeddings").value_or(1) != 0;
   }
   return c;
 }

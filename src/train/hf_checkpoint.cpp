@@ -35,8 +35,8 @@ struct HfTensor {
   Shape mdtp_shape() const { return conv1d ? Shape{shape[1], shape[0]} : shape; }
 };
 
-// Every tensor of the model in state-dict order, without the tied lm_head.weight (which
-// save_pretrained leaves out too).
+// Every tensor of the model in state-dict order, without a tied lm_head.weight (which
+// save_pretrained leaves out too); an untied head's lm_head.weight [V, H] (a Linear) last.
 std::vector<HfTensor> gpt2_tensors(const ModelShape& m) {
   const std::int64_t H = m.hidden, F = m.ffn();
   std::vector<HfTensor> out{{"transformer.wte.weight", {m.vocab, H}}, {"transformer.wpe.weight", {m.seq, H}}};
@@ -56,6 +56,7 @@ std::vector<HfTensor> gpt2_tensors(const ModelShape& m) {
                            {b + "mlp.c_proj.bias", {H}}});
   }
   out.insert(out.end(), {{"transformer.ln_f.weight", {H}}, {"transformer.ln_f.bias", {H}}});
+  if (!m.tied_head) out.push_back({"lm_head.weight", {m.vocab, H}});
   return out;
 }
 
@@ -114,7 +115,7 @@ bool same_model(const ModelShape& a, const ModelShape& b) {
   const bool sizes =
       a.vocab == b.vocab && a.layers == b.layers && a.heads == b.heads && a.hidden == b.hidden && a.seq == b.seq;
   if (!sizes || a.family != b.family) return false;
-  if (!is_llama(a)) return true;
+  if (!is_llama(a)) return a.tied_head == b.tied_head;
   return a.ffn() == b.ffn() && a.kv() == b.kv() && a.tied_head == b.tied_head && a.rope_theta == b.rope_theta &&
          a.norm_eps == b.norm_eps;
 }
@@ -164,7 +165,7 @@ json hf_config(const ModelShape& m, DType storage) {
               {"scale_attn_weights", true},
               {"scale_attn_by_inverse_layer_idx", false},
               {"reorder_and_upcast_attn", false},
-              {"tie_word_embeddings", true},
+              {"tie_word_embeddings", m.tied_head},
               {"torch_dtype", storage == DType::f64 ? "float64" : "float32"}};
 }
 
@@ -269,7 +270,8 @@ ModelShape read_hf_config(const std::string& path) {
   m.seq = positions ? *positions : r.needed("n_ctx", "n_positions or n_ctx");
 
   // What mdtp's GPT-2 block is: the tanh GeLU, a 4·n_embd MLP, LayerNorm eps 1e-5, attention
-  // scaled by 1/sqrt(head size), a tied head, no cross-attention.  Anything else is another model.
+  // scaled by 1/sqrt(head size), no cross-attention; its head tied (transformers' default) or not.
+  // Anything else is another model.
   const std::string activation = c.contains("activation_function") && c["activation_function"].is_string()
                                      ? c["activation_function"].get<std::string>()
                                      : c.contains("activation_function") ? c["activation_function"].dump() : "gelu_new";
@@ -283,8 +285,7 @@ ModelShape read_hf_config(const std::string& path) {
     require(eps.is_number() && eps.get<double>() == 1e-5, r.where, "layer_norm_epsilon ", eps.dump(),
             " is not implemented: mdtp's LayerNorm uses 1e-5");
   }
-  require(r.flag("tie_word_embeddings", true), r.where,
-          "tie_word_embeddings false is not implemented: mdtp's GPT-2 ties the LM head to wte");
+  m.tied_head = r.flag("tie_word_embeddings", true);
   require(r.flag("scale_attn_weights", true), r.where,
           "scale_attn_weights false is not implemented: mdtp scales attention by 1/sqrt(head size)");
   require(!r.flag("scale_attn_by_inverse_layer_idx", false), r.where,

@@ -33,8 +33,8 @@ ModelShape resolve_model(const TrainConfig& tc, const TokenData* hdf5_data) {
       // θ, ε and the tie come from the file; flags that disagree are refused when it loads.
       m.rope_theta = saved.rope_theta;
       m.norm_eps = saved.norm_eps;
-      m.tied_head = saved.tied_head;
     }
+    m.tied_head = saved.tied_head;  // gpt2 files may hold an untied head too
   }
   if (m.seq == 0) m.seq = hdf5_data ? hdf5_data->seq : kDefaultModel.seq;
   if (m.layers == 0) m.layers = kDefaultModel.layers;

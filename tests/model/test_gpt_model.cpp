@@ -188,3 +188,57 @@ TEST_CASE("configurations the mesh cannot split are refused on every rank before
     }
   }
 }
+
+TEST_CASE("an untied head (lm_head.weight of its own) in every mode gives the serial GPT's loss and gradients",
+          "[model][modes][untied]") {
+  const int world = world_size();
+  ModelSize size = model_size_for_world(world);
+  size.config.tied_head = false;
+  const TokenBatch batch = random_batch(size.config, size.batch, 41);
+  GptRun serial(serial_case(), size.config, size.batch, MPI_COMM_SELF);
+  const ParamMap values = random_parameters(serial, 42);
+  REQUIRE(values.count("lm_head.weight") == 1);
+  serial.set(values);
+  const double ref_loss = serial.step(batch);
+  // The serial model against the plain-loop GPT-2 whose logits are x·lm_headᵀ.
+  const double plain = gpt_reference_loss(size.config, values, batch.inputs, batch.targets);
+  CHECK(std::abs(ref_loss - plain) <= 1e-12 * std::abs(plain));
+  const ParamMap ref_grads = serial.gather(true);
+
+  // With lm_head.weight = wte the untied model is the tied one: the same loss, and the tied wte's
+  // gradient is the sum of the untied embedding's and head's.
+  if (world == 1) {
+    ModelShape tied_config = size.config;
+    tied_config.tied_head = true;
+    GptRun tied(serial_case(), tied_config, size.batch, MPI_COMM_SELF);
+    ParamMap tied_values = values;
+    tied_values.erase("lm_head.weight");
+    tied.set(tied_values);
+    GptRun untied(serial_case(), size.config, size.batch, MPI_COMM_SELF);
+    ParamMap same_head = values;
+    same_head.at("lm_head.weight") = values.at("transformer.wte.weight");
+    untied.set(same_head);
+    const double untied_loss = untied.step(batch), tied_loss = tied.step(batch);
+    CHECK(std::abs(untied_loss - tied_loss) <= 1e-13 * std::abs(tied_loss));
+    const ParamMap untied_grads = untied.gather(true), tied_grads = tied.gather(true);
+    std::vector<double> sum = untied_grads.at("transformer.wte.weight");
+    const std::vector<double>& head = untied_grads.at("lm_head.weight");
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += head[i];
+    CHECK(relative_error(sum, tied_grads.at("transformer.wte.weight")) <= 1e-13);
+    CHECK(relative_error(untied_grads.at("transformer.h.0.mlp.c_fc.weight"),
+                         tied_grads.at("transformer.h.0.mlp.c_fc.weight")) <= 1e-13);
+  }
+
+  for (const ModeCase& c : model_cases_for_world(world)) {
+    DYNAMIC_SECTION(c.label() << " untied") {
+      GptRun run(c, size.config, size.batch);
+      run.set(values);
+      const double loss = run.step(batch);
+      std::string worst;
+      const double grad_err = max_error(run.gather(true), ref_grads, &worst);
+      INFO("loss " << loss << " vs " << ref_loss << "; worst gradient " << worst << " " << grad_err);
+      CHECK(std::abs(loss - ref_loss) <= 1e-10 * std::abs(ref_loss));
+      CHECK(grad_err <= 1e-10);
+    }
+  }
+}

@@ -32,13 +32,19 @@ if(NOT MDTP_CUDA)
                        PASS_REGULAR_EXPRESSION "--device cuda needs mdtp built with CUDA")
 endif()
 
-# Llama under the pipeline and ZeRO engines in every mode, through mdtp train (f64): first loss and
-# every gradient against the serial run to 1e-12 (tests/model/llama_engines.py).
+# Llama, and the GPT-2 with an untied head, under the pipeline and ZeRO engines in every mode,
+# through mdtp train (f64): first loss and every gradient against the serial run to 1e-12
+# (tests/model/model_engines.py).
 mdtp_find_python(MDTP_NUMPY_H5PY_PYTHON "numpy, h5py" "python3 with numpy and h5py (llama tests)")
 if(MDTP_NUMPY_H5PY_PYTHON)
   add_test(NAME llama_engines_np8
-           COMMAND ${MDTP_NUMPY_H5PY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/llama_engines.py --mdtp $<TARGET_FILE:mdtp>
-                   --mpiexec ${MPIEXEC_EXECUTABLE})
+           COMMAND ${MDTP_NUMPY_H5PY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/model_engines.py --mdtp $<TARGET_FILE:mdtp>
+                   --model llama --mpiexec ${MPIEXEC_EXECUTABLE})
   set_tests_properties(llama_engines_np8 PROPERTIES LABELS "model;pipeline;zero;llama" TIMEOUT 600
+                       SKIP_RETURN_CODE 77 PROCESSORS 2)
+  add_test(NAME gpt2_untied_engines_np8
+           COMMAND ${MDTP_NUMPY_H5PY_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/model_engines.py --mdtp $<TARGET_FILE:mdtp>
+                   --model gpt2 --mpiexec ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(gpt2_untied_engines_np8 PROPERTIES LABELS "model;pipeline;zero" TIMEOUT 600
                        SKIP_RETURN_CODE 77 PROCESSORS 2)
 endif()

@@ -85,6 +85,13 @@ TrainConfig llama(TrainConfig t, std::int64_t kv, bool tied = false) {
   return t;
 }
 
+// The same GPT-2 with an LM head of its own (Megatron-LM's --untie-embeddings-and-output-weights):
+// lm_head.weight on the last stage, no embedding all-reduce between the first and the last.
+TrainConfig untied(TrainConfig t) {
+  t.spec.model.tied_head = false;
+  return t;
+}
+
 // A schedule of two chunks per stage (zb-v and dualpipev in V order, dualpipe mirrored).
 TrainConfig v_shaped(TrainConfig t) {
   t.spec.layout.chunks = 2;
@@ -185,6 +192,7 @@ std::vector<GridCase> ci_grid() {
     t.spec.zero.offload = true;
     g.push_back(with("none tp1 pp1 dp8 bf16 zero2 offload", t));
   }
+  g.push_back(with("gpt2 untied 1d-sp tp2 pp2 dp2 1f1b m2 zero1", untied(zero(base(TpMode::d1_sp, 2, 2, 8, 2), 1))));
   // Llama: grouped-query attention (kv < heads), untied and tied heads, with a pipeline and ZeRO-3.
   g.push_back(with("llama kv2 1d tp2 pp2 dp2 1f1b m2 untied", llama(base(TpMode::d1, 2, 2, 8, 2), 2)));
   g.push_back(with("llama kv2 2d tp4 pp2 dp1 1f1b m2 tied", llama(base(TpMode::d2, 4, 2, 4, 2), 2, true)));
@@ -370,6 +378,7 @@ TEST_CASE("The bucket plan derived from the configuration is the ZeRO engine's, 
     cases.push_back({"llama kv2 1d tp2 pp2 dp2 untied", llama(base(TpMode::d1, 2, 2, 8, 2), 2), 0.004, zero});
     cases.push_back({"llama kv2 2d tp4 pp2 tied", llama(base(TpMode::d2, 4, 2, 4, 2), 2, true), 0.002, zero});
     cases.push_back({"2d tp4 pp2", base(TpMode::d2, 4, 2, 4, 2), 0.002, zero});
+    cases.push_back({"gpt2 untied 2d tp4 pp2", untied(base(TpMode::d2, 4, 2, 4, 2)), 0.002, zero});
     cases.push_back({"3d tp8", base(TpMode::d3, 8, 1, 4, 1), 0.003, zero});
     TrainConfig interleaved = base(TpMode::d1_sp, 2, 2, 4, 2, ScheduleKind::interleaved);
     interleaved.spec.layout.chunks = 2;

@@ -1,5 +1,6 @@
 #pragma once
-// An independent float64 GPT-2 loss for the model tests: plain loops over the full logical
+// An independent float64 GPT-2 loss for the model tests (its head tied to wte or lm_head.weight of
+// its own, as the config says): plain loops over the full logical
 // parameters in checkpoint (PyTorch) layout, written from nanoGPT's maths, not from the layers.
 #include <cmath>
 #include <cstdint>
@@ -71,7 +72,7 @@ inline double gpt_reference_loss(const ModelShape& c, const ParamMap& p, const s
     for (std::size_t i = 0; i < x.v.size(); ++i) x.v[i] += o2.v[i];
   }
   Matrix f = layernorm_ref(x, P("transformer.ln_f.weight"), P("transformer.ln_f.bias"));
-  Matrix logits = linear_pt(f, P("transformer.wte.weight"), {}, c.vocab);
+  Matrix logits = linear_pt(f, c.tied_head ? P("transformer.wte.weight") : P("lm_head.weight"), {}, c.vocab);
   double loss = 0.0;
   for (std::int64_t i = 0; i < N; ++i) {
     double mx = -1e300, sum = 0.0;

@@ -12,6 +12,8 @@ between: the first loss of one equals the other's on the same tokens, in f64 (â‰
      conversion; transformers' loss then from the bf16 weights widened to f64), and from the bare
      GPT2Model (keys without "transformer.", no lm_head) loads into `mdtp train --init-from` and
      gives transformers' loss.
+  3. An untied head both ways: GPT2LMHeadModel(tie_word_embeddings=False) -> mdtp, and
+     `mdtp train --untie-embeddings --save` -> GPT2LMHeadModel (lm_head.weight its own tensor).
 
 Needs torch and transformers (PyPI) and h5py: exit status 77 (skipped) where they are missing.
 """
@@ -131,6 +133,32 @@ def main():
         model.to(torch.bfloat16).save_pretrained(half)
         compare("save_pretrained (BF16) -> mdtp (f64)", mdtp_first_loss(args, os.path.join(half, "model.safetensors"), tmp),
                 hf_loss(model.double(), x, y), failures)
+
+        # 3. An untied head, both ways: GPT2LMHeadModel with tie_word_embeddings=False, whose
+        #    lm_head.weight is a tensor of its own, and mdtp train --untie-embeddings.
+        untied_config = GPT2Config(vocab_size=vocab, n_positions=SEQ, n_embd=48, n_layer=2, n_head=4, resid_pdrop=0.0,
+                                   embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=False)
+        untied = GPT2LMHeadModel(untied_config).double()
+        untied_dir = os.path.join(tmp, "untied")
+        untied.save_pretrained(untied_dir)
+        compare("save_pretrained, untied head -> mdtp",
+                mdtp_first_loss(args, os.path.join(untied_dir, "model.safetensors"), tmp), hf_loss(untied, x, y),
+                failures)
+        from_mdtp = os.path.join(tmp, "from-mdtp-untied")
+        subprocess.run([args.mpiexec, "-n", "2", args.mdtp, "train", "--tp-mode", "1d", "--tp", "2", "--dtype", "f64",
+                        "--layers", "2", "--hidden", "48", "--heads", "4", "--seq", str(SEQ), "--global-batch",
+                        str(BATCH), "--steps", "3", "--untie-embeddings", "--save",
+                        os.path.join(from_mdtp, "model.safetensors")], check=True, stdout=subprocess.DEVNULL)
+        model, info = GPT2LMHeadModel.from_pretrained(from_mdtp, torch_dtype=torch.float64, output_loading_info=True)
+        for kind in ("missing_keys", "unexpected_keys", "mismatched_keys"):
+            if info[kind]:
+                print(f"transformers reports {kind} loading mdtp's untied file: {info[kind]}")
+                failures.append("untied " + kind)
+        if model.config.tie_word_embeddings or torch.equal(model.lm_head.weight, model.transformer.wte.weight):
+            print("mdtp's untied file loads as a tied GPT2LMHeadModel")
+            failures.append("untied head")
+        compare("mdtp --untie-embeddings --save -> GPT2LMHeadModel",
+                mdtp_first_loss(args, os.path.join(from_mdtp, "model.safetensors"), tmp), hf_loss(model, x, y), failures)
     print(f"transformers {__import__('transformers').__version__}, torch {torch.__version__}")
     if failures:
         print("FAILED:", ", ".join(failures))

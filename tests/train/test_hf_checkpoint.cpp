@@ -190,6 +190,46 @@ TEST_CASE("mdtp train: Hugging Face safetensors checkpoints saved, loaded in oth
     CHECK(slurp(summa.save) == slurp(first.save));  // the same bytes, header included
   }
 
+  SECTION("an untied GPT-2 head: lm_head.weight as a Linear [V, H], tie_word_embeddings false, back bit for bit") {
+    TrainConfig untied = base_config();
+    untied.spec.model.tied_head = false;
+    untied.save = dir + "/untied/model.safetensors";
+    train(untied, MPI_COMM_WORLD);
+    TrainConfig untied_h5 = untied;
+    untied_h5.save = dir + "/untied.h5";
+    train(untied_h5, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    const SafetensorsFile st = SafetensorsFile::open(untied.save);
+    const auto h5 = h5_params(untied_h5.save);
+    REQUIRE(h5.count("lm_head.weight") == 1);
+    CHECK(st.entries().size() == h5.size());  // every parameter once, the head included
+    REQUIRE(st.has("lm_head.weight"));
+    CHECK(st.entry("lm_head.weight").shape == h5.at("lm_head.weight").first);  // [V, H]: a Linear, not a Conv1D
+    CHECK(st.entry("lm_head.weight").shape == h5.at("transformer.wte.weight").first);
+    CHECK(st.read("lm_head.weight") == h5.at("lm_head.weight").second);
+    CHECK(st.read("lm_head.weight") != st.read("transformer.wte.weight"));  // trained apart
+    const nlohmann::json config = nlohmann::json::parse(slurp(dir + "/untied/config.json"));
+    CHECK(config.at("tie_word_embeddings") == false);
+    // Loaded with the sizes and the untied head from config.json, under 2D, and saved again.
+    TrainConfig summa = base_config();
+    summa.steps = 0;
+    summa.spec.model = ModelShape{0, 0, 0, 0, 0};
+    summa.spec.layout.mode = TpMode::d2;
+    summa.spec.layout.tp = 4;
+    summa.init_from = untied.save;
+    summa.save = dir + "/untied-2d/model.safetensors";
+    train(summa, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(slurp(summa.save) == slurp(untied.save));
+    // The HDF5 checkpoint keeps the untie too: resumed, the same head.
+    TrainConfig resumed = summa;
+    resumed.init_from = untied_h5.save;
+    resumed.save = dir + "/untied-resumed/model.safetensors";
+    train(resumed, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(slurp(resumed.save) == slurp(untied.save));
+  }
+
   SECTION("files written by numpy, hub-style and sharded, give the first loss of mdtp's own file") {
     const std::string python = numpy_python();
     if (python.empty()) {
@@ -310,6 +350,9 @@ TEST_CASE("mdtp train: Hugging Face safetensors checkpoints saved, loaded in oth
     expect_refused("eps", with_config([](nlohmann::json& c) { c["layer_norm_epsilon"] = 1e-6; }),
                    "layer_norm_epsilon 1e-06 is not implemented");
     expect_refused("no-layers", with_config([](nlohmann::json& c) { c.erase("n_layer"); }), "no n_layer");
+    // A config that unties the head needs the head's own tensor.
+    expect_refused("untied-no-head", with_config([](nlohmann::json& c) { c["tie_word_embeddings"] = false; }),
+                   "has no tensor 'lm_head.weight' (expected shape ");
     expect_refused("sizes", with_config([](nlohmann::json& c) { c["n_layer"] = 3; }),
                    "has no tensor 'transformer.h.2.ln_1.weight'");
     expect_refused("no-config", [&](const std::string& d) {
