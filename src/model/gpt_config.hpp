@@ -10,8 +10,8 @@ namespace mdtp {
 
 // Throws an mdtp::Error naming the first value that is not positive, hidden not divisible by
 // heads, or a member of a model family this GPT-2 does not build (rmsnorm, rope, an MLP other than
-// 4·hidden, grouped-query attention; its head may be tied or untied).  Checked on every rank before anything is
-// built.
+// 4·hidden, grouped-query attention; its head may be tied or untied).  Checked on every rank
+// before anything is built.
 void validate(const ModelShape& config);
 std::string describe(const ModelShape& config);  // "vocab 65, 2 layers, 4 heads, embd 64, block 32"
 
