@@ -374,6 +374,12 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   e.time.bubble = c.spec.layout.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
   const double mb = static_cast<double>(m);
   e.time.compute = mb * (slowest->seconds() - slowest->comm());
+  for (const PassCost* pass : {&slowest->forward, &slowest->backward_input, &slowest->backward_weight}) {
+    e.compute.gemm_seconds += mb * pass->gemm_seconds;
+    e.compute.gemm_flops += mb * pass->gemm_flops;
+    e.compute.stream_seconds += mb * pass->stream_seconds;
+    e.compute.stream_bytes += mb * pass->stream_bytes;
+  }
   const double L = static_cast<double>(c.layers_per_stage());
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;

@@ -45,6 +45,16 @@ struct TimeSplit {
   double total() const { return compute + tp_comm + pp_comm + dp_comm + bubble + optimizer; }
 };
 
+// What TimeSplit::compute is made of: the slowest stage's kernels of one step (m micro-batches,
+// recomputation included) as GEMM-class kernels — the GEMMs and the attention core, timed at their
+// FLOP rate (or their roofline) — and streaming kernels timed at the HBM bandwidth, with the work
+// each does; gemm_seconds + stream_seconds = TimeSplit::compute.  Where a prediction and a
+// measurement part, this says whether the GEMM rate or the memory-bound kernels carry the step.
+struct ComputeSplit {
+  double gemm_seconds = 0.0, gemm_flops = 0.0;
+  double stream_seconds = 0.0, stream_bytes = 0.0;
+};
+
 // The logical bytes one GPU of the busiest stage moves per step on each axis, as the model counts
 // them (the buffer of every call, as the ledger counts it; `mdtp cost --step-bytes` has the exact
 // per-call plan): tensor-parallel collectives of m micro-batches, pipeline sends, receives and the
@@ -71,6 +81,7 @@ struct StepEstimate {
   double hfu = 0.0;  // (model FLOPs + the recomputed FLOPs) / (step · GPUs · peak)
   double bubble_fraction = 0.0;  // of the step
   TimeSplit time;
+  ComputeSplit compute;  // TimeSplit::compute by kernel class
   MemorySplit memory;
   double memory_capacity = 0.0;  // usable bytes per GPU
   bool fits = false;

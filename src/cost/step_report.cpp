@@ -92,6 +92,12 @@ json estimate_object(const StepEstimate& e) {
             {"dp_comm_s", t.dp_comm},
             {"bubble_s", t.bubble},
             {"optimizer_s", t.optimizer}}},
+          // time.compute_s by kernel class (not a term of the time split: its parts)
+          {"compute",
+           {{"gemm_s", e.compute.gemm_seconds},
+            {"gemm_flops", e.compute.gemm_flops},
+            {"stream_s", e.compute.stream_seconds},
+            {"stream_bytes", e.compute.stream_bytes}}},
           {"memory",
            {{"stage", m.stage},
             {"parameter_elements", m.parameter_elements},
@@ -171,6 +177,13 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
   os << fmt::format("time: compute {:.4f} s, tensor-parallel {:.4f} s, pipeline sends {:.4f} s, data-parallel {:.4f} s, "
                     "bubble {:.4f} s ({:.1f}%), optimizer {:.4f} s\n",
                     t.compute, t.tp_comm, t.pp_comm, t.dp_comm, t.bubble, 100 * e.bubble_fraction, t.optimizer);
+  const ComputeSplit& k = e.compute;
+  if (k.gemm_seconds > 0 && k.stream_seconds > 0)
+    os << fmt::format("compute (the slowest stage per step): GEMMs and attention {:.4f} s for {:.4g} TFLOP "
+                      "({:.1f} TFLOP/s; causal attention's products counted whole), streaming kernels {:.4f} s for "
+                      "{:.4g} GB ({:.0f} GB/s)\n",
+                      k.gemm_seconds, k.gemm_flops / 1e12, k.gemm_flops / k.gemm_seconds / 1e12, k.stream_seconds,
+                      k.stream_bytes / 1e9, k.stream_bytes / k.stream_seconds / 1e9);
   const MemorySplit& m = e.memory;
   // ZeRO-2/3: say how much of the gradients are full buckets held only inside the step, and at
   // stage 3 how much of the parameters are gathered buckets.

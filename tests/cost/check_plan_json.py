@@ -49,6 +49,10 @@ def check_estimate(e, where):
     split = sum(e["time"][k] for k in TIME_KEYS)
     if abs(split - e["step_s"]) > 1e-9 * e["step_s"]:
         sys.exit(f"{where}: the time split {split} does not add up to step_s {e['step_s']}")
+    k = e.get("compute", {})
+    if not all(k.get(key, 0) > 0 for key in ("gemm_s", "gemm_flops", "stream_s", "stream_bytes")) or \
+            abs(k["gemm_s"] + k["stream_s"] - e["time"]["compute_s"]) > 1e-9 * e["time"]["compute_s"]:
+        sys.exit(f"{where}: the compute split {k} does not add up to time.compute_s {e['time']['compute_s']}")
     if not 0 < e["mfu"] <= e["hfu"] <= 1:
         sys.exit(f"{where}: expected 0 < mfu <= hfu <= 1, got {e['mfu']}, {e['hfu']}")
     m = e["memory"]

@@ -219,6 +219,33 @@ TEST_CASE("the step: its split adds up, memory per GPU follows ZeRO and the sche
   CHECK_THROWS_WITH(estimate_step(bad, dgx_a100()), Catch::Contains("whole sequences"));  // b = 1 over q = 2 row blocks
 }
 
+TEST_CASE("the step's compute by kernel class: GEMM-class plus streaming kernels, the hardware count's FLOPs",
+          "[cost][step]") {
+  StepConfig c;
+  c.spec.precision = precision_for(DType::bf16);
+  c.spec.dropout = 0.1;
+  c.spec.model = ModelShape{8, 1024, 16, 512, 8192};
+  c.spec.global_batch = 16;
+  c.spec.layout.mode = TpMode::d1;
+  c.spec.layout.tp = 4;
+  c.spec.layout.dp = 2;
+  c.set_micro_batch(1);  // m = 8
+  const Cluster cluster = dgx_a100();
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    INFO("recompute " << recompute_name(r));
+    c.spec.recompute = r;
+    const StepEstimate e = estimate_step(c, cluster);
+    // The split is of compute, nothing more or less.
+    CHECK(e.compute.gemm_seconds + e.compute.stream_seconds == Approx(e.time.compute).epsilon(1e-12));
+    // Every rank runs the same shapes (V = 8192 splits evenly): one rank's GEMM-class work x tp x dp
+    // is the step's hardware FLOPs, recomputation included.
+    CHECK(e.compute.gemm_flops * 4 * 2 == Approx(hardware_flops(c.spec.model, 16, r)).epsilon(1e-9));
+    // Each class at or under its ceiling: the GEMM rate, the streaming bandwidth.
+    CHECK(e.compute.gemm_flops / e.compute.gemm_seconds < cluster.peak(DType::bf16) * cluster.gemm_efficiency);
+    CHECK(e.compute.stream_bytes / e.compute.stream_seconds <= cluster.stream_bandwidth());
+  }
+}
+
 TEST_CASE("the step: an untied head holds its own weight and sums nothing over the embedding group",
           "[cost][step][llama]") {
   StepConfig c;
