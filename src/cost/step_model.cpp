@@ -36,6 +36,12 @@ namespace {
 struct StageWork {
   PassCost forward, backward_input, backward_weight;
   double seconds() const { return forward.seconds() + backward_input.seconds() + backward_weight.seconds(); }
+  PassCost total() const {  // the three passes of one micro-batch, summed
+    PassCost t = forward;
+    t += backward_input;
+    t += backward_weight;
+    return t;
+  }
   double comm() const { return forward.comm_seconds + backward_input.comm_seconds + backward_weight.comm_seconds; }
 };
 
@@ -373,13 +379,10 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   fill.backward_input += p2p_exposed / 2;
   e.time.bubble = c.spec.layout.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
   const double mb = static_cast<double>(m);
-  e.time.compute = mb * (slowest->seconds() - slowest->comm());
-  for (const PassCost* pass : {&slowest->forward, &slowest->backward_input, &slowest->backward_weight}) {
-    e.compute.gemm_seconds += mb * pass->gemm_seconds;
-    e.compute.gemm_flops += mb * pass->gemm_flops;
-    e.compute.stream_seconds += mb * pass->stream_seconds;
-    e.compute.stream_bytes += mb * pass->stream_bytes;
-  }
+  // The slowest stage's kernels of one step, by class; compute is their sum (ComputeSplit).
+  const PassCost per_step = slowest->total().scaled(mb);
+  e.compute = {per_step.gemm_seconds, per_step.gemm_flops, per_step.stream_seconds, per_step.stream_bytes};
+  e.time.compute = per_step.compute_seconds();
   const double L = static_cast<double>(c.layers_per_stage());
   e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
   e.time.pp_comm = mb * p2p_exposed;
