@@ -164,11 +164,15 @@ def shared_links(run) -> dict:
 
 
 def analytic_step(args, mode_flags: list[str], gpus: int, pp: int, batch: int) -> dict:
-    # The simulated ranks run mdtp's engine: all-reduce by its ring (NCCL's tree is not among its
-    # collectives), 1D's backward all-reduces waited for before the weight gradient, and its own
+    # The simulated ranks run mdtp's engine: its own collectives (one ring per group, all-reduce
+    # included: NCCL's tree and channels are not among them), 1D's backward all-reduces waited for
+    # before the weight gradient, each backward's input gradient sent before its weight pass, the
+    # gradients reduced after backward below ZeRO-2 (rounds under it from ZeRO-2), and its own
     # unfused kernels (each charged).  The model prices the same.
-    command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--nccl-algo", "ring",
-               "--no-tp-backward-overlap", "--engine-kernels", *mode_flags, "--pp", str(pp),
+    dp_overlap = [] if args.zero >= 2 else ["--no-dp-overlap"]
+    command = [args.mdtp, "cost", "--cluster", args.cluster, "--gpus", str(gpus), "--own-collectives",
+               "--no-tp-backward-overlap", "--input-grad-first", *dp_overlap, "--engine-kernels", *mode_flags,
+               "--pp", str(pp),
                "--zero", str(args.zero), "--dtype", args.dtype, "--micro-batches", str(args.micro_batches),
                "--layers", str(args.layers),
                "--hidden", str(args.hidden), "--heads", str(args.heads), "--seq", str(args.seq), "--vocab",

@@ -11,6 +11,7 @@ cost::OverlapAssumptions StepAssumptions::overlap() const {
   o.tp_comm = tp_comm_overlap;
   o.param_gather = overlap_param_gather;
   o.tp_backward = !no_tp_backward_overlap;
+  o.input_gradient_first = input_grad_first;
   return o;
 }
 
@@ -26,6 +27,14 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
 cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const {
   cost::Cluster c = cost::load_cluster(cost::find_cluster(name_or_path));
   c.nccl_algorithms = cost::parse_nccl_algorithms(nccl_algo);
+  if (own_collectives) {
+    // One ring per group: where it crosses nodes, each node boundary is one GPU's NIC, not the k
+    // NICs NCCL's channels spread over.
+    require(nccl_algo == "auto" || nccl_algo == "ring", "--own-collectives runs every all-reduce as a ring; got --nccl-algo ",
+            nccl_algo);
+    c.nccl_algorithms = cost::parse_nccl_algorithms("ring");
+    c.nics_per_node = 1;
+  }
   return c;
 }
 
@@ -42,6 +51,10 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--no-tp-backward-overlap", a.no_tp_backward_overlap,
                "1D: each backward TP all-reduce (reduce-scatter under SP) waits before the weight gradient, as mdtp's "
                "engine runs it, instead of Megatron's always-on overlap with the weight-gradient GEMM");
+  app.add_flag("--input-grad-first", a.input_grad_first,
+               "pipelines: each backward sends its input gradient upstream before computing the weight gradients, "
+               "as mdtp's engine runs it (GPipe, 1F1B and interleaved then drain in (p-1)(T_F + T_B)), instead of "
+               "after them as Megatron's one autograd backward per stage does");
   app.add_flag("--overlap-param-gather", a.overlap_param_gather,
                "Megatron's --overlap-param-gather: ZeRO-1/2's parameter all-gather under the next step's first "
                "forward (needs the gradient overlap; other stages are priced without it)");
@@ -63,6 +76,10 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
           return std::string(e.what());
         }
       });
+  app.add_flag("--own-collectives", a.own_collectives,
+               "the collectives as mdtp's engine runs them over MPI (a simulated cluster): every all-reduce a ring "
+               "(--nccl-algo ring) and one ring per group, so a group crossing nodes leaves each node through one "
+               "NIC, not the k NICs NCCL's channels spread over");
   app.add_flag("--engine-kernels", a.engine_kernels,
                "the streaming kernels as mdtp's own engine launches them (each LayerNorm as five kernels, bias adds, "
                "bias-gradient sums and residual adds apart, its cross-entropy and optimizer kernels), what a "

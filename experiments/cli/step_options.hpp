@@ -18,13 +18,15 @@ struct StepAssumptions {
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
   bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false;
   bool tp_comm_overlap = false, overlap_param_gather = false, no_tp_backward_overlap = false;
+  bool input_grad_first = false;
+  bool own_collectives = false;  // mdtp's ring over MPI: ring only, one NIC per node and group
   bool engine_kernels = false;
   std::string nccl_algo = "auto";  // NCCL's all-reduce algorithms: "auto" or a list, "ring,tree" (cost::NcclAlgorithms)
 
   cost::OverlapAssumptions overlap() const;
   // The step model's configuration: the spec and these assumptions.
   cost::StepConfig step(const RunSpec& spec) const;
-  // A cluster file as these assumptions run it (`--nccl-algo`).
+  // A cluster file as these assumptions run it (`--nccl-algo`, `--own-collectives`).
   cost::Cluster cluster_at(const std::string& name_or_path) const;
 };
 

@@ -8,6 +8,7 @@
 #include "cost/engine_kernels.hpp"
 #include "cost/geometry.hpp"
 #include "cost/kernel_time.hpp"
+#include "cost/summa_pipeline.hpp"
 #include "mesh/topology.hpp"
 #include "spec/names.hpp"
 
@@ -133,6 +134,12 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   add_plan(block, out.block_grad_sync, attention_w, topology, time_model);
   add_plan(block, out.block_grad_sync, mlp_w, topology, time_model);
   for (int i = 0; i < 2; ++i) add_plan(block, out.block_grad_sync, ln_w, topology, time_model);
+  // What SUMMA's own GEMMs hide of the collectives just listed (2D, 2.5D; summa_pipeline.hpp).
+  for (const Geometry* g : {&attention, &mlp}) {
+    const SummaHidden hidden = summa_hidden_seconds(*g, time_model, cluster);
+    block.forward.comm_seconds -= hidden.forward;
+    block.backward_input.comm_seconds -= hidden.backward_input;
+  }
   // Copies of a key/value head (model/attention.hpp): the attention weight's copied K/V columns,
   // rows × 2·d, all-reduced over tp.kv once per step.
   if (const std::int64_t elements = copied_kv_elements(attention, model.hidden / model.heads); elements > 0)

@@ -123,6 +123,10 @@ std::string describe(const StepConfig& c) {
   if (c.spec.zero.reduce_per_micro_batch) os << " reduce-per-micro-batch";
   if (c.spec.zero.keep_parameters) os << " keep-params";
   os << " recompute=" << recompute_name(c.spec.recompute) << " " << dtype_name(c.dtype());
+  // The head's tie only where it departs from the family's own (gpt2 tied, llama untied): it moves
+  // the parameter count, the head's gradient and, across stages, the tied copy's all-reduce.
+  const bool family_ties = c.spec.model.family == ModelFamily::gpt2;
+  if (c.spec.model.tied_head != family_ties) os << (c.spec.model.tied_head ? " tied-head" : " untied-head");
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
   if (c.cross_entropy_fusion) os << " fused-cross-entropy";

@@ -59,6 +59,12 @@ struct OverlapAssumptions {
   // pass runs with the backward (GPipe, 1F1B, interleaved; the zero-bubble and DualPipe schedules
   // defer it).  false: each waits before the weight gradient (mdtp's engine, Megatron-LM of 2021).
   bool tp_backward = true;
+  // A pipeline stage's backward sends its input gradient upstream as soon as the backward-input
+  // pass has made it, then computes the weight gradients (mdtp's engine, pipeline/executor.cpp), so
+  // the fill and drain of GPipe, 1F1B and interleaved 1F1B hold (p−1)(T_F + T_B), not
+  // (p−1)(T_F + T_B + T_W).  false: the input gradient leaves after the whole backward, weight
+  // gradients included (Megatron-LM: one autograd backward per stage).
+  bool input_gradient_first = false;
 };
 
 // The run spec (model, batch, layout and schedule, ZeRO, recomputation, precision, dropout) plus

@@ -86,6 +86,9 @@ mdtp_cli_bad(bad_bytes calibrate "--max-bytes: needs a positive byte count like 
 mdtp_cli_bad(bad_choice train "--optimizer: expected one of sgd, adamw; got 'adam'" train --optimizer adam)
 mdtp_cli_bad(negative_seed train "--seed: needs a whole number >= 0; got '-3'" train --seed -3)
 mdtp_cli_bad(bad_nccl_algo cost "--nccl-algo: unknown NCCL algorithm 'collnet' in 'ring,collnet'; expected auto or a comma list of ring, tree, nvls, nvlstree" cost --nccl-algo ring,collnet)
+mdtp_cli_bad(own_collectives_tree cost "--own-collectives runs every all-reduce as a ring; got --nccl-algo ring,tree"
+             cost --own-collectives --nccl-algo ring,tree --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 64
+             --global-batch 8)
 mdtp_cli_bad(missing_value mesh "--tp: needs a value" mesh --world 4 --tp)
 mdtp_cli_bad(missing_required mesh "--world is required" mesh --tp 2)
 mdtp_cli_bad(positional smoke "unexpected argument 'now'" smoke now)
