@@ -19,7 +19,7 @@ class Planner {
 
   void call(const std::string& phase, const std::string& group, CollectiveOp op, std::int64_t elements,
             DType dtype) {
-    out_.push_back(PlannedCall{phase, group, op, g_.group_size(group), elements, dtype});
+    out_.push_back(PlannedCall{phase, group, op, g_.group_size(group), elements, dtype, weight_pass_});
   }
   bool alone(const std::string& group) const { return g_.group_size(group) == 1; }
 
@@ -99,16 +99,20 @@ class Planner {
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;
+        weight_pass_ = true;
         // dW += summa_tn(X, dY): its partial sums are gradient sums, in the gradients' dtype.
         summa_reduce_product("tp.row", s.x.numel(), "tp.col", s.w.numel(), g_.workload().gradient_dtype());
+        weight_pass_ = false;
         return;
       case LinearKind::cube_3d: {
         if (alone("tp.weight")) return;
         const std::int64_t q2 = static_cast<std::int64_t>(g_.q()) * g_.q();
+        weight_pass_ = true;
         if (!g_.keep_gathered_3d())
           call(phase::backward, s.input_group, CollectiveOp::all_gather, B * K / q2, dt);  // X again
         call(phase::backward, "tp.weight", CollectiveOp::reduce_scatter, K * N / q2,
              g_.workload().gradient_dtype());  // dW, a gradient sum
+        weight_pass_ = false;
         return;
       }
     }
@@ -154,6 +158,7 @@ class Planner {
  private:
   const Geometry& g_;
   std::vector<PlannedCall>& out_;
+  bool weight_pass_ = false;  // the calls being listed belong to the weight pass
 };
 
 }  // namespace

@@ -50,6 +50,10 @@ struct PlannedCall {
   int group_size = 1;
   std::int64_t elements = 0;  // of the logical buffer (see comm/ledger.hpp)
   DType dtype = DType::f32;
+  // Issued by the weight pass W (SUMMA's dW product, 3D's dW reduce-scatter), which the engine
+  // can run apart from the backward-input pass; the ledger records it under phase "backward"
+  // all the same.  1d-sp's re-gather of X stays with B (layer_costs.hpp).
+  bool weight_pass = false;
 };
 
 // What runs in one step of an experiment.

@@ -56,7 +56,7 @@ void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topo
 namespace {
 
 Workload unit_workload(const std::string& layer, const ModelShape& model, TpMode mode, int tp, int depth,
-                       std::int64_t micro_batch, DType dtype, int gpus_per_node) {
+                       std::int64_t micro_batch, DType dtype, std::optional<DType> grad_dtype, int gpus_per_node) {
   Workload w;
   w.mode = mode;
   w.mesh.world = tp;
@@ -72,6 +72,7 @@ Workload unit_workload(const std::string& layer, const ModelShape& model, TpMode
   w.block = block_widths(model, head_split);
   w.mesh.kv_copies = kv_copies_for(model.kv(), head_split);
   w.dtype = dtype;
+  w.grad_dtype = grad_dtype;
   return w;
 }
 
@@ -84,19 +85,20 @@ void add_gemms(UnitCosts& unit, const std::vector<PlannedGemm>& gemms, DType dty
   }
 }
 
-// The collectives of plan_step sorted into F and B (the weight pass's few calls — 1d-sp's
-// re-gather, SUMMA's dW product, 3D's dW reduce-scatter — are charged to B: conservative for
-// ZB-H1, whose bubble grows with T_B) and the once-per-step gradient sums.
+// The collectives of plan_step sorted into F, B and W (the weight pass's: SUMMA's dW product and
+// 3D's dW reduce-scatter, where the engine issues them; 1d-sp's re-gather of X stays in B, where
+// Megatron starts it, under the dX GEMM) and the once-per-step gradient sums.
 void add_plan(UnitCosts& unit, std::vector<PlannedCall>& grad_sync, const Workload& w, const Topology& topology,
               const TimeModel& model) {
-  std::vector<PlannedCall> forward, backward;
+  std::vector<PlannedCall> forward, backward, weight;
   for (const auto& call : plan_step(w)) {
     if (call.phase == phase::forward) forward.push_back(call);
-    else if (call.phase == phase::backward) backward.push_back(call);
+    else if (call.phase == phase::backward) (call.weight_pass ? weight : backward).push_back(call);
     else grad_sync.push_back(call);
   }
   add_calls(unit.forward, forward, topology, model);
   add_calls(unit.backward_input, backward, topology, model);
+  add_calls(unit.backward_weight, weight, topology, model);
 }
 
 double sum_params(const Geometry& g) {
@@ -118,10 +120,11 @@ double sum_depth_replica_params(const Geometry& g) {
 }  // namespace
 
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster, bool streaming_attention, bool engine_kernels) {
+                       bool dropout, const Cluster& cluster, bool streaming_attention, bool engine_kernels,
+                       std::optional<DType> grad_dtype) {
   const TimeModel time_model = cluster_time_model(cluster);
   auto workload = [&](const char* layer) {
-    return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, cluster.gpus_per_node);
+    return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, grad_dtype, cluster.gpus_per_node);
   };
   const Workload attention_w = workload("attention"), mlp_w = workload("mlp"), ln_w = workload("layernorm");
   const Geometry attention(attention_w), mlp(mlp_w), ln(ln_w);
@@ -139,6 +142,7 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
     const SummaHidden hidden = summa_hidden_seconds(*g, time_model, cluster);
     block.forward.comm_seconds -= hidden.forward;
     block.backward_input.comm_seconds -= hidden.backward_input;
+    block.backward_weight.comm_seconds -= hidden.backward_weight;
   }
   // Copies of a key/value head (model/attention.hpp): the attention weight's copied K/V columns,
   // rows × 2·d, all-reduced over tp.kv once per step.

@@ -38,6 +38,7 @@
 //                is the 5as/h part (softmax output, its dropout mask and output) that selective
 //                recomputation drops; `input` the block input full recomputation keeps
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "cost/cluster.hpp"
@@ -95,9 +96,10 @@ struct LayerCosts {
 // instead of batched GEMMs around a materialised softmax.  engine_kernels: the streaming kernels of
 // the block and the vocabulary units as mdtp's engine launches them (engine_kernels.hpp) instead of
 // Megatron-LM's fused list.
+// grad_dtype: the gradients' (the weight pass's SUMMA partial sums travel in it); dtype if absent.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
                        bool dropout, const Cluster& cluster, bool streaming_attention = false,
-                       bool engine_kernels = false);
+                       bool engine_kernels = false, std::optional<DType> grad_dtype = std::nullopt);
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
 struct VocabCosts {

@@ -188,7 +188,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         if (fresh) {
           try {
             slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster,
-                                       !r.attention_keeps_probabilities);
+                                       !r.attention_keeps_probabilities, false, base.spec.precision.grad_reduce);
           } catch (const Error&) {
             ++result.refused;  // a shape this mode's layouts cannot hold
           }

@@ -56,7 +56,7 @@ SummaHidden summa_hidden_seconds(const Geometry& g, const TimeModel& model, cons
                                         call_seconds("tp.row", CollectiveOp::reduce, s.x.numel(), dt),
                                         gemm_kernel_seconds(s.x.rows, s.w.rows, s.w.cols, dt, cluster)});
     // dW += Xᵀ·dY: X's block along the row, dW's partial (a gradient sum) along the column.
-    hidden.backward_input += hidden_by({call_seconds("tp.row", CollectiveOp::broadcast, s.x.numel(), dt),
+    hidden.backward_weight += hidden_by({call_seconds("tp.row", CollectiveOp::broadcast, s.x.numel(), dt),
                                         call_seconds("tp.col", CollectiveOp::reduce, s.w.numel(), w.gradient_dtype()),
                                         gemm_kernel_seconds(s.w.rows, s.w.cols, s.x.rows, dt, cluster)});
   }

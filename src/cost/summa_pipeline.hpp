@@ -23,11 +23,10 @@ struct SummaStep {
 double summa_product_seconds(int q, const SummaStep& step);
 
 // Per pass, the seconds of a Geometry's SUMMA collectives that their own products' GEMMs hide: the
-// forward's C = A·B, and under backward-input dX = dY·Wᵀ and also dW += Xᵀ·dY (whose collectives
-// plan_step's pass split charges to B; layer_costs.cpp).  Zero for every other kind of Linear and
-// for a grid of one.
+// forward's C = A·B, the backward-input pass's dX = dY·Wᵀ, the weight pass's dW += Xᵀ·dY.  Zero for
+// every other kind of Linear and for a grid of one.
 struct SummaHidden {
-  double forward = 0.0, backward_input = 0.0;
+  double forward = 0.0, backward_input = 0.0, backward_weight = 0.0;
 };
 SummaHidden summa_hidden_seconds(const Geometry& g, const TimeModel& model, const Cluster& cluster);
 

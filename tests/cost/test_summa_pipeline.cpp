@@ -72,16 +72,21 @@ TEST_CASE("SUMMA's GEMMs hide part of 2D's and 2.5D's collectives; 1D and 3D hav
       CAPTURE(layer);
       const Geometry g(block_workload(layer, mode, tp, depth));
       const SummaHidden hidden = summa_hidden_seconds(g, model, cluster);
-      // What plan_step lists for the product, one call after another.
-      double forward = 0.0, backward = 0.0;
-      for (const PlannedCall& call : plan_step(g.workload()))
-        (call.phase == "forward" ? forward : backward) += call.phase == "grad_sync" ? 0.0 : predict_call(call, g.topology(), model).seconds;
+      // What plan_step lists for each pass's products, one call after another.
+      double forward = 0.0, backward = 0.0, weight = 0.0;
+      for (const PlannedCall& call : plan_step(g.workload())) {
+        if (call.phase == "grad_sync") continue;
+        (call.phase == "forward" ? forward : call.weight_pass ? weight : backward) +=
+            predict_call(call, g.topology(), model).seconds;
+      }
       CHECK(hidden.forward > 0.0);
       CHECK(hidden.backward_input > 0.0);
+      CHECK(hidden.backward_weight > 0.0);
       // At most all but each product's first broadcast (and last reduce): (q−1)/q of the listed.
       const double share = (g.q() - 1.0) / g.q();
       CHECK(hidden.forward <= share * forward + 1e-15);
       CHECK(hidden.backward_input <= share * backward + 1e-15);
+      CHECK(hidden.backward_weight <= share * weight + 1e-15);
     }
   }
   for (auto [mode, tp] : {std::pair{TpMode::d1, 8}, std::pair{TpMode::d1_sp, 8}, std::pair{TpMode::d3, 8}}) {
@@ -89,19 +94,29 @@ TEST_CASE("SUMMA's GEMMs hide part of 2D's and 2.5D's collectives; 1D and 3D hav
     const SummaHidden hidden = summa_hidden_seconds(Geometry(block_workload("mlp", mode, tp, 1)), model, cluster);
     CHECK(hidden.forward == 0.0);
     CHECK(hidden.backward_input == 0.0);
+    CHECK(hidden.backward_weight == 0.0);
   }
-  // The block's costs carry the difference: 2D's forward collectives are the listed less the hidden.
+  // The block's costs carry the difference, pass by pass: the listed less the hidden; the weight
+  // pass holds the dW products' collectives (2D and 3D), 1D's weight pass none.
   const ModelShape shape{8, 4096, 32, 2048, 51200};
-  const LayerCosts costs = layer_costs(shape, TpMode::d2, 4, 1, 4, DType::bf16, false, cluster);
-  double listed = 0.0, hidden = 0.0;
+  const LayerCosts costs = layer_costs(shape, TpMode::d2, 4, 1, 4, DType::bf16, false, cluster, false, false, DType::f32);
+  double listed_f = 0.0, listed_w = 0.0, hidden_f = 0.0, hidden_w = 0.0;
   for (const char* layer : {"attention", "mlp", "layernorm", "layernorm"}) {
     Workload w = block_workload(layer, TpMode::d2, 4, 1);
     const Geometry g(w);
-    for (const PlannedCall& call : plan_step(w))
-      if (call.phase == "forward") listed += predict_call(call, g.topology(), model).seconds;
-    if (std::string(layer) != "layernorm") hidden += summa_hidden_seconds(g, model, cluster).forward;
+    for (const PlannedCall& call : plan_step(w)) {
+      if (call.phase == "forward") listed_f += predict_call(call, g.topology(), model).seconds;
+      if (call.weight_pass) listed_w += predict_call(call, g.topology(), model).seconds;
+    }
+    if (std::string(layer) != "layernorm") {
+      hidden_f += summa_hidden_seconds(g, model, cluster).forward;
+      hidden_w += summa_hidden_seconds(g, model, cluster).backward_weight;
+    }
   }
-  CHECK(costs.block.forward.comm_seconds == Approx(listed - hidden).epsilon(1e-9));
+  CHECK(costs.block.forward.comm_seconds == Approx(listed_f - hidden_f).epsilon(1e-9));
+  CHECK(costs.block.backward_weight.comm_seconds == Approx(listed_w - hidden_w).epsilon(1e-9));
+  CHECK(layer_costs(shape, TpMode::d3, 8, 1, 4, DType::bf16, false, cluster).block.backward_weight.comm_seconds > 0.0);
+  CHECK(layer_costs(shape, TpMode::d1_sp, 8, 1, 1, DType::bf16, false, cluster).block.backward_weight.comm_seconds == 0.0);
 }
 
 TEST_CASE("the input gradient sent before the weight pass: GPipe and 1F1B drain in (p-1)(T_F + T_B)",
