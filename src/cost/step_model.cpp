@@ -377,12 +377,10 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   StageTimes fill = mean;
   fill.forward += p2p_exposed / 2;
   fill.backward_input += p2p_exposed / 2;
-  // The input gradient sent before the weight pass (OverlapAssumptions): the drain waits for each
-  // stage's backward-input pass only.  ZB-H1 and the simulated schedules place W themselves.
-  const ScheduleKind kind = c.spec.layout.schedule;
-  if (c.overlap.input_gradient_first &&
-      (kind == ScheduleKind::gpipe || kind == ScheduleKind::one_f_one_b || kind == ScheduleKind::interleaved))
-    fill.backward_weight = 0.0;
+  // The input gradient sent before the weight pass (OverlapAssumptions): where W runs right after
+  // B (GPipe, 1F1B, interleaved), the drain waits for each stage's backward-input pass only.  ZB-H1
+  // and the simulated schedules place W themselves.
+  if (c.overlap.input_gradient_first && weight_pass_with_backward(c)) fill.backward_weight = 0.0;
   e.time.bubble = c.spec.layout.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
   const double mb = static_cast<double>(m);
   // The slowest stage's kernels of one step, by class; compute is their sum (ComputeSplit).

@@ -45,7 +45,7 @@ SummaHidden summa_hidden_seconds(const Geometry& g, const TimeModel& model, cons
     return listed - (summa_product_seconds(q, step) - q * step.gemm);
   };
   for (const LinearShape& s : g.linears()) {
-    if (s.kind != LinearKind::summa || g.group_size("tp.row") == 1) continue;
+    if (s.kind != LinearKind::summa) continue;  // a SUMMA grid's rows hold q ≥ 2 ranks (above)
     const DType dt = w.dtype;
     // C = A·B: X's block along the row, W's along the column (cost_model.cpp, summa_nn).
     hidden.forward += hidden_by({call_seconds("tp.row", CollectiveOp::broadcast, s.x.numel(), dt) +
