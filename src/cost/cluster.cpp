@@ -68,6 +68,15 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   }
   c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
   c.sm_count = gpu.has("sm_count") ? static_cast<int>(gpu.integer("sm_count", 1, 100000)) : 0;
+  if (gpu.has("gemm_reference_shape")) {
+    const auto& shape = gpu.field("gemm_reference_shape");
+    require(shape.is_array() && shape.size() == 3, "cluster file ", where,
+            ": field 'gpu.gemm_reference_shape' must be [m, n, k], three positive integers; got ", shape.dump());
+    const std::string name = gpu.name("gemm_reference_shape");
+    c.gemm_reference_shape = GemmShape{gpu.integer_of(shape[0], name + "[0]", 1, 1LL << 40),
+                                       gpu.integer_of(shape[1], name + "[1]", 1, 1LL << 40),
+                                       gpu.integer_of(shape[2], name + "[2]", 1, 1LL << 40)};
+  }
   c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.number("kernel_overhead", -1.0, 1e-3) : 0.0;
   c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
   c.attention_backward_efficiency =
@@ -182,6 +191,9 @@ std::string cluster_json(const Cluster& c) {
                     {"links", links}};
   // The tile model and the overhead only where known (a calibrated cluster has neither).
   if (c.sm_count > 0) doc["gpu"]["sm_count"] = c.sm_count;
+  if (c.gemm_reference_shape)
+    doc["gpu"]["gemm_reference_shape"] = {c.gemm_reference_shape->m, c.gemm_reference_shape->n,
+                                          c.gemm_reference_shape->k};
   if (c.kernel_overhead > 0) doc["gpu"]["kernel_overhead"] = c.kernel_overhead;
   if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
   if (c.attention_backward_efficiency > 0)

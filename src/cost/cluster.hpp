@@ -6,6 +6,10 @@
 //   gpu.peak_flops {dtype: flop/s}   dense tensor-core peak per data type
 //   gpu.gemm_efficiency              the fraction of that peak the best-shaped large GEMM reaches in
 //                                    a microbenchmark (kernel_time.hpp adds tile and wave losses)
+//   gpu.gemm_reference_shape (opt.)  [m, n, k] of that best shape: the tile model's main-loop rate
+//                                    is set so that this shape, its waves' output writes included,
+//                                    runs at gemm_efficiency; absent: gemm_efficiency is the main
+//                                    loop's own rate
 //   gpu.sm_count (optional)          streaming multiprocessors: the GEMM's waves; absent (0): the
 //                                    roofline alone at gemm_efficiency
 //   gpu.kernel_overhead (optional)   seconds each kernel adds beyond its work (launch, ramp, tail)
@@ -29,6 +33,7 @@
 //
 // The JSON format is in docs/performance-model.md ("Adding a cluster").  Loading refuses, in one
 // line naming the file and the field, a missing field, a wrong type or a value out of range.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,6 +57,11 @@ struct ClusterNvls {
   std::string source;
 };
 
+// The [m, k]·[k, n] shape a GEMM microbenchmark measured its rate at.
+struct GemmShape {
+  std::int64_t m = 0, n = 0, k = 0;
+};
+
 struct Cluster {
   std::string name, description, source;
   std::string path;  // the file it was read from ("" when built in memory)
@@ -62,6 +72,7 @@ struct Cluster {
   std::string gpu_name;
   std::map<DType, double> peak_flops;  // flop/s
   double gemm_efficiency = 1.0;
+  std::optional<GemmShape> gemm_reference_shape;  // absent: gemm_efficiency is the main loop's rate
   int sm_count = 0;              // 0: no tile/wave model (calibrated or host clusters)
   double kernel_overhead = 0.0;  // s per kernel
   double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)

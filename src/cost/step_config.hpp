@@ -77,7 +77,8 @@ struct StepConfig {
   bool attention_keeps_probabilities = true;
   // Megatron's --gradient-accumulation-fusion (on by default; --no-gradient-accumulation-fusion):
   // each micro-batch's weight-gradient GEMM adds into the gradient buffer in its epilogue
-  // (C = XᵀdY + C), whose extra traffic sits under the GEMM's compute.  false: the GEMM writes
+  // (C = XᵀdY + C), which reads and writes the buffer (2g per element) after each wave's main loop
+  // where a plain GEMM writes dW (δ); mdtp's engine accumulates the same way.  false: the GEMM writes
   // dW and a separate kernel per parameter adds it into the buffer, reading dW (δ) and reading
   // and writing the buffer (g) per element and micro-batch (Megatron-LM 2021's main_grad hook).
   bool gradient_accumulation_fusion = true;

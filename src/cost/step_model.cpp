@@ -103,12 +103,20 @@ StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, co
     w.backward_input.stream_bytes += backward;
     w.backward_input.stream_seconds += stream_seconds(backward, cluster, 1);
   }
-  if (!c.gradient_accumulation_fusion) {
+  double params = costs.block_params * L;
+  if (c.holds_embedding(stage)) params += costs.embedding_params * share;
+  if (c.holds_head(stage)) params += costs.head_params * share;
+  const double delta = static_cast<double>(dtype_size(c.dtype())), g = static_cast<double>(dtype_size(c.grad_dtype()));
+  if (c.gradient_accumulation_fusion) {
+    // The weight-gradient GEMMs add into the buffer in their epilogues (StepConfig), which read and
+    // write it in the gradients' dtype where layer_costs priced a write of dW: 2g − δ more bytes per
+    // element, as the epilogue runs after each wave's main loop (kernel_time.hpp).
+    const double bytes = params * (2.0 * g - delta);
+    w.backward_weight.stream_bytes += bytes;
+    w.backward_weight.stream_seconds += stream_seconds(bytes, cluster, 0);
+  } else {
     // The separate accumulation kernels (StepConfig): dW read, the buffer read and written.
-    double params = costs.block_params * L;
-    if (c.holds_embedding(stage)) params += costs.embedding_params * share;
-    if (c.holds_head(stage)) params += costs.head_params * share;
-    const double bytes = params * static_cast<double>(dtype_size(c.dtype()) + 2 * dtype_size(c.grad_dtype()));
+    const double bytes = params * (delta + 2.0 * g);
     const int kernels = static_cast<int>(std::lround(costs.block_param_tensors * L)) + 2;
     w.backward_weight.stream_bytes += bytes;
     w.backward_weight.stream_seconds += stream_seconds(bytes, cluster, kernels);

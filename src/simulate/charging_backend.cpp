@@ -58,8 +58,12 @@ void ChargingBackend::do_gemm(bool transpose_a, bool transpose_b, double alpha, 
                               double beta, Tensor& c) const {
   const std::int64_t m = c.rows(), n = c.cols(), k = transpose_a ? a.rows() : a.cols();
   (void)transpose_b;
-  const double bytes = static_cast<double>(m * k + k * n + m * n) * static_cast<double>(dtype_size(a.dtype()));
-  charge_("gemm", bytes, cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_));
+  // The epilogue writes C in its own dtype (f32 weight gradients under bf16) and, accumulating
+  // (beta != 0: a weight gradient added into its buffer), reads it first.
+  const double output_bytes = cost::epilogue_bytes(c.dtype(), beta != 0.0);
+  const double bytes = static_cast<double>(m * k + k * n) * static_cast<double>(dtype_size(a.dtype())) +
+                       static_cast<double>(m * n) * output_bytes;
+  charge_("gemm", bytes, cost::gemm_kernel_seconds(m, n, k, a.dtype(), cluster_, 1, output_bytes));
   if (c.holds_values()) inner_->gemm(transpose_a, transpose_b, alpha, a, b, beta, c);
 }
 void ChargingBackend::do_axpy(double alpha, const Tensor& x, Tensor& y) const {
