@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/data_files.hpp"
 #include "cost/json_fields.hpp"
+#include "cost/kernel_time.hpp"
 
 namespace mdtp::cost {
 
@@ -99,6 +100,15 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   if (const JsonFields intra = links.object("intra_node"); intra.has("nvls")) {
     const JsonFields nvls = intra.object("nvls");
     c.nvls = ClusterNvls{{nvls.number("alpha", 0.0, 1.0), nvls.number("bandwidth", 0.0, 1e15)}, nvls.text("source")};
+  }
+  // The reference shape must leave its main loops time to run: checked here, once, where the file
+  // can be named, rather than at the first GEMM priced on it.
+  if (c.gemm_reference_shape && c.sm_count > 0) {
+    try {
+      (void)gemm_mainloop_rate(c.peak_flops.begin()->first, c);
+    } catch (const Error& e) {
+      throw_error("cluster file ", where, ": field 'gpu.gemm_reference_shape' does not fit gemm_efficiency: ", e.what());
+    }
   }
   return c;
 }

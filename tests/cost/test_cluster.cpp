@@ -97,6 +97,9 @@ TEST_CASE("a broken cluster file is refused in one line naming the file and the 
                     Catch::Contains("'gpu.gemm_reference_shape' must be [m, n, k]"));
   CHECK_THROWS_WITH(parse_edited("[1024, 10240, 5120]", "[1024, 10240, 0]"),
                     Catch::Contains("'gpu.gemm_reference_shape[2]' must be a whole number"));
+  // A shape whose one tile's output alone takes longer to write than the whole GEMM's measured time.
+  CHECK_THROWS_WITH(parse_edited("[1024, 10240, 5120]", "[1, 1, 1]"),
+                    Catch::Contains("edited.json") && Catch::Contains("'gpu.gemm_reference_shape' does not fit"));
   CHECK_THROWS_WITH(parse_edited("\"sm_count\": 108", "\"sm_count\": 0"),
                     Catch::Contains("'gpu.sm_count' must be a whole number in [1, 100000]"));
   CHECK_THROWS_WITH(parse_edited("\"kernel_overhead\": 2e-6", "\"kernel_overhead\": -2e-6"),
