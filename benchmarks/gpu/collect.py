@@ -75,6 +75,20 @@ def main():
         for name, lines in gpt:
             md += [f"**{name}**", "", "```"] + lines[-8:] + ["```", ""]
 
+    kernels = {}
+    for name in sorted(log):
+        if name.startswith("kernels_"):
+            rows = [(m[1].strip(), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])) for m in re.finditer(
+                r"^(\S.*?\])\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", log[name], re.M)]
+            rows += [(m[1].strip(), float(m[2]), float(m[3]), float(m[4]), float(m[5]), float(m[6])) for m in re.finditer(
+                r"^(adamw \d+ params)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", log[name], re.M)]
+            if rows:
+                kernels[name] = rows
+    for name, rows in kernels.items():
+        md += ["", f"## {name}: streaming kernels against a device copy of the same bytes", "",
+               "| op | MB | ms | GB/s | copy GB/s | ratio |", "|---|---|---|---|---|---|"]
+        md += [f"| {r[0]} | {r[1]:.1f} | {r[2]:.4f} | {r[3]:.0f} | {r[4]:.0f} | {r[5]:.3f} |" for r in rows]
+
     with open(os.path.join(a.out, "summary.md"), "w") as f:
         f.write("\n".join(md) + "\n")
 
@@ -105,6 +119,14 @@ def main():
             if m:
                 gp.attrs["ms_per_step"], gp.attrs["model_tflops"] = float(m[1]), float(m[2])
                 gp.attrs["mfu_percent"], gp.attrs["peak_tflops"] = float(m[3]), float(m[4])
+        for name, rows in kernels.items():
+            gk = h.create_group(f"kernels/{name}")
+            gk.create_dataset("op", data=np.array([r[0] for r in rows], dtype="S64"))
+            gk.create_dataset("megabytes", data=np.array([r[1] for r in rows]))
+            gk.create_dataset("ms", data=np.array([r[2] for r in rows]))
+            gk.create_dataset("gb_per_s", data=np.array([r[3] for r in rows]))
+            gk.create_dataset("copy_gb_per_s", data=np.array([r[4] for r in rows]))
+            gk.create_dataset("ratio_to_copy", data=np.array([r[5] for r in rows]))
         h.attrs["ctest"] = "\n".join(l for l in ctest.splitlines() if "Test" in l or "tests" in l)
         h.attrs["train_parity"] = "\n".join(parity)
     print(f"collect.py: wrote {a.out}/summary.md and {a.out}/gpu_results.h5")

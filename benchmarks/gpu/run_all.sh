@@ -11,7 +11,9 @@
 #   --arch ARCH       CMAKE_CUDA_ARCHITECTURES when building (default: native)
 #   --only A,B,...    run only these stages (names as in the stage table: facts, gemm_bf16, gemm_f32,
 #                     gpt_medium_tf32, gpt_medium_bf16, torch_gpt_medium_bf16,
-#                     torch_gpt_medium_bf16_sdpa, gpt_xl_bf16, gpt_small_f32, train_parity,
+#                     torch_gpt_medium_bf16_sdpa, gpt_xl_bf16, gpt_2p7b_bf16, gpt_h4096_bf16,
+#                     torch_gpt_2p7b_bf16, torch_gpt_h4096_bf16, kernels_medium_bf16,
+#                     kernels_h4096_bf16, gpt_small_f32, train_parity,
 #                     train_cuda_timed, train_cuda_timed_bf16, ctest_gpu, kernel_profile,
 #                     gemm_sweep_bf16, gemm_tf32, gpt_xl_tf32)
 #   --ctest-exclude R leave the tests matching the regex R out of ctest_gpu (those an earlier call ran)
@@ -157,34 +159,17 @@ facts() {
 export -f facts
 stage facts 30 facts
 
-# ---- GEMM through CudaBackend against bare cuBLAS -----------------------------------------------
-# Square 8192^3 (the peak), and the GEMMs of a GPT-2 XL-like block at 8 x 1024 tokens.
-gemm_shapes=(--shape 8192x8192x8192 --shape 8192x4800x1600 --shape 8192x1600x6400 --shape 8192x6400x1600
-             --shape 1600x1600x8192)
-stage gemm_bf16 60 "$tests/bench_gemm_cuda" --dtype bf16 --iters 30 "${gemm_shapes[@]}"
-stage gemm_f32 90 "$tests/bench_gemm_cuda" --dtype f32 --iters 10 "${gemm_shapes[@]}"
+# ---- the GPU tests first: they hold every kernel to the host (gpu_tp_layers_np1 alone takes about
+# 150 s: 42 meshes of NCCL communicators).  ctest's gpu_train_parity is the train_parity stage's
+# script on the same programs: left out here when that stage runs below.
+if [ -z "$only" ] || [[ "$only" == *",train_parity,"* ]]; then
+  ctest_exclude="^gpu_train_parity\$${ctest_exclude:+|$ctest_exclude}"
+  say "ctest_gpu: gpu_train_parity left out, the train_parity stage runs it"
+fi
+ctest_skip=()
+[ -n "$ctest_exclude" ] && ctest_skip=(-E "$ctest_exclude")
+stage ctest_gpu 300 ctest --test-dir "$build_dir" -L gpu "${ctest_skip[@]}" --output-on-failure --timeout 240
 
-
-# ---- GPT training steps on one GPU: MFU ---------------------------------------------------------
-# GPT-2 medium and XL shapes at 8 x 1024 tokens (TF32 tensor cores: the model trains in f32
-# storage; bf16 training needs the mixed-precision issue).  The peak is the SKU's dense TF32
-# data-sheet figure and, beside it, the measured 8192^3 GEMM.
-stage gpt_medium_tf32 90 "$tests/bench_gpt_cuda" --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 \
-  --dtype tf32 --warmup 2 --reps 5
-# Mixed precision (bf16 parameters and activations, f32 gradients and master weights): MFU against
-# the bf16 peak, the figure the GPU issue asks for (>= 35 % of 989 TFLOP/s dense on an H100 SXM).
-stage gpt_medium_bf16 90 "$tests/bench_gpt_cuda" --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 \
-  --dtype bf16 --warmup 2 --reps 5
-# The same model in PyTorch on the same GPU (the peer): bf16 autocast, AdamW, with attention written
-# out as mdtp computes it (T x T scores) and with PyTorch's fused scaled_dot_product_attention.
-stage torch_gpt_medium_bf16 60 "$python" "$repo/benchmarks/torch_gpt.py" --device cuda --dtype bf16 \
-  --attention explicit --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 --vocab 50304 --steps 6
-stage torch_gpt_medium_bf16_sdpa 60 "$python" "$repo/benchmarks/torch_gpt.py" --device cuda --dtype bf16 \
-  --attention sdpa --layers 24 --embd 1024 --heads 16 --seq 1024 --batch 8 --vocab 50304 --steps 6
-stage gpt_xl_bf16 120 "$tests/bench_gpt_cuda" --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 8 \
-  --dtype bf16 --warmup 1 --reps 3
-stage gpt_small_f32 90 "$tests/bench_gpt_cuda" --layers 12 --embd 768 --heads 12 --seq 1024 --batch 8 \
-  --dtype f32 --warmup 1 --reps 3
 # ---- mdtp train on the device against the host run of the same spec ------------------------------
 # Every TP mode, ZeRO 1-3, offload, pipelines and a resumed checkpoint (tests/gpu/train_parity.sh,
 # also the ctest entry gpu_train_parity).
@@ -205,15 +190,54 @@ stage train_cuda_timed 60 "$mpiexec" -n 1 "$mdtp" train --device cuda --data "$w
 stage train_cuda_timed_bf16 90 "$mpiexec" -n 1 "$mdtp" train --device cuda --data "$work/tokens.h5" --layers 24 \
   --hidden 1024 --heads 16 --seq 1024 --global-batch 8 --dtype bf16 --steps 5 --out "$work/train-timed-bf16.h5"
 
-# ---- the GPU tests (gpu_tp_layers_np1 alone takes about 150 s: 42 meshes of NCCL communicators) --
-# ctest's gpu_train_parity is the train_parity stage's script on the same programs: run once.
-if grep -qP '^train_parity\tpass\t' "$stages"; then
-  ctest_exclude="^gpu_train_parity\$${ctest_exclude:+|$ctest_exclude}"
-  say "ctest_gpu: gpu_train_parity left out, it passed above as the train_parity stage"
-fi
-ctest_skip=()
-[ -n "$ctest_exclude" ] && ctest_skip=(-E "$ctest_exclude")
-stage ctest_gpu 300 ctest --test-dir "$build_dir" -L gpu "${ctest_skip[@]}" --output-on-failure --timeout 240
+
+# ---- GEMM through CudaBackend against bare cuBLAS -----------------------------------------------
+# Square 8192^3 (the peak), and the GEMMs of a GPT-2 XL-like block at 8 x 1024 tokens.
+gemm_shapes=(--shape 8192x8192x8192 --shape 8192x4800x1600 --shape 8192x1600x6400 --shape 8192x6400x1600
+             --shape 1600x1600x8192)
+stage gemm_bf16 60 "$tests/bench_gemm_cuda" --dtype bf16 --iters 30 "${gemm_shapes[@]}"
+stage gemm_f32 90 "$tests/bench_gemm_cuda" --dtype f32 --iters 10 "${gemm_shapes[@]}"
+
+
+# ---- GPT training steps on one GPU: MFU ---------------------------------------------------------
+# Every GPT run takes 8 sequences of 1024 tokens: mdtp's benchmark and PyTorch's peer on the GPU.
+gpt=("$tests/bench_gpt_cuda" --seq 1024 --batch 8)
+torch_gpt=("$python" "$repo/benchmarks/torch_gpt.py" --device cuda --dtype bf16 --seq 1024 --batch 8 --vocab 50304)
+# GPT-2 medium and XL shapes at 8 x 1024 tokens (TF32 tensor cores: the model trains in f32
+# storage; bf16 training needs the mixed-precision issue).  The peak is the SKU's dense TF32
+# data-sheet figure and, beside it, the measured 8192^3 GEMM.
+stage gpt_medium_tf32 90 "${gpt[@]}" --layers 24 --embd 1024 --heads 16 \
+  --dtype tf32 --warmup 2 --reps 5
+# Mixed precision (bf16 parameters and activations, f32 gradients and master weights): MFU against
+# the bf16 peak, the figure the GPU issue asks for (>= 35 % of 989 TFLOP/s dense on an H100 SXM).
+stage gpt_medium_bf16 90 "${gpt[@]}" --layers 24 --embd 1024 --heads 16 \
+  --dtype bf16 --warmup 2 --reps 5
+# The same model in PyTorch on the same GPU (the peer): bf16 autocast, AdamW, with attention written
+# out as mdtp computes it (T x T scores) and with PyTorch's fused scaled_dot_product_attention.
+stage torch_gpt_medium_bf16 60 "${torch_gpt[@]}" \
+  --attention explicit --layers 24 --embd 1024 --heads 16 --steps 6
+stage torch_gpt_medium_bf16_sdpa 60 "${torch_gpt[@]}" \
+  --attention sdpa --layers 24 --embd 1024 --heads 16 --steps 6
+stage gpt_xl_bf16 120 "${gpt[@]}" --layers 48 --embd 1600 --heads 25 \
+  --dtype bf16 --warmup 1 --reps 3
+# Larger layers, where the GEMMs weigh more against the streaming kernels: GPT-3 2.7B's shape
+# (32 layers, hidden 2560, 32 heads) and GPT-3 6.7B's layer (hidden 4096, 32 heads) at 16 of its
+# 32 layers, the most whose f32 master weights, moments and gradients leave room for 8 x 1024
+# tokens' activations on one 141 GB GPU.  PyTorch on the same shapes, attention written out.
+stage gpt_2p7b_bf16 120 "${gpt[@]}" --layers 32 --embd 2560 --heads 32 \
+  --dtype bf16 --warmup 1 --reps 3
+stage gpt_h4096_bf16 120 "${gpt[@]}" --layers 16 --embd 4096 --heads 32 \
+  --dtype bf16 --warmup 1 --reps 3
+stage torch_gpt_2p7b_bf16 90 "${torch_gpt[@]}" \
+  --attention explicit --layers 32 --embd 2560 --heads 32 --steps 4
+stage torch_gpt_h4096_bf16 90 "${torch_gpt[@]}" \
+  --attention explicit --layers 16 --embd 4096 --heads 32 --steps 4
+# The streaming kernels alone against a bare device copy of the same bytes (bench_kernels_cuda), at
+# GPT-2 medium's layer and at the hidden-4096 layer.
+stage kernels_medium_bf16 60 "$tests/bench_kernels_cuda" --dtype bf16 --hidden 1024 --heads 16 --iters 20
+stage kernels_h4096_bf16 60 "$tests/bench_kernels_cuda" --dtype bf16 --hidden 4096 --heads 32 --iters 10
+stage gpt_small_f32 90 "${gpt[@]}" --layers 12 --embd 768 --heads 12 \
+  --dtype f32 --warmup 1 --reps 3
 
 # ---- where a bf16 step's GPU time goes, kernel by kernel (Nsight Compute, where the machine has it):
 # two layers of GPT-2 medium's shape, two steps (one warm-up), every kernel's duration.
@@ -243,7 +267,7 @@ stage gemm_sweep_bf16 90 "$tests/bench_gemm_cuda" --dtype bf16 --iters 10 "${swe
 
 # ---- last, if time is left: TF32 GEMMs and GPT-2 XL (1.5B parameters, about 100 GB in f32) ---------
 stage gemm_tf32 60 "$tests/bench_gemm_cuda" --dtype tf32 --iters 20 "${gemm_shapes[@]}"
-stage gpt_xl_tf32 150 "$tests/bench_gpt_cuda" --layers 48 --embd 1600 --heads 25 --seq 1024 --batch 8 \
+stage gpt_xl_tf32 150 "${gpt[@]}" --layers 48 --embd 1600 --heads 25 \
   --dtype tf32 --warmup 1 --reps 3
 
 # ---- what needs two or more GPUs ---------------------------------------------------------------

@@ -2,6 +2,8 @@
 // front has validated the arguments).  GEMM is in cuda_gemm.cpp.
 #include "cuda/cuda_backend.hpp"
 
+#include <algorithm>
+
 #include "core/large_allocations.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_gemm.hpp"
@@ -110,8 +112,16 @@ void CudaBackend::do_add_row_vector(Tensor& y, const Tensor& row) const {
   kernels::add_row_vector(y.dtype(), y.raw_data(), row.raw_data(), y.rows(), y.cols(), stream());
 }
 
+// The two-pass column reductions' partial sums, in the accumulation type of `data` (f64 for f64, else f32).
+Tensor CudaBackend::column_workspace(DType data, std::int64_t rows, std::int64_t cols, int sums) const {
+  return empty({std::max<std::int64_t>(1, kernels::column_partials(rows, cols, sums))},
+               data == DType::f64 ? DType::f64 : DType::f32, MemCategory::workspace);
+}
+
 void CudaBackend::do_column_sums(const Tensor& x, Tensor& out, double beta) const {
-  kernels::column_sums(x.dtype(), x.raw_data(), out.dtype(), out.raw_data(), x.rows(), x.cols(), beta, stream());
+  Tensor partials = column_workspace(x.dtype(), x.rows(), x.cols(), 1);
+  kernels::column_sums(x.dtype(), x.raw_data(), out.dtype(), out.raw_data(), x.rows(), x.cols(), beta,
+                       partials.raw_data(), stream());
 }
 
 double CudaBackend::do_sum_squares(const Tensor& x) const {
@@ -158,9 +168,11 @@ void CudaBackend::do_layernorm_backward_sums(const Tensor& dy, const Tensor& xha
 void CudaBackend::do_layernorm_backward(const Tensor& dy, const Tensor& xhat, const Tensor& gamma,
                                      const Tensor& mean_rstd, const Tensor& sums, std::int64_t n,
                                      Tensor& dx, Tensor& dgamma, Tensor& dbeta) const {
+  Tensor partials = column_workspace(dy.dtype(), dy.rows(), dy.cols(), 2);
   kernels::layernorm_backward(dy.dtype(), dy.raw_data(), xhat.raw_data(), gamma.raw_data(),
                               mean_rstd.data<double>(), sums.data<double>(), n, dx.raw_data(), dgamma.dtype(),
-                              dgamma.raw_data(), dbeta.raw_data(), dy.rows(), dy.cols(), stream());
+                              dgamma.raw_data(), dbeta.raw_data(), dy.rows(), dy.cols(), partials.raw_data(),
+                              stream());
 }
 
 std::unique_ptr<CudaBackend> make_cuda_backend(CudaBackendOptions options) {

@@ -76,6 +76,8 @@ class CudaBackend final : public Backend {
   void do_adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, const AdamWStep& step) const override;
 
  private:
+  // Workspace for the two-pass column reductions (bias gradients, LayerNorm's dγ and dβ).
+  Tensor column_workspace(DType data, std::int64_t rows, std::int64_t cols, int sums) const;
   struct StreamDeleter {
     void operator()(cudaStream_t stream) const;
   };

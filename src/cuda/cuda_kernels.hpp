@@ -19,9 +19,14 @@ void axpy(DType type, double alpha, const void* x, DType y_type, void* y, std::i
 void scale(DType type, void* x, std::int64_t n, double alpha, cudaStream_t stream);
 void add_row_vector(DType type, void* y, const void* row, std::int64_t rows, std::int64_t cols,
                     cudaStream_t stream);
+// Column reductions run in two passes (a block per 32 columns and chunk of rows, then the chunks
+// summed in order): `workspace` holds column_partials(rows, cols, sums) values of the accumulation
+// type (f64 for f64 data, else f32).  The chunks depend on the shape alone, so results are the same
+// on every GPU and every run.
+std::int64_t column_partials(std::int64_t rows, std::int64_t cols, int sums);
 // out (of out_type: type, or f32 for 16-bit x) = beta out + column sums of x.
 void column_sums(DType type, const void* x, DType out_type, void* out, std::int64_t rows, std::int64_t cols,
-                 double beta, cudaStream_t stream);
+                 double beta, void* workspace, cudaStream_t stream);
 
 // Sum of squares accumulated in float64: per-block partials in workspace[0, kReduceParts), their
 // total (summed in a fixed order, so the result is deterministic) in workspace[kReduceParts].
@@ -45,7 +50,7 @@ void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const
 void layernorm_backward(DType type, const void* dy, const void* xhat, const void* gamma,
                         const double* mean_rstd, const double* sums, std::int64_t n_total, void* dx,
                         DType grad_type, void* dgamma, void* dbeta, std::int64_t rows, std::int64_t cols,
-                        cudaStream_t stream);
+                        void* workspace, cudaStream_t stream);  // workspace: column_partials(rows, cols, 2)
 
 // ---- training kernels (train_kernels.cu) ----
 // causal_queries > 0: rows are (…, query) rows of a [.., causal_queries, cols] score tensor and

@@ -2,6 +2,7 @@
 // block each; row reductions are deterministic (fixed trees).  Cross-entropy's log-sum-exp is
 // accumulated in double so the loss is accurate to the printed digits even over a 50k vocabulary.
 #include <cmath>
+#include <type_traits>
 
 #include "cuda/cuda_kernels.hpp"
 #include "cuda/kernel_support.cuh"
@@ -97,6 +98,86 @@ __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, std::int
     dx[base + j] = cast_to<T>(scale * load(y, base + j) * (load(dy, base + j) - dot));  // dx may alias dy
 }
 
+// Rows of at most kWarpRowColumns columns (attention's T x T scores up to T = 1024) take one warp
+// each, the row in registers: a block-wide reduction (two barriers and shared memory per
+// reduction) over a 1024-column row costs more than its reads, which is what bounded the
+// block-per-row kernels above (the profile in docs/GPU.md).  Lane l holds columns l, l + 32, ...
+// (kPerLane of them), so each warp-wide read is contiguous; the reductions are fixed shuffle trees
+// (deterministic, a different order from the block kernels, so not their bits).
+inline constexpr std::int64_t kWarpRowColumns = 1024;
+inline constexpr int kWarpsPerBlock = 4;
+
+template <class T, int kPerLane>
+__global__ void softmax_warp_kernel(const T* x, T* y, std::int64_t rows, std::int64_t cols,
+                                    std::int64_t causal_queries) {
+  using A = Acc<T>;
+  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  if (row >= rows) return;  // the whole warp leaves together: the shuffles below see every lane
+  const int lane = threadIdx.x & 31;
+  const std::int64_t base = row * cols;
+  const std::int64_t last = last_column(row, cols, causal_queries);
+  const std::int64_t unmasked = last + 1 < cols ? last + 1 : cols;  // masked columns are not read
+  A v[kPerLane];
+  A mx = -INFINITY;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const std::int64_t j = lane + 32 * i;
+    v[i] = j < unmasked ? load(x, base + j) : A(-INFINITY);
+    mx = max(mx, v[i]);
+  }
+  mx = warp_reduce(mx, MaxOp{});
+  A s = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i)
+    if (lane + 32 * i < unmasked) {
+      v[i] = exp(v[i] - mx);
+      s += v[i];
+    }
+  s = warp_reduce(s, SumOp{});
+  const A inv = s > A(0) ? A(1) / s : A(0);  // a fully masked row is zeros, not 0/0
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const std::int64_t j = lane + 32 * i;
+    if (j < cols) y[base + j] = cast_to<T>(j < unmasked ? v[i] * inv : A(0));
+  }
+}
+
+template <class T, int kPerLane>
+__global__ void softmax_backward_warp_kernel(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t cols,
+                                             Acc<T> scale) {
+  using A = Acc<T>;
+  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const std::int64_t base = row * cols;
+  A yv[kPerLane], dyv[kPerLane];
+  A dot = 0;
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const std::int64_t j = lane + 32 * i;
+    yv[i] = j < cols ? load(y, base + j) : A(0);
+    dyv[i] = j < cols ? load(dy, base + j) : A(0);
+    dot += yv[i] * dyv[i];
+  }
+  dot = warp_reduce(dot, SumOp{});
+#pragma unroll
+  for (int i = 0; i < kPerLane; ++i) {
+    const std::int64_t j = lane + 32 * i;
+    if (j < cols) dx[base + j] = cast_to<T>(scale * yv[i] * (dyv[i] - dot));  // dx may alias dy: read above
+  }
+}
+
+// Columns per lane: the smallest of 4, 8, 16, 32 that holds the row (cols <= kWarpRowColumns).
+template <class Launch>
+void with_columns_per_lane(std::int64_t cols, Launch launch) {
+  if (cols <= 128) launch(std::integral_constant<int, 4>{});
+  else if (cols <= 256) launch(std::integral_constant<int, 8>{});
+  else if (cols <= 512) launch(std::integral_constant<int, 16>{});
+  else launch(std::integral_constant<int, 32>{});
+}
+
+inline unsigned warp_row_blocks(std::int64_t rows) { return grid_x((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
 template <class T>
 __global__ void cross_entropy_forward_kernel(const T* logits, const std::int32_t* targets,
                                              double* losses, double* lse, std::int64_t cols) {
@@ -183,7 +264,12 @@ void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::in
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T, {
     const std::size_t cache = static_cast<std::size_t>(cols) * sizeof(Acc<T>);
-    if (cache <= kRowCacheBytes)
+    if (cols <= kWarpRowColumns)
+      with_columns_per_lane(cols, [&](auto per_lane) {
+        softmax_warp_kernel<T, decltype(per_lane)::value><<<warp_row_blocks(rows), 32 * kWarpsPerBlock, 0, stream>>>(
+            static_cast<const T*>(x), static_cast<T*>(y), rows, cols, causal_queries);
+      });
+    else if (cache <= kRowCacheBytes)
       softmax_cached_kernel<T><<<grid_x(rows), kThreads, cache, stream>>>(static_cast<const T*>(x),
                                                                            static_cast<T*>(y), cols, causal_queries);
     else
@@ -198,7 +284,14 @@ void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, 
   if (rows == 0 || cols == 0) return;
   MDTP_DISPATCH_DTYPE(type, T, {
     const std::size_t cache = 2 * static_cast<std::size_t>(cols) * sizeof(Acc<T>);
-    if (cache <= kRowCacheBytes)
+    if (cols <= kWarpRowColumns)
+      with_columns_per_lane(cols, [&](auto per_lane) {
+        softmax_backward_warp_kernel<T, decltype(per_lane)::value>
+            <<<warp_row_blocks(rows), 32 * kWarpsPerBlock, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(dy),
+                                                                       static_cast<T*>(dx), rows, cols,
+                                                                       static_cast<Acc<T>>(scale));
+      });
+    else if (cache <= kRowCacheBytes)
       softmax_backward_cached_kernel<T><<<grid_x(rows), kThreads, cache, stream>>>(
           static_cast<const T*>(y), static_cast<const T*>(dy), static_cast<T*>(dx), cols, static_cast<Acc<T>>(scale));
     else

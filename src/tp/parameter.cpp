@@ -4,8 +4,10 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <numbers>
 #include <numeric>
+#include <thread>
 #if defined(__SSE2__)
 #include <immintrin.h>
 #endif
@@ -247,14 +249,41 @@ void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
                   const std::function<void(std::int64_t first, std::int64_t n, double* out)>& draw) {
   const std::int64_t total = value.numel(), width = std::max<std::int64_t>(1, row);
   const std::int64_t piece = std::max<std::int64_t>(1, kDrawPiece / width) * width;
+  const std::int64_t pieces = (total + piece - 1) / piece;
+  if (pieces == 0) return;
+  // Drawing dominates building a large model (a GPT of a few billion parameters takes minutes on
+  // one core: each value is a hash, a log and a cosine), so up to one piece per core is drawn at
+  // once.  A piece's values depend on its range alone, so the result is the same on any number of
+  // threads; the backend is called from this thread only, in piece order.
+  const std::int64_t workers =
+      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1, pieces);
+  std::vector<std::vector<double>> values(static_cast<std::size_t>(workers));
   const Tensor flat = value.reshaped({total});
-  std::vector<double> values;
-  for (std::int64_t first = 0; first < total; first += piece) {
-    const std::int64_t n = std::min(piece, total - first);
-    values.resize(static_cast<std::size_t>(n));
-    draw(first, n, values.data());
-    Tensor part = flat.row_slice(first, first + n);
-    backend.assign_f64(part, values);
+  for (std::int64_t p0 = 0; p0 < pieces; p0 += workers) {
+    const std::int64_t batch = std::min(workers, pieces - p0);
+    std::vector<std::exception_ptr> failures(static_cast<std::size_t>(batch));
+    const auto draw_piece = [&](std::int64_t b) {
+      const std::int64_t first = (p0 + b) * piece, n = std::min(piece, total - first);
+      std::vector<double>& out = values[static_cast<std::size_t>(b)];
+      out.resize(static_cast<std::size_t>(n));
+      try {
+        draw(first, n, out.data());
+      } catch (...) {
+        failures[static_cast<std::size_t>(b)] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> helpers;
+    for (std::int64_t b = 1; b < batch; ++b) helpers.emplace_back(draw_piece, b);
+    draw_piece(0);
+    for (std::thread& t : helpers) t.join();
+    for (const std::exception_ptr& failure : failures)
+      if (failure) std::rethrow_exception(failure);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::int64_t first = (p0 + b) * piece;
+      const std::vector<double>& out = values[static_cast<std::size_t>(b)];
+      Tensor part = flat.row_slice(first, first + static_cast<std::int64_t>(out.size()));
+      backend.assign_f64(part, out);
+    }
   }
 }
 

@@ -2,11 +2,14 @@
 // InitDraw::fill bitwise in f64 and float-exact in f32 (its vectorised path) on awkward column
 // maps, and the per-element function the formula defines.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numbers>
 #include <numeric>
 
+#include "core/backend.hpp"
+#include "core/error.hpp"
 #include "tp/parameter.hpp"
 
 using namespace mdtp;
@@ -76,4 +79,32 @@ TEST_CASE("InitDraw::fill is init_value: bitwise for f64, the same floats for f3
   std::vector<double> out(plain.size());
   ones.fill(0, plain.data(), static_cast<std::int64_t>(plain.size()), DType::f32, out.data());
   CHECK(out == std::vector<double>(plain.size(), 1.0));
+}
+
+TEST_CASE("assign_drawn gives every element its own draw, however many pieces are drawn at once",
+          "[core][init]") {
+  const auto backend = make_host_backend();
+  const std::string name = "transformer.h.0.attn.c_attn.weight";
+  const InitDraw draw(5, name, InitSpec{InitSpec::Kind::normal, 0.02, 0.0});
+  // Rows of 1000 (pieces of 65 rows), 333 rows: six pieces, the last one short.
+  const std::int64_t rows = 333, cols = 1000;
+  Tensor value = backend->empty({rows, cols}, DType::f64, MemCategory::parameters);
+  std::vector<std::int64_t> columns(static_cast<std::size_t>(cols));
+  std::iota(columns.begin(), columns.end(), 0);
+  assign_drawn(*backend, value, cols, [&](std::int64_t first, std::int64_t n, double* out) {
+    for (std::int64_t k = 0; k < n; k += cols) draw.fill(first + k, columns.data(), cols, DType::f64, out + k);
+  });
+  const std::vector<double> got = backend->to_f64(value);
+  std::int64_t differ = 0;
+  for (std::int64_t i = 0; i < rows * cols; ++i)
+    if (!same_bits(got[static_cast<std::size_t>(i)], reference(5, name, i, 0.02))) ++differ;
+  CHECK(differ == 0);
+
+  // A draw that fails in one piece (whichever thread drew it) fails the whole call with its error.
+  REQUIRE_THROWS_WITH(assign_drawn(*backend, value, cols,
+                                   [&](std::int64_t first, std::int64_t n, double* out) {
+                                     if (first >= 3 * 65 * cols) throw_error("piece at ", first, " refused");
+                                     std::fill(out, out + n, 0.0);
+                                   }),
+                      Catch::Contains("piece at 195000 refused"));
 }

@@ -15,9 +15,11 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_gemm.hpp"
+#include "gpu/event_timer.hpp"
 #include "gpu/gpu_presence.hpp"
 
 using namespace mdtp;
+using mdtp::gpu_test::time_per_call;
 
 namespace {
 
@@ -30,24 +32,6 @@ struct Variant {
   DType dtype;
   bool tf32;
 };
-
-// Seconds per call of `fn`, timed with events on `stream` after warm-up calls.
-template <class Fn>
-double time_per_call(cudaStream_t stream, int iters, Fn&& fn) {
-  for (int i = 0; i < 3; ++i) fn();
-  cudaEvent_t start, end;
-  MDTP_CUDA_CHECK(cudaEventCreate(&start));
-  MDTP_CUDA_CHECK(cudaEventCreate(&end));
-  MDTP_CUDA_CHECK(cudaEventRecord(start, stream));
-  for (int i = 0; i < iters; ++i) fn();
-  MDTP_CUDA_CHECK(cudaEventRecord(end, stream));
-  MDTP_CUDA_CHECK(cudaEventSynchronize(end));
-  float ms = 0.0f;
-  MDTP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
-  cudaEventDestroy(start);
-  cudaEventDestroy(end);
-  return ms * 1e-3 / iters;
-}
 
 // The raw cuBLAS call for row-major C[m,n] = A[m,k] B[k,n] (as column-major Cᵀ = Bᵀ Aᵀ).
 void raw_gemm(cublasHandle_t h, const Variant& v, const GemmShape& s, const void* a, const void* b, void* c) {

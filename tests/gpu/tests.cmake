@@ -43,6 +43,10 @@ if(MDTP_CUDA)
   add_executable(bench_gemm_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_gemm_cuda.cpp)
   target_link_libraries(bench_gemm_cuda PRIVATE mdtp_cuda mdtp_gpu_presence mdtp_warnings)
 
+  # A benchmark, not a test: the streaming kernels of a training step against a bare device copy.
+  add_executable(bench_kernels_cuda ${CMAKE_CURRENT_LIST_DIR}/bench_kernels_cuda.cpp)
+  target_link_libraries(bench_kernels_cuda PRIVATE mdtp_cuda mdtp_lib mdtp_gpu_presence mdtp_warnings)
+
   # The GPT model (src/model) on the CUDA backend against the serial host model: loss and every
   # gathered gradient after one forward+backward, f64 (1e-10) and f32 (1e-4); mode none at one
   # rank, 1d/2d/1d+dp/dp at 4 ranks sharing one GPU over the staged MPI communicator.
@@ -86,5 +90,5 @@ endif()
 # built and run in the host build).
 if(MDTP_CUDA)
   add_custom_target(mdtp_gpu_tests DEPENDS test_gpu_backend test_gpu_comm test_gpu_tp_layers test_gpu_gpt bench_gemm_cuda
-                    bench_gpt_cuda mdtp)
+                    bench_kernels_cuda bench_gpt_cuda mdtp)
 endif()
