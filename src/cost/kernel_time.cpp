@@ -63,6 +63,12 @@ double tiled_seconds(std::int64_t m, std::int64_t n, std::int64_t k, const Clust
   return best;
 }
 
+// The bytes each output element's epilogue moves: output_bytes as the caller gave it
+// (epilogue_bytes), or the result written once in the operands' dtype when it gave none (0).
+double output_bytes_or_dtype(double output_bytes, DType dtype) {
+  return output_bytes > 0 ? output_bytes : static_cast<double>(dtype_size(dtype));
+}
+
 }  // namespace
 
 double gemm_mainloop_rate(DType dtype, const Cluster& cluster) {
@@ -96,8 +102,8 @@ double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DTyp
   if (cluster.sm_count <= 0)
     return static_cast<double>(batch) * 2.0 * static_cast<double>(m) * static_cast<double>(n) *
            static_cast<double>(k) / cluster.gemm_rate(dtype);
-  const double written = output_bytes > 0 ? output_bytes : static_cast<double>(dtype_size(dtype));
-  return tiled_seconds(m, n, k, cluster, batch, gemm_mainloop_rate(dtype, cluster), written);
+  return tiled_seconds(m, n, k, cluster, batch, gemm_mainloop_rate(dtype, cluster),
+                       output_bytes_or_dtype(output_bytes, dtype));
 }
 
 double gemm_kernel_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, const Cluster& cluster,
@@ -106,7 +112,7 @@ double gemm_kernel_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DType
   if (compute == 0.0) return 0.0;
   const double M = static_cast<double>(m), N = static_cast<double>(n), K = static_cast<double>(k);
   const double delta = static_cast<double>(dtype_size(dtype));
-  const double written = output_bytes > 0 ? output_bytes : delta;
+  const double written = output_bytes_or_dtype(output_bytes, dtype);
   const double traffic =
       static_cast<double>(batch) * (delta * (M * K + K * N) + written * M * N) / cluster.stream_bandwidth();
   return std::max(compute, traffic) + cluster.kernel_overhead;
