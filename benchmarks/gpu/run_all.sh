@@ -26,10 +26,12 @@
 #                     kernel_profile, kernels.csv (every kernel's duration, as ncu wrote it)
 #
 # Stages, each under its own time limit so that one hang costs one stage: the machine's facts,
-# the build, GEMM through the backend against bare cuBLAS, `ctest -L gpu`, `mdtp train` on the
+# the build, `ctest -L gpu` (first: the tests hold every kernel to the host), `mdtp train` on the
 # device against the host run of the same spec (every TP mode, ZeRO, pipelines, a resumed
-# checkpoint), and GPT training steps with their MFU.  One GPU is enough; what needs two or more
-# (NCCL between ranks, bus bandwidth) is reported as such.  Exit status: 0 when every stage passed.
+# checkpoint), GEMM through the backend against bare cuBLAS, GPT training steps with their MFU
+# beside PyTorch, and the streaming kernels against a bare device copy.  One GPU is enough; what
+# needs two or more (NCCL between ranks, bus bandwidth) is reported as such.  Exit status: 0 when
+# every stage passed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 repo="$PWD"
