@@ -176,13 +176,11 @@ __global__ void gelu_backward_kernel(const T* x, const T* dy, T* dx, std::int64_
 // (statistics, merge, apply) and the f64 arithmetic, not the reductions.
 constexpr int kStatRows = kThreads / 32;
 
-inline unsigned stat_blocks(std::int64_t rows) { return grid_x((rows + kStatRows - 1) / kStatRows); }
-
 // Two passes (mean, then squared deviations), as on the host: no cancellation in M2.  The second
 // pass reads the row again from cache.
 template <class T>
 __global__ void row_mean_m2_kernel(const T* x, double* stats, std::int64_t rows, std::int64_t cols) {
-  const std::int64_t r = blockIdx.x * std::int64_t{kStatRows} + (threadIdx.x >> 5);
+  const std::int64_t r = warp_row<kStatRows>();
   if (r >= rows) return;  // the whole warp: the shuffles below see every lane
   const int lane = threadIdx.x & 31;
   const T* row = x + r * cols;
@@ -247,7 +245,7 @@ __global__ void layernorm_apply_kernel(const T* x, const double* mr, const T* ga
 template <class T>
 __global__ void layernorm_backward_sums_kernel(const T* dy, const T* xhat, const T* gamma, double* sums,
                                                std::int64_t rows, std::int64_t cols, bool centred) {
-  const std::int64_t r = blockIdx.x * std::int64_t{kStatRows} + (threadIdx.x >> 5);
+  const std::int64_t r = warp_row<kStatRows>();
   if (r >= rows) return;
   const int lane = threadIdx.x & 31;
   const std::int64_t base = r * cols;
@@ -374,7 +372,8 @@ void row_mean_m2(DType type, const void* x, double* stats, std::int64_t rows, st
                  cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    row_mean_m2_kernel<T><<<stat_blocks(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), stats, rows, cols));
+    row_mean_m2_kernel<T><<<warp_row_blocks<kStatRows>(rows), kThreads, 0, stream>>>(static_cast<const T*>(x), stats,
+                                                                                      rows, cols));
   MDTP_CHECK_LAUNCH();
 }
 
@@ -402,7 +401,7 @@ void layernorm_backward_sums(DType type, const void* dy, const void* xhat, const
                              cudaStream_t stream) {
   if (rows == 0) return;
   MDTP_DISPATCH_DTYPE(type, T,
-    layernorm_backward_sums_kernel<T><<<stat_blocks(rows), kThreads, 0, stream>>>(
+    layernorm_backward_sums_kernel<T><<<warp_row_blocks<kStatRows>(rows), kThreads, 0, stream>>>(
         static_cast<const T*>(dy), static_cast<const T*>(xhat), static_cast<const T*>(gamma), sums, rows, cols,
         centred));
   MDTP_CHECK_LAUNCH();

@@ -151,6 +151,17 @@ inline unsigned grid_x(std::int64_t blocks) {
   require(blocks <= kMaxGridX, "CUDA kernel over ", blocks, " blocks along x; expected at most 2^31-1");
   return static_cast<unsigned>(blocks);
 }
+// Kernels that give each row one warp (a row's reductions then are shuffles, with no block barrier),
+// kWarps rows per block of 32·kWarps threads: the block's rows, and the blocks over `rows` rows.
+// A warp whose row is past the end leaves as a whole, so shuffles always see every lane.
+template <int kWarps>
+__device__ __forceinline__ std::int64_t warp_row() {
+  return blockIdx.x * std::int64_t{kWarps} + (threadIdx.x >> 5);
+}
+template <int kWarps>
+inline unsigned warp_row_blocks(std::int64_t rows) {
+  return grid_x((rows + kWarps - 1) / kWarps);
+}
 // Blocks for grid_batched kernels: kBatch elements per thread in one round where n allows.
 inline unsigned grid_for_batched(std::int64_t n, int threads = kThreads) {
   return grid_for((n + kBatch - 1) / kBatch, threads);

@@ -111,7 +111,7 @@ template <class T, int kPerLane>
 __global__ void softmax_warp_kernel(const T* x, T* y, std::int64_t rows, std::int64_t cols,
                                     std::int64_t causal_queries) {
   using A = Acc<T>;
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  const std::int64_t row = warp_row<kWarpsPerBlock>();
   if (row >= rows) return;  // the whole warp leaves together: the shuffles below see every lane
   const int lane = threadIdx.x & 31;
   const std::int64_t base = row * cols;
@@ -146,7 +146,7 @@ template <class T, int kPerLane>
 __global__ void softmax_backward_warp_kernel(const T* y, const T* dy, T* dx, std::int64_t rows, std::int64_t cols,
                                              Acc<T> scale) {
   using A = Acc<T>;
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + (threadIdx.x >> 5);
+  const std::int64_t row = warp_row<kWarpsPerBlock>();
   if (row >= rows) return;
   const int lane = threadIdx.x & 31;
   const std::int64_t base = row * cols;
@@ -175,8 +175,6 @@ void with_columns_per_lane(std::int64_t cols, Launch launch) {
   else if (cols <= 512) launch(std::integral_constant<int, 16>{});
   else launch(std::integral_constant<int, 32>{});
 }
-
-inline unsigned warp_row_blocks(std::int64_t rows) { return grid_x((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
 
 template <class T>
 __global__ void cross_entropy_forward_kernel(const T* logits, const std::int32_t* targets,
@@ -266,8 +264,9 @@ void softmax_rows(DType type, const void* x, void* y, std::int64_t rows, std::in
     const std::size_t cache = static_cast<std::size_t>(cols) * sizeof(Acc<T>);
     if (cols <= kWarpRowColumns)
       with_columns_per_lane(cols, [&](auto per_lane) {
-        softmax_warp_kernel<T, decltype(per_lane)::value><<<warp_row_blocks(rows), 32 * kWarpsPerBlock, 0, stream>>>(
-            static_cast<const T*>(x), static_cast<T*>(y), rows, cols, causal_queries);
+        softmax_warp_kernel<T, decltype(per_lane)::value>
+            <<<warp_row_blocks<kWarpsPerBlock>(rows), 32 * kWarpsPerBlock, 0, stream>>>(
+                static_cast<const T*>(x), static_cast<T*>(y), rows, cols, causal_queries);
       });
     else if (cache <= kRowCacheBytes)
       softmax_cached_kernel<T><<<grid_x(rows), kThreads, cache, stream>>>(static_cast<const T*>(x),
@@ -287,7 +286,7 @@ void softmax_rows_backward(DType type, const void* y, const void* dy, void* dx, 
     if (cols <= kWarpRowColumns)
       with_columns_per_lane(cols, [&](auto per_lane) {
         softmax_backward_warp_kernel<T, decltype(per_lane)::value>
-            <<<warp_row_blocks(rows), 32 * kWarpsPerBlock, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(dy),
+            <<<warp_row_blocks<kWarpsPerBlock>(rows), 32 * kWarpsPerBlock, 0, stream>>>(static_cast<const T*>(y), static_cast<const T*>(dy),
                                                                        static_cast<T*>(dx), rows, cols,
                                                                        static_cast<Acc<T>>(scale));
       });

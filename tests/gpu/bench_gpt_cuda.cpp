@@ -41,6 +41,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_gpt_kernels.hpp"
 #include "cuda/device_comm.hpp"
+#include "gpu/event_timer.hpp"
 #include "gpu/gpu_presence.hpp"
 #include "mesh/mesh.hpp"
 #include "model/gpt.hpp"
@@ -121,20 +122,9 @@ double measure_gemm_peak(CudaBackend& backend, DType dtype) {
     Tensor c = backend.empty({n, n}, dtype, MemCategory::other);
     backend.fill(a, 0.01);
     backend.fill(b, 0.02);
-    for (int i = 0; i < 3; ++i) backend.gemm(false, false, 1.0, a, b, 0.0, c);
-    cudaEvent_t start, end;
-    MDTP_CUDA_CHECK(cudaEventCreate(&start));
-    MDTP_CUDA_CHECK(cudaEventCreate(&end));
-    const int iters = 10;
-    MDTP_CUDA_CHECK(cudaEventRecord(start, backend.stream()));
-    for (int i = 0; i < iters; ++i) backend.gemm(false, false, 1.0, a, b, 0.0, c);
-    MDTP_CUDA_CHECK(cudaEventRecord(end, backend.stream()));
-    MDTP_CUDA_CHECK(cudaEventSynchronize(end));
-    float ms = 0.0f;
-    MDTP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, end));
-    cudaEventDestroy(start);
-    cudaEventDestroy(end);
-    tflops = 2.0 * static_cast<double>(n) * n * n * iters / (ms * 1e-3) * 1e-12;
+    const double seconds =
+        gpu_test::time_per_call(backend.stream(), 10, [&] { backend.gemm(false, false, 1.0, a, b, 0.0, c); });
+    tflops = 2.0 * static_cast<double>(n) * n * n / seconds * 1e-12;
   }
   backend.cuda_allocator().release_cached();
   return tflops;

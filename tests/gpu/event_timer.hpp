@@ -1,6 +1,6 @@
 #pragma once
 // Seconds per call of a sequence of GPU work, timed with CUDA events on one stream: the benchmarks'
-// shared clock (bench_gemm_cuda, bench_kernels_cuda).
+// shared clock (bench_gemm_cuda, bench_kernels_cuda, bench_gpt_cuda's peak GEMM).
 #include <cuda_runtime_api.h>
 
 #include "cuda/cuda_check.hpp"
