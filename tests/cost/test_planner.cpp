@@ -96,11 +96,11 @@ TEST_CASE("a configuration that does not fit in memory is left out", "[cost][pla
   }
 }
 
-// Nothing in the model is fitted to this table (the GEMM rate is a microbenchmark's, the rest data
-// sheets): the test holds it to the prediction issue's bounds for runs the model never saw — every
-// row within 25 %, Spearman ≥ 0.8, every pair measured more than 10 % apart predicted in that order
-// — and to the trend.  (The mean |error| goal of 10 % is not met here: docs/performance-model.md.)
-TEST_CASE("Narayanan et al. 2021 with nothing fitted: worst within 25 %, the measured order kept, the trend right",
+// Nothing in the model is fitted to this table (the GEMM rate is a microbenchmark's at the settled
+// clock, the rest data sheets): the test holds it to the prediction goal for runs the model never
+// saw — mean |error| within 10 %, every row within 25 %, Spearman ≥ 0.8, every pair measured more
+// than 10 % apart predicted in that order — and to the trend.
+TEST_CASE("Narayanan et al. 2021 with nothing fitted: mean within 10 %, worst within 25 %, the measured order kept, the trend right",
           "[cost][planner][validation]") {
   const MeasuredTable narayanan = measured_table("narayanan-2021");
   const Validation v = validate(narayanan, dgx_a100());
@@ -109,6 +109,7 @@ TEST_CASE("Narayanan et al. 2021 with nothing fitted: worst within 25 %, the mea
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
+  CHECK(v.mean_abs_error <= 0.10);
   CHECK(v.spearman >= 0.8);
   CHECK(v.distinct_pairs > 10);
   CHECK(v.distinct_pairs_ordered == v.distinct_pairs);
@@ -131,6 +132,20 @@ TEST_CASE("Narayanan et al. 2021 with nothing fitted: worst within 25 %, the mea
   CHECK(narayanan.config(rows[0]).dtype() == DType::f16);
   CHECK_FALSE(narayanan.config(rows[0]).gradient_accumulation_fusion);
   CHECK_FALSE(narayanan.config(rows[0]).overlap.dp_gradients);
+}
+
+// The same goal on the sequence-parallel A100 rows (four models of one to 64 pipeline stages, no data
+// parallelism): only four rows, so the rank condition is the pairs', not Spearman's.
+TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst within 25 %, the pairs in order",
+          "[cost][planner][validation]") {
+  const Validation v = validate(measured_table("korthikanti-2022"), dgx_a100());
+  REQUIRE(v.rows.size() == 4);
+  for (const auto& r : v.rows) {
+    INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
+    CHECK(std::abs(r.error) <= 0.25);
+  }
+  CHECK(v.mean_abs_error <= 0.10);
+  CHECK(v.distinct_pairs_ordered == v.distinct_pairs);
 }
 
 TEST_CASE("pairs measured more than 10 % apart: counted once each, ordered when the prediction agrees",
