@@ -38,8 +38,10 @@ std::map<Key, Located> index_actions(const Schedule& s) {
       const Action& a = list[static_cast<std::size_t>(i)];
       const int vs = s.virtual_stage(r, a.chunk);
       auto add = [&](char kind) {
-        const bool fresh = where.emplace(Key{a.microbatch, vs, kind}, Located{r, i}).second;
-        require(fresh, "schedule ", schedule_name(s.kind), ": stage ", r, " runs ", describe(a, vs), " twice");
+        // The message is built only on failure: this runs for every pass of every schedule the
+        // planner prices.
+        if (!where.emplace(Key{a.microbatch, vs, kind}, Located{r, i}).second)
+          throw_error("schedule ", schedule_name(s.kind), ": stage ", r, " runs ", describe(a, vs), " twice");
       };
       if (a.op == PassKind::F) add('F');
       if (a.op == PassKind::B || a.op == PassKind::BW) add('B');
