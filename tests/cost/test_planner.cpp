@@ -148,6 +148,17 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   CHECK(v.distinct_pairs_ordered == v.distinct_pairs);
 }
 
+// The H100 table meets only the goal's worst bound: every row within 25 %.  Its mean (15 %) and its
+// rank correlation (0.53) miss the goal; docs/performance-model.md says row by row where.
+TEST_CASE("the Megatron-LM H100 table with nothing fitted: every row within 25 %", "[cost][planner][validation]") {
+  const Validation v = validate(measured_table("megatron-h100"), load_cluster(find_cluster("dgx-h100")));
+  REQUIRE(v.rows.size() == 9);
+  for (const auto& r : v.rows) {
+    INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
+    CHECK(std::abs(r.error) <= 0.25);
+  }
+}
+
 TEST_CASE("pairs measured more than 10 % apart: counted once each, ordered when the prediction agrees",
           "[cost][validation]") {
   // 100 and 120 are apart, 100 and 105 are not, 105 and 120 are (120 > 115.5).

@@ -670,8 +670,9 @@ TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidt
   c.overlap.tp_backward = false;  // every TP collective on the critical path: the links' ratio shows whole
   const Cluster nvswitch = load_cluster(find_cluster("dgx-a100")), pcie = load_cluster(find_cluster("pcie-a100"));
   const StepEstimate a = estimate_step(c, nvswitch), b = estimate_step(c, pcie);
-  // The same GPU die at a lower power limit: GEMMs at the PCIe card's microbenchmark rate (81.1 %
-  // of peak against 86.9 %, each at its own reference shape), the streaming kernels slower by the
+  // The same GPU die at a lower power limit: GEMMs at the PCIe card's microbenchmark rate (68.2 %
+  // of peak against 73.15 %: each burst figure at its own reference shape, scaled by the same
+  // sustained-to-burst ratio), the streaming kernels slower by the
   // HBM ratio (2,039 against 1,935 GB/s); together no more than the larger of the two.  The TP
   // all-reduces of a large activation are bandwidth bound:
   // their time scales as 1/(bandwidth x efficiency), 300e9 x 0.8 against 32e9 x 0.7, 10.7x, less
