@@ -120,8 +120,10 @@ double sum_depth_replica_params(const Geometry& g) {
 }  // namespace
 
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster, bool streaming_attention, bool engine_kernels,
-                       std::optional<DType> grad_dtype) {
+                       const Cluster& cluster, const KernelOptions& options) {
+  const bool dropout = options.dropout, streaming_attention = options.streaming_attention,
+             engine_kernels = options.engine_kernels;
+  const std::optional<DType> grad_dtype = options.grad_dtype;
   const TimeModel time_model = cluster_time_model(cluster);
   auto workload = [&](const char* layer) {
     return unit_workload(layer, model, mode, tp, depth, micro_batch, dtype, grad_dtype, cluster.gpus_per_node);

@@ -90,16 +90,24 @@ struct LayerCosts {
   UnitKernels block_kernels, embedding_kernels, head_kernels;
 };
 
+// What a block's kernels are, besides its shape, layout and dtype: named, so that a call reads
+// `{.dropout = true, .streaming_attention = true}` rather than a row of positional flags.
+struct KernelOptions {
+  bool dropout = false;  // dropout masks written and read (their bytes in the streaming kernels)
+  // The core as one FlashAttention-style kernel per pass (no s×s tensor in HBM) instead of batched
+  // GEMMs around a materialised softmax.
+  bool streaming_attention = false;
+  // The streaming kernels of the block and the vocabulary units as mdtp's engine launches them
+  // (engine_kernels.hpp) instead of Megatron-LM's fused list.
+  bool engine_kernels = false;
+  // The gradients' dtype (the weight pass's SUMMA partial sums travel in it); the dtype if absent.
+  std::optional<DType> grad_dtype = std::nullopt;
+};
+
 // Throws mdtp::Error (naming the value) for a shape the layouts refuse: Geometry's divisibility,
 // heads not divisible by the QKV column split, rows that are not whole sequences.
-// streaming_attention: the core as one FlashAttention-style kernel per pass (no s×s tensor in HBM)
-// instead of batched GEMMs around a materialised softmax.  engine_kernels: the streaming kernels of
-// the block and the vocabulary units as mdtp's engine launches them (engine_kernels.hpp) instead of
-// Megatron-LM's fused list.
-// grad_dtype: the gradients' (the weight pass's SUMMA partial sums travel in it); dtype if absent.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
-                       bool dropout, const Cluster& cluster, bool streaming_attention = false,
-                       bool engine_kernels = false, std::optional<DType> grad_dtype = std::nullopt);
+                       const Cluster& cluster, const KernelOptions& options = {});
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
 struct VocabCosts {

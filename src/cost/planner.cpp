@@ -187,8 +187,10 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
         auto [slot, fresh] = by_micro_batch.try_emplace(b);
         if (fresh) {
           try {
-            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, r.dropout, cluster,
-                                       !r.attention_keeps_probabilities, false, base.spec.precision.grad_reduce);
+            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, cluster,
+                                       {.dropout = r.dropout,
+                                        .streaming_attention = !r.attention_keeps_probabilities,
+                                        .grad_dtype = base.spec.precision.grad_reduce});
           } catch (const Error&) {
             ++result.refused;  // a shape this mode's layouts cannot hold
           }

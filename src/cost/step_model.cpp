@@ -471,7 +471,11 @@ StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
   validate(c);
   const LayerCosts costs =
       layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
-                  c.dropout(), cluster, !c.attention_keeps_probabilities, c.engine_kernels, c.grad_dtype());
+                  cluster,
+                  {.dropout = c.dropout(),
+                   .streaming_attention = !c.attention_keeps_probabilities,
+                   .engine_kernels = c.engine_kernels,
+                   .grad_dtype = c.grad_dtype()});
   return estimate_placed_step(c, costs, place(c, cluster), cluster);
 }
 

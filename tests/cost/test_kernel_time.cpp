@@ -172,8 +172,8 @@ TEST_CASE("a streaming attention kernel: no s x s tensor through HBM, the causal
   REQUIRE(a100.attention_efficiency == 0.421);
   // One block of hidden 2048, 16 heads of 128, sequence 4096, one sequence, bf16 with dropout; no TP.
   const ModelShape model{2, 2048, 16, 4096, 51200};
-  const LayerCosts kept = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, true, a100, false);
-  const LayerCosts streaming = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, true, a100, true);
+  const LayerCosts kept = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, a100, {.dropout = true});
+  const LayerCosts streaming = layer_costs(model, TpMode::d1, 1, 1, 1, DType::bf16, a100, {.dropout = true, .streaming_attention = true});
   // The materialised core's softmax (read and write) and dropout (read, write, a mask byte) on the
   // 16 x 4096² scores are gone from the forward's streaming bytes.
   const double scores = 16.0 * 4096 * 4096;

@@ -40,7 +40,7 @@ TEST_CASE("selective recomputation drops the attention core's bytes and recomput
   StepConfig none = base_config(), selective = base_config();
   selective.spec.recompute = Recompute::selective;
   const LayerCosts lc = layer_costs(none.spec.model, none.spec.layout.mode, none.spec.layout.tp, none.spec.layout.depth, none.micro_batch(), none.dtype(),
-                                    none.dropout(), dgx_a100());
+                                    dgx_a100(), {.dropout = none.dropout()});
   const StepEstimate en = estimate_step(none, dgx_a100()), es = estimate_step(selective, dgx_a100());
   const double layers = static_cast<double>(none.layers_per_stage());
   // Per micro-batch in flight, each layer keeps `core` fewer bytes; one layer's core is the
@@ -67,7 +67,7 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
   selective.attention_keeps_probabilities = false;
   selective.spec.recompute = Recompute::selective;
   const LayerCosts lc = layer_costs(none.spec.model, none.spec.layout.mode, none.spec.layout.tp, none.spec.layout.depth, none.micro_batch(), none.dtype(),
-                                    none.dropout(), dgx_a100());
+                                    dgx_a100(), {.dropout = none.dropout()});
   const StepEstimate ek = estimate_step(keeping, dgx_a100()), en = estimate_step(none, dgx_a100()),
                      es = estimate_step(selective, dgx_a100());
   CHECK(es.memory.activations == en.memory.activations);

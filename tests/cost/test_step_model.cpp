@@ -40,7 +40,7 @@ StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
 
 LayerCosts costs_of(const StepConfig& c) {
   return layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
-                     c.dropout(), dgx_a100(), false, c.engine_kernels);
+                     dgx_a100(), {.dropout = c.dropout(), .engine_kernels = c.engine_kernels});
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ TEST_CASE("the per-rank GEMMs of every mode add up to the hardware FLOPs", "[cos
       for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
         INFO(tp_mode_name(c.mode) << " tp=" << c.tp << " recompute " << recompute_name(r));
         const std::int64_t b = 4;
-        const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, true, dgx_a100());
+        const LayerCosts lc = layer_costs(m, c.mode, c.tp, c.depth, b, DType::bf16, dgx_a100(), {.dropout = true});
         const UnitCosts& u = lc.block;
         const double block = u.forward.gemm_flops + u.backward_input.gemm_flops + u.backward_weight.gemm_flops +
                              u.recompute(r).gemm_flops;
@@ -151,15 +151,15 @@ TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas
   // GPT-3 175B's layer: s = 2048, h = 12288, a = 96, b = 1, t = 8; 2-byte activations, 1-byte masks.
   const ModelShape m{96, 12288, 96, 2048, 51200};
   const double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
-  const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, true, dgx_a100());
+  const LayerCosts tp = layer_costs(m, TpMode::d1, 8, 1, 1, DType::bf16, dgx_a100(), {.dropout = true});
   CHECK(tp.block_activations.kept(Recompute::none) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))).epsilon(1e-12));
   CHECK(tp.block_activations.kept(Recompute::selective) == Approx(sbh * (10 + 24 / t)).epsilon(1e-12));
   CHECK(tp.block_activations.kept(Recompute::full) == Approx(2 * sbh).epsilon(1e-12));
-  const LayerCosts sp = layer_costs(m, TpMode::d1_sp, 8, 1, 1, DType::bf16, true, dgx_a100());
+  const LayerCosts sp = layer_costs(m, TpMode::d1_sp, 8, 1, 1, DType::bf16, dgx_a100(), {.dropout = true});
   CHECK(sp.block_activations.kept(Recompute::none) == Approx(sbh * (34 / t + 5 * a * s / (h * t))).epsilon(1e-12));
   CHECK(sp.block_activations.kept(Recompute::selective) == Approx(sbh * 34 / t).epsilon(1e-12));
   CHECK(sp.block_activations.kept(Recompute::full) == Approx(2 * sbh / t).epsilon(1e-12));
-  const LayerCosts serial = layer_costs(m, TpMode::d1, 1, 1, 1, DType::bf16, true, dgx_a100());
+  const LayerCosts serial = layer_costs(m, TpMode::d1, 1, 1, 1, DType::bf16, dgx_a100(), {.dropout = true});
   CHECK(serial.block_activations.kept(Recompute::none) == Approx(sbh * (34 + 5 * a * s / h)).epsilon(1e-12));
 }
 
@@ -264,7 +264,7 @@ TEST_CASE("the step: an untied head holds its own weight and sums nothing over t
     INFO((tied ? "tied" : "untied"));
     c.spec.model.tied_head = tied;
     const LayerCosts lc = layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth,
-                                      c.micro_batch(), c.dtype(), c.dropout(), dgx_a100());
+                                      c.micro_batch(), c.dtype(), dgx_a100(), {.dropout = c.dropout()});
     // Per rank: the vocabulary table's shard V/tp × h; an RMSNorm's γ alone; no position table.
     const double table = 32000.0 / 2 * 1024, norm = 1024;
     CHECK(lc.wte_params == table);
@@ -283,7 +283,7 @@ TEST_CASE("the step: an untied head holds its own weight and sums nothing over t
   c.spec.layout.dp = 4;
   c.set_micro_batch(1);
   const LayerCosts lc = layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth,
-                                    c.micro_batch(), c.dtype(), c.dropout(), dgx_a100());
+                                    c.micro_batch(), c.dtype(), dgx_a100(), {.dropout = c.dropout()});
   CHECK(stage_parameters(c, lc, 0) == Approx(8 * lc.block_params + 2 * lc.wte_params + 1024));
   CHECK(estimate_step(c, dgx_a100()).traffic.pp_bytes == 0.0);
 }
@@ -541,7 +541,7 @@ TEST_CASE("Megatron's overlap switches: TP collectives under their GEMMs, the pa
           "[cost][step][overlap]") {
   StepConfig c = eight_layer_step(TpMode::d1_sp, 4);
   c.spec.zero.stage = 1;
-  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, false, dgx_a100());
+  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, dgx_a100());
   const StepEstimate off = estimate_step(c, costs, dgx_a100());
   // --tp-comm-overlap: per pass, only what outlasts the pass's GEMMs is exposed.
   StepConfig tp = c;
@@ -585,7 +585,7 @@ TEST_CASE("Megatron's always-on 1D overlap: a block's backward TP all-reduces un
   // stays exposed.  One stage, tp 8 over dp 4, bf16.
   StepConfig c = eight_layer_step(TpMode::d1, 4);
   c.spec.zero.stage = 1;
-  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, false, dgx_a100());
+  const LayerCosts costs = layer_costs(c.spec.model, c.spec.layout.mode, 8, 1, 1, DType::bf16, dgx_a100());
   StepConfig waits = c;
   waits.overlap.tp_backward = false;  // mdtp's engine: each all-reduce waited for before dW
   const StepEstimate on = estimate_step(c, costs, dgx_a100()), off = estimate_step(waits, costs, dgx_a100());

@@ -99,7 +99,7 @@ TEST_CASE("SUMMA's GEMMs hide part of 2D's and 2.5D's collectives; 1D and 3D hav
   // The block's costs carry the difference, pass by pass: the listed less the hidden; the weight
   // pass holds the dW products' collectives (2D and 3D), 1D's weight pass none.
   const ModelShape shape{8, 4096, 32, 2048, 51200};
-  const LayerCosts costs = layer_costs(shape, TpMode::d2, 4, 1, 4, DType::bf16, false, cluster, false, false, DType::f32);
+  const LayerCosts costs = layer_costs(shape, TpMode::d2, 4, 1, 4, DType::bf16, cluster, {.grad_dtype = DType::f32});
   double listed_f = 0.0, listed_w = 0.0, hidden_f = 0.0, hidden_w = 0.0;
   for (const char* layer : {"attention", "mlp", "layernorm", "layernorm"}) {
     Workload w = block_workload(layer, TpMode::d2, 4, 1);
@@ -115,8 +115,8 @@ TEST_CASE("SUMMA's GEMMs hide part of 2D's and 2.5D's collectives; 1D and 3D hav
   }
   CHECK(costs.block.forward.comm_seconds == Approx(listed_f - hidden_f).epsilon(1e-9));
   CHECK(costs.block.backward_weight.comm_seconds == Approx(listed_w - hidden_w).epsilon(1e-9));
-  CHECK(layer_costs(shape, TpMode::d3, 8, 1, 4, DType::bf16, false, cluster).block.backward_weight.comm_seconds > 0.0);
-  CHECK(layer_costs(shape, TpMode::d1_sp, 8, 1, 1, DType::bf16, false, cluster).block.backward_weight.comm_seconds == 0.0);
+  CHECK(layer_costs(shape, TpMode::d3, 8, 1, 4, DType::bf16, cluster).block.backward_weight.comm_seconds > 0.0);
+  CHECK(layer_costs(shape, TpMode::d1_sp, 8, 1, 1, DType::bf16, cluster).block.backward_weight.comm_seconds == 0.0);
 }
 
 TEST_CASE("the input gradient sent before the weight pass: GPipe and 1F1B drain in (p-1)(T_F + T_B)",
@@ -140,7 +140,7 @@ TEST_CASE("the input gradient sent before the weight pass: GPipe and 1F1B drain 
     CHECK(before.time.compute == Approx(after.time.compute).epsilon(1e-12));
     CHECK(before.time.tp_comm == Approx(after.time.tp_comm).epsilon(1e-12));
     CHECK(before.time.bubble < after.time.bubble);
-    const LayerCosts costs = layer_costs(c.spec.model, TpMode::d1, 8, 1, 1, DType::bf16, false, dgx_a100());
+    const LayerCosts costs = layer_costs(c.spec.model, TpMode::d1, 8, 1, 1, DType::bf16, dgx_a100());
     const double blocks_per_stage = 16.0 / 4.0;
     // The weight pass also holds the f32 buffer's read and write in its GEMMs' epilogues (6 bytes
     // per element beyond the bf16 dW write layer_costs prices).

@@ -96,7 +96,7 @@ TEST_CASE("the model's list of the engine's kernels equals what one block launch
       const auto& one = one_block.kinds;
 
       const cost::LayerCosts costs = cost::layer_costs(one_block.spec.model, c.mode, c.tp, c.depth, sequences, DType::f32,
-                                                       false, h100(), false, true);
+                                                       h100(), {.engine_kernels = true});
       std::map<std::string, simulate::KernelKindCharge> expected;
       const double m = c.micro_batches;
       for (const auto* pass :

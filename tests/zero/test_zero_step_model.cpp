@@ -79,7 +79,7 @@ TEST_CASE("the step model's ZeRO memory is the engine's bucket plan without its 
       sc.spec.precision = precision_for(DType::f32);
       sc.spec.dropout = 0.0;
       const cost::LayerCosts costs = cost::layer_costs(sc.spec.model, sc.spec.layout.mode, tp, depth, kReplicaBatch,
-                                                       sc.dtype(), sc.dropout(), dgx_a100());
+                                                       sc.dtype(), dgx_a100(), {.dropout = sc.dropout()});
 
       for (int zero : {2, 3})
         for (bool per_micro_batch : {false, true})
