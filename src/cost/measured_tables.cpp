@@ -12,6 +12,8 @@
 #include "cost/json_fields.hpp"
 #include "cost/model_flops.hpp"
 
+#include <fmt/format.h>
+
 namespace mdtp::cost {
 
 namespace {
@@ -234,6 +236,19 @@ PairOrder distinct_pair_order(const std::vector<double>& measured, const std::ve
       if (predicted[i] > predicted[j]) ++o.ordered;
     }
   return o;
+}
+
+std::vector<std::string> goal_misses(const Validation& v, const PredictionGoal& goal) {
+  std::vector<std::string> misses;
+  if (v.mean_abs_error > goal.mean_abs_error)
+    misses.push_back(fmt::format("mean |error| {:.1f}% > {:.0f}%", 100 * v.mean_abs_error, 100 * goal.mean_abs_error));
+  if (v.max_error > goal.max_error)
+    misses.push_back(fmt::format("worst |error| {:.1f}% > {:.0f}%", 100 * v.max_error, 100 * goal.max_error));
+  if (v.rows.size() >= goal.spearman_rows && v.spearman < goal.spearman)
+    misses.push_back(fmt::format("Spearman {:.2f} < {:.1f}", v.spearman, goal.spearman));
+  if (v.distinct_pairs_ordered < v.distinct_pairs)
+    misses.push_back(fmt::format("{} of {} pairs in order", v.distinct_pairs_ordered, v.distinct_pairs));
+  return misses;
 }
 
 Validation validate(const MeasuredTable& table, const Cluster& cluster) {

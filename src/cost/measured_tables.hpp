@@ -112,6 +112,17 @@ PairOrder distinct_pair_order(const std::vector<double>& measured, const std::ve
 
 Validation validate(const MeasuredTable& table, const Cluster& cluster);
 
+// The goal a prediction is held to on measured runs it has never seen: mean |error| within 10 %,
+// every row within 25 %, and the measured order kept — Spearman's ρ ≥ 0.8 where the table has at
+// least five rows, and every pair measured more than 10 % apart predicted in that order.
+struct PredictionGoal {
+  double mean_abs_error = 0.10, max_error = 0.25, spearman = 0.8;
+  std::size_t spearman_rows = 5;
+};
+// What a validation misses of the goal, one phrase each ("mean |error| 15.1% > 10%"); empty when
+// it meets it.
+std::vector<std::string> goal_misses(const Validation& v, const PredictionGoal& goal = {});
+
 // What every table's rule shares (MeasuredRule's comment), in `mode`.
 StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab);
 

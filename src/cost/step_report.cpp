@@ -1,6 +1,7 @@
 #include "cost/step_report.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <sstream>
@@ -283,6 +284,7 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
                     {"distinct_pairs_ordered", v.distinct_pairs_ordered},
                     {"baseline_max_error", v.baseline_max_error},
                     {"baseline_mean_abs_error", v.baseline_mean_abs_error},
+                    {"goal_misses", goal_misses(v)},
                     {"rows", rows}};
   return doc.dump(2) + "\n";
 }
@@ -314,6 +316,10 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                     "their order: {} of {}\n",
                     100 * v.max_error, 100 * v.baseline_max_error, 100 * v.mean_abs_error,
                     100 * v.baseline_mean_abs_error, v.spearman, v.distinct_pairs_ordered, v.distinct_pairs);
+  const std::vector<std::string> misses = goal_misses(v);
+  os << "prediction goal (mean |error| <= 10%, worst <= 25%, Spearman >= 0.8 over 5 rows or more, every such pair "
+        "in order): "
+     << (misses.empty() ? std::string("met") : fmt::format("not met ({})", fmt::join(misses, "; "))) << "\n";
   return os.str();
 }
 

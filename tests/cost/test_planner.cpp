@@ -113,6 +113,7 @@ TEST_CASE("Narayanan et al. 2021 with nothing fitted: mean within 10 %, worst wi
   CHECK(v.spearman >= 0.8);
   CHECK(v.distinct_pairs > 10);
   CHECK(v.distinct_pairs_ordered == v.distinct_pairs);
+  CHECK(goal_misses(v).empty());
   // The slowest row is 18.4B (tp = 8 without a pipeline: the largest share of tensor-parallel
   // all-reduces); the two fastest are 530B and 1T (the largest GEMMs, the smallest TP share).
   auto by_prediction = v.rows;
@@ -146,6 +147,7 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   }
   CHECK(v.mean_abs_error <= 0.10);
   CHECK(v.distinct_pairs_ordered == v.distinct_pairs);
+  CHECK(goal_misses(v).empty());
 }
 
 // The H100 table meets only the goal's worst bound: every row within 25 %.  Its mean (15 %) and its
@@ -157,6 +159,28 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: every row within 25 %
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
+  // What it misses, as `plan --validate` prints it: the mean first.
+  const std::vector<std::string> misses = goal_misses(v);
+  REQUIRE_FALSE(misses.empty());
+  CHECK_THAT(misses.front(), Catch::StartsWith("mean |error| "));
+}
+
+TEST_CASE("the prediction goal: each miss named with its figure; Spearman held only from five rows", "[cost][validation]") {
+  Validation v;
+  v.rows.resize(4);
+  v.mean_abs_error = 0.05;
+  v.max_error = 0.08;
+  v.spearman = 0.2;  // four rows: not held
+  v.distinct_pairs = 3;
+  v.distinct_pairs_ordered = 3;
+  CHECK(goal_misses(v).empty());
+  v.rows.resize(5);
+  CHECK(goal_misses(v) == std::vector<std::string>{"Spearman 0.20 < 0.8"});
+  v.mean_abs_error = 0.151;
+  v.max_error = 0.30;
+  v.distinct_pairs_ordered = 2;
+  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 15.1% > 10%", "worst |error| 30.0% > 25%",
+                                                   "Spearman 0.20 < 0.8", "2 of 3 pairs in order"});
 }
 
 TEST_CASE("pairs measured more than 10 % apart: counted once each, ordered when the prediction agrees",
