@@ -67,10 +67,26 @@ MeasuredRule parse_rule(const JsonFields& r) {
   return rule;
 }
 
+// A row's optional last element: what the run's launch script set (RunSetup).
+RunSetup parse_setup(const JsonFields& f, const JsonFields::json& node, const std::string& at) {
+  require(node.is_object(), f.head(), "field '", at, "' must be an object (micro_batch, chunks, dp_overlap); got ",
+          node.dump());
+  const JsonFields s(node, "measured table", f.where(), at + ".");
+  for (const auto& [key, value] : node.items())
+    require(key == "micro_batch" || key == "chunks" || key == "dp_overlap", s.head(), "field '", s.name(key),
+            "' is not a setup field; expected micro_batch, chunks or dp_overlap");
+  RunSetup setup;
+  if (s.has("micro_batch")) setup.micro_batch = static_cast<int>(s.integer("micro_batch", 1, 1 << 20));
+  if (s.has("chunks")) setup.chunks = static_cast<int>(s.integer("chunks", 1, 1 << 20));
+  if (s.has("dp_overlap")) setup.dp_overlap = s.flag("dp_overlap");
+  return setup;
+}
+
 MeasuredRun parse_row(const JsonFields& f, const JsonFields::json& row, std::size_t i) {
   const std::string at = "rows[" + std::to_string(i) + "]";
-  require(row.is_array() && row.size() == kColumns.size(), f.head(), "field '", at, "' must list ", kColumns.size(),
-          " values (the columns); got ", row.dump());
+  require(row.is_array() && (row.size() == kColumns.size() || row.size() == kColumns.size() + 1), f.head(), "field '",
+          at, "' must list ", kColumns.size(), " values (the columns), then optionally the run's setup; got ",
+          row.dump());
   auto whole = [&](std::size_t c) {
     return static_cast<int>(f.integer_of(row[c], at + "." + kColumns[c], 1, 1 << 30));
   };
@@ -87,6 +103,16 @@ MeasuredRun parse_row(const JsonFields& f, const JsonFields::json& row, std::siz
   r.percent_of_peak = f.number_of(row[9], at + "." + kColumns[9], 0.0, 100.0);
   require(r.gpus % (r.tp * r.pp) == 0, f.head(), at, ": ", r.gpus, " GPUs are not a whole number of tp x pp = ",
           r.tp, " x ", r.pp, " replicas");
+  if (row.size() > kColumns.size())
+    r.setup = parse_setup(f, row[kColumns.size()], at + "[" + std::to_string(kColumns.size()) + "]");
+  const int dp = r.gpus / (r.tp * r.pp);
+  if (r.setup.micro_batch)
+    require(r.batch % (dp * *r.setup.micro_batch) == 0, f.head(), at, ": micro_batch ", *r.setup.micro_batch,
+            " must divide each replica's share of the batch (", r.batch, " sequences over dp ", dp, ")");
+  if (r.setup.chunks)
+    require((r.pp > 1 || *r.setup.chunks == 1) && r.layers % (r.pp * *r.setup.chunks) == 0, f.head(), at,
+            ": chunks ", *r.setup.chunks, " must be 1 without a pipeline and divide the ", r.layers,
+            " layers into pp x chunks = ", r.pp, " x ", *r.setup.chunks, " equal virtual stages");
   return r;
 }
 
@@ -113,6 +139,8 @@ MeasuredTable parse_measured_table(const std::string& json_text, const std::stri
   const JsonFields::json& rows = top.field("rows");
   require(rows.is_array() && !rows.empty(), top.head(), "field 'rows' must be a non-empty list of rows");
   for (std::size_t i = 0; i < rows.size(); ++i) t.rows.push_back(parse_row(top, rows[i], i));
+  const bool any_setup = std::any_of(t.rows.begin(), t.rows.end(), [](const MeasuredRun& r) { return !r.setup.empty(); });
+  if (any_setup || top.has("setup_source")) t.setup_source = top.text("setup_source");
   return t;
 }
 
@@ -160,6 +188,12 @@ StepConfig MeasuredTable::config(const MeasuredRun& row) const {
   c.cross_entropy_fusion = rule.cross_entropy_fusion;
   c.overlap = rule.overlap;
   c.spec.model.tied_head = rule.tied_head;
+  if (row.setup.micro_batch) c.set_micro_batch(*row.setup.micro_batch);
+  if (row.setup.chunks) {
+    c.spec.layout.chunks = *row.setup.chunks;
+    c.spec.layout.schedule = *row.setup.chunks > 1 ? ScheduleKind::interleaved : ScheduleKind::one_f_one_b;
+  }
+  if (row.setup.dp_overlap) c.overlap.dp_gradients = *row.setup.dp_overlap;
   return c;
 }
 

@@ -12,6 +12,7 @@
 //   narayanan-2021   Narayanan et al. 2021 (SC '21), Table 1: GPT 1.7B-1T on Selene (DGX A100)
 //   megatron-h100    the Megatron-LM README's weak-scaling table (images/model_table.png): GPT
 //                    1.7B-462B on DGX H100, all overlaps on
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,22 @@
 
 namespace mdtp::cost {
 
+// What a publication's own launch scripts set for one run, where they are published (the table's
+// "setup_source" cites them); each value left unset is decided by the table's rule.
+struct RunSetup {
+  std::optional<int> micro_batch;  // sequences per micro-batch
+  std::optional<int> chunks;       // model chunks per stage v: 1 = 1F1B, > 1 = interleaved
+  std::optional<bool> dp_overlap;  // the gradient reduction under the last micro-batch's backward
+  bool empty() const { return !micro_batch && !chunks && !dp_overlap; }
+};
+
 // One measured run, as such tables print it.
 struct MeasuredRun {
   double billions = 0.0;  // parameters, as the table states them
   int heads = 0, hidden = 0, layers = 0, tp = 0, pp = 0, gpus = 0, batch = 0;
   double tflops_per_gpu = 0.0;  // measured, counted as the table counts (MeasuredTable::flops)
   double percent_of_peak = 0.0;
+  RunSetup setup;  // an optional last element of the row: {"micro_batch": 16, "chunks": 1, "dp_overlap": true}
 };
 
 // How a table counts the FLOPs of a step, from which its TFLOP/s per GPU follow.
@@ -37,7 +48,8 @@ enum class FlopCount {
 // What a table's rows leave out, fixed once for every row.  Shared by every table
 // (measured_run_config): the GPT block at `seq` and `vocab`, the row's batch, tp, pp and
 // dp = GPUs / (tp·pp), micro-batch 1, and with a pipeline the interleaved schedule with v = the
-// smallest divisor > 1 of the layers per stage (1F1B when a stage has one layer).
+// smallest divisor > 1 of the layers per stage (1F1B when a stage has one layer); a row's RunSetup,
+// where its publication states one, replaces these.
 struct MeasuredRule {
   std::string text;  // the rule in words, printed above the table
   std::int64_t seq = 0, vocab = 0;
@@ -61,6 +73,8 @@ struct MeasuredTable {
   std::string citation;  // where the numbers are, exactly
   std::string cluster;   // the cluster preset of the hardware it was measured on
   std::string path;      // the file it was read from
+  // Where the rows' setups come from (the launch scripts of the runs); required when a row has one.
+  std::string setup_source;
   FlopCount flops = FlopCount::model;
   MeasuredRule rule;
   std::vector<MeasuredRun> rows;

@@ -266,6 +266,7 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
                     {"pp", r.row.pp},
                     {"gpus", r.row.gpus},
                     {"batch", r.row.batch},
+                    {"micro_batch", r.estimate.config.micro_batch()},
                     {"measured_tflops_per_gpu", r.row.tflops_per_gpu},
                     {"predicted_tflops_per_gpu", r.predicted},
                     {"error", r.error},
@@ -275,6 +276,7 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
                     {"title", v.table->title},
                     {"citation", v.table->citation},
                     {"rule", v.table->rule.text},
+                    {"setup_source", v.table->setup_source},
                     {"cluster", cluster.name},
                     {"baseline_tflops_per_gpu", v.baseline_tflops},
                     {"max_error", v.max_error},
@@ -293,10 +295,11 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
   std::ostringstream os;
   os << fmt::format("{}, predicted from {} (baseline: {:.1f} TFLOP/s for every row)\n", v.table->title,
                     cluster.name, v.baseline_tflops);
-  os << fmt::format("source: {}\nrule for what the rows leave out: {}\n\n", v.table->citation, v.table->rule.text);
-  os << "| params | heads | hidden | layers | TP | PP | GPUs | batch | schedule | measured | predicted | error | "
+  os << fmt::format("source: {}\nrule for what the rows leave out: {}\n", v.table->citation, v.table->rule.text);
+  if (!v.table->setup_source.empty()) os << fmt::format("each run's own setup: {}\n", v.table->setup_source);
+  os << "\n| params | heads | hidden | layers | TP | PP | GPUs | batch | mb | schedule | measured | predicted | error | "
         "baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
-  os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : v.rows) {
     const StepEstimate& e = r.estimate;
     const double s = e.step_seconds;
@@ -305,10 +308,10 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                                      ? fmt::format("interleaved v={}", e.config.spec.layout.chunks)
                                      : std::string(schedule_name(e.config.spec.layout.schedule));
     os << fmt::format(
-        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | {:.1f}% | "
+        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | {:.1f}% | "
         "{:.1f}% | {:.1f}% | {:.1f}% |\n",
-        r.row.billions, r.row.heads, r.row.hidden, r.row.layers, r.row.tp, r.row.pp, r.row.gpus, r.row.batch, schedule,
-        r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error, 100 * e.time.compute / s,
+        r.row.billions, r.row.heads, r.row.hidden, r.row.layers, r.row.tp, r.row.pp, r.row.gpus, r.row.batch,
+        e.config.micro_batch(), schedule, r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error, 100 * e.time.compute / s,
         100 * e.time.tp_comm / s, 100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s, 100 * e.time.bubble / s);
   }
   os << fmt::format("\nmax |error| {:.1f}% (baseline {:.1f}%), mean |error| {:.1f}% (baseline {:.1f}%), Spearman of "

@@ -77,7 +77,7 @@ def check_table_files(mdtp, narayanan):
                                 text=True, timeout=600)
         if source.returncode != 0:
             sys.exit(f"--table narayanan-2021 exited with {source.returncode}")
-        # The user's file: the shipped table's rule, its 18.4B and 1T rows.
+        # The user's file: the shipped table's rule, its 18.4B and 1T rows with their setups.
         table = {"key": "mine", "title": "two rows", "citation": "check_plan_json.py", "cluster": "dgx-a100",
                  "flops": "narayanan",
                  "rule": {"text": "Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": False,
@@ -87,8 +87,9 @@ def check_table_files(mdtp, narayanan):
                                       "param_gather": False, "tp_backward": False}},
                  "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch",
                              "tflops_per_gpu", "percent_of_peak"],
-                 "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43],
-                          [1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52]]}
+                 "setup_source": "run_table_1.sh",
+                 "rows": [[18.4, 48, 6144, 40, 8, 1, 256, 1024, 135, 43, {"micro_batch": 8, "dp_overlap": True}],
+                          [1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163, 52, {"micro_batch": 1, "chunks": 1}]]}
         mine = os.path.join(tmp, "mine.json")
         with open(mine, "w") as f:
             json.dump(table, f)
