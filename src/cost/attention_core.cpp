@@ -41,7 +41,8 @@ AttentionCoreCosts attention_core_costs(const AttentionCoreShape& shape, DType d
   double c_scores = 0.0, c_context = 0.0;  // one forward product each: Q·Kᵀ, P·V
   double backward_rate = 1.0;               // the backward's products at the forward's rate x this
   if (cluster.attention_efficiency > 0) {
-    c_scores = c_context = causal * flops_one / (cluster.attention_efficiency * cluster.peak(dtype));
+    c_scores = c_context =
+        causal * flops_one / (cluster.attention_efficiency * cluster.synchronous_pace * cluster.peak(dtype));
     if (cluster.attention_backward_efficiency > 0)
       backward_rate = cluster.attention_backward_efficiency / cluster.attention_efficiency;
   } else {

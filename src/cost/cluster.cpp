@@ -68,6 +68,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
     c.peak_flops[d] = peaks.number_of(value, "gpu.peak_flops." + dtype, 0.0, 1e18);
   }
   c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
+  c.synchronous_pace = gpu.has("synchronous_pace") ? gpu.number("synchronous_pace", 0.0, 1.0) : 1.0;
   c.sm_count = gpu.has("sm_count") ? static_cast<int>(gpu.integer("sm_count", 1, 100000)) : 0;
   if (gpu.has("gemm_reference_shape")) {
     const auto& shape = gpu.field("gemm_reference_shape");
@@ -133,11 +134,16 @@ std::string find_cluster(const std::string& name_or_path) {
   throw_error("no cluster named '", name_or_path, "' (", file, "); looked in:", data_file_places("clusters/" + file));
 }
 
+Cluster for_job(Cluster cluster, int gpus) {
+  if (gpus <= 1) cluster.synchronous_pace = 1.0;
+  return cluster;
+}
+
 TimeModel cluster_time_model(const Cluster& c) {
   TimeModel m;
   m.links = {{LinkClass::intra_node, c.intra_node.params()}, {LinkClass::inter_node, c.inter_node.params()}};
   m.gemm_flops.clear();
-  for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency;
+  for (const auto& [dtype, peak] : c.peak_flops) m.gemm_flops[dtype] = peak * c.gemm_efficiency * c.synchronous_pace;
   m.algorithms.library = c.library;
   m.algorithms.nccl = c.nccl_algorithms;
   if (c.nvls) m.nvls = c.nvls->params;
@@ -204,6 +210,7 @@ std::string cluster_json(const Cluster& c) {
   if (c.gemm_reference_shape)
     doc["gpu"]["gemm_reference_shape"] = {c.gemm_reference_shape->m, c.gemm_reference_shape->n,
                                           c.gemm_reference_shape->k};
+  if (c.synchronous_pace < 1) doc["gpu"]["synchronous_pace"] = c.synchronous_pace;
   if (c.kernel_overhead > 0) doc["gpu"]["kernel_overhead"] = c.kernel_overhead;
   if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
   if (c.attention_backward_efficiency > 0)

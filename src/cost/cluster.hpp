@@ -10,6 +10,10 @@
 //                                    is set so that this shape, its waves' output writes included,
 //                                    runs at gemm_efficiency; absent: gemm_efficiency is the main
 //                                    loop's own rate
+//   gpu.synchronous_pace (optional)  the fraction of that sustained tensor-core rate the slowest GPU
+//                                    of a fully loaded node keeps: a synchronous step waits for it
+//                                    at every collective (GEMM main loops and the attention kernel;
+//                                    streaming kernels are bound by HBM, not the SM clock); absent: 1
 //   gpu.sm_count (optional)          streaming multiprocessors: the GEMM's waves; absent (0): the
 //                                    roofline alone at gemm_efficiency
 //   gpu.kernel_overhead (optional)   seconds each kernel adds beyond its work (launch, ramp, tail)
@@ -73,6 +77,8 @@ struct Cluster {
   std::map<DType, double> peak_flops;  // flop/s
   double gemm_efficiency = 1.0;
   std::optional<GemmShape> gemm_reference_shape;  // absent: gemm_efficiency is the main loop's rate
+  // The slowest GPU's share of the rate above when every GPU of the node runs (header comment).
+  double synchronous_pace = 1.0;
   int sm_count = 0;              // 0: no tile/wave model (calibrated or host clusters)
   double kernel_overhead = 0.0;  // s per kernel
   double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)
@@ -90,12 +96,17 @@ struct Cluster {
   NcclAlgorithms nccl_algorithms;
 
   double peak(DType dtype) const;  // mdtp::Error naming the dtype when the file gives none
+  // The microbenchmark's rate, one GPU alone (kernel_time.cpp paces it by synchronous_pace).
   double gemm_rate(DType dtype) const { return peak(dtype) * gemm_efficiency; }
   double stream_bandwidth() const { return hbm_bandwidth * memory_efficiency; }
 };
 
 // Reads and validates a cluster file; mdtp::Error "cluster file F: field X ..." on any problem.
 Cluster load_cluster(const std::string& path);
+// The cluster as a job of `gpus` GPUs runs on it: a job of one GPU waits for no other, so its
+// tensor cores keep the microbenchmark's alone rate (synchronous_pace 1); a larger one runs at the
+// pace of the slowest GPU it synchronises with (the cluster's synchronous_pace).
+Cluster for_job(Cluster cluster, int gpus);
 // Parses cluster JSON text; `where` names it in errors.
 Cluster parse_cluster(const std::string& json_text, const std::string& where);
 

@@ -72,8 +72,10 @@ double output_bytes_or_dtype(double output_bytes, DType dtype) {
 }  // namespace
 
 double gemm_mainloop_rate(DType dtype, const Cluster& cluster) {
+  // The microbenchmark ran one GPU alone; a step runs at the pace of the node's slowest loaded GPU.
+  const double pace = cluster.synchronous_pace;
   const double measured_rate = cluster.gemm_rate(dtype);
-  if (cluster.sm_count <= 0 || !cluster.gemm_reference_shape) return measured_rate;
+  if (cluster.sm_count <= 0 || !cluster.gemm_reference_shape) return measured_rate * pace;
   // The microbenchmark timed its best shape whole, epilogues included; the main loop runs faster by
   // what they took.  The shape's time is A / rate + B (main loops, then the writes), so its times
   // at two rates give A and B, and the rate at which it takes its measured time follows.
@@ -87,7 +89,7 @@ double gemm_mainloop_rate(DType dtype, const Cluster& cluster) {
   const double writes = at_measured - loops;              // B
   require(measured_seconds > writes, "the GEMM reference shape's outputs alone take longer to write (", writes,
           " s) than the microbenchmark's measured time (", measured_seconds, " s): check gemm_reference_shape");
-  return measured_rate * loops / (measured_seconds - writes);
+  return pace * measured_rate * loops / (measured_seconds - writes);
 }
 
 double epilogue_bytes(DType output, bool accumulate) {
@@ -101,7 +103,7 @@ double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DTyp
   if (m == 0 || n == 0 || k == 0 || batch == 0) return 0.0;
   if (cluster.sm_count <= 0)
     return static_cast<double>(batch) * 2.0 * static_cast<double>(m) * static_cast<double>(n) *
-           static_cast<double>(k) / cluster.gemm_rate(dtype);
+           static_cast<double>(k) / gemm_mainloop_rate(dtype, cluster);
   return tiled_seconds(m, n, k, cluster, batch, gemm_mainloop_rate(dtype, cluster),
                        output_bytes_or_dtype(output_bytes, dtype));
 }

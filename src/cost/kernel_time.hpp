@@ -26,7 +26,9 @@
 //           + the per-kernel overhead
 //     η_gemm is the fraction of the data-sheet peak the best-shaped large GEMM reaches in a
 //     microbenchmark (the cluster file names it); a cluster without an SM count (a calibrated or
-//     host cluster) keeps the roofline alone at its measured rate.
+//     host cluster) keeps the roofline alone at its measured rate.  The microbenchmark ran one
+//     GPU with its node idle; a synchronous step waits at every collective for the slowest GPU of
+//     a node whose GPUs all run, so r_main is scaled by the cluster's synchronous_pace.
 //   Streaming kernels (LayerNorm, bias+GeLU, softmax, dropout, residual adds, the optimizer):
 //       t = bytes read and written / (η_mem · B_hbm) + kernels · the per-kernel overhead
 #include <cstdint>
@@ -54,7 +56,7 @@ double gemm_compute_seconds(std::int64_t m, std::int64_t n, std::int64_t k, DTyp
                             std::int64_t batch = 1, double output_bytes = 0.0);
 // The rate of the tile model's main loops (flop/s): the microbenchmark's rate, raised by what its
 // reference shape's epilogues took (Cluster::gemm_reference_shape); the measured rate itself where
-// the cluster names no reference shape or has no SM count.
+// the cluster names no reference shape or has no SM count; either times Cluster::synchronous_pace.
 double gemm_mainloop_rate(DType dtype, const Cluster& cluster);
 // `kernels` streaming kernels that together read and write `bytes`.
 double stream_seconds(double bytes, const Cluster& cluster, int kernels = 1);

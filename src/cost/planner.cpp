@@ -150,8 +150,9 @@ std::string why_empty(const PlanRequest& r, const PlanResult& result, std::int64
 
 }  // namespace
 
-PlanResult plan(const PlanRequest& r, const Cluster& cluster) {
+PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   require(r.gpus >= 1, "the planner needs gpus >= 1; got ", r.gpus);
+  const Cluster cluster = for_job(cluster_file, r.gpus);
   require(r.global_batch >= 1, "the planner needs a global batch >= 1; got ", r.global_batch);
   StepConfig base;
   base.spec.model = r.model;

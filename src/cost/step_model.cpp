@@ -467,8 +467,9 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
 
 }  // namespace
 
-StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster) {
+StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster_file) {
   validate(c);
+  const Cluster cluster = for_job(cluster_file, c.gpus());
   const LayerCosts costs =
       layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
                   cluster,

@@ -120,7 +120,8 @@ double zero3_gather_seconds(const StepConfig& config, const Placement& placement
 // planner shares it between the recomputation policies and gradient reductions, which gather alike).
 StepEstimate estimate_step(const StepConfig& config, const LayerCosts& costs, const Placement& placement,
                            const Cluster& cluster, const Zero3Timeline& zero3_gathers);
-// Builds the layer costs itself.
+// Builds the layer costs itself, on the cluster as a job of config.gpus() sees it (for_job: one GPU
+// keeps the alone rate).  The overloads above take layer costs their caller built the same way.
 StepEstimate estimate_step(const StepConfig& config, const Cluster& cluster);
 
 }  // namespace mdtp::cost

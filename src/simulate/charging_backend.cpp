@@ -130,7 +130,9 @@ cost::Cluster simulated_cluster() {
   const auto sim = run::simulation_from_environment();
   require(sim.has_value(), "this is the SMPI build of mdtp: run it through `mdtp simulate` (",
           run::kSimulationEnvironment, " is not set)");
-  return cost::load_cluster(sim->cluster_path);
+  // Its ranks are the job's GPUs: one alone keeps the microbenchmark's rate, more the pace of the
+  // slowest (cost::for_job), as `mdtp cost` prices the same job.
+  return cost::for_job(cost::load_cluster(sim->cluster_path), sim->gpus);
 }
 
 std::function<std::unique_ptr<Backend>()> simulated_backend_factory(std::shared_ptr<KernelTally> tally) {

@@ -55,7 +55,11 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
 
   const TimeModel model = cluster_time_model(a100);
   CHECK(model.link(LinkClass::intra_node).beta == Approx(1.0 / (300e9 * 0.8)));
-  CHECK(model.gemm_rate(DType::bf16) == Approx(312e12 * a100.gemm_efficiency));
+  CHECK(model.gemm_rate(DType::bf16) == Approx(312e12 * a100.gemm_efficiency * a100.synchronous_pace));
+  // A step waits for the slowest GPU of a loaded node: 0.9715 of the alone rate (the scan's
+  // all-8-concurrent H200 run: 698.6 on average, 4.5 % spread, against 702.9 alone).
+  CHECK(a100.synchronous_pace == 0.9715);
+  CHECK(h100.synchronous_pace == 0.9715);
   // The GEMM model's figures: the SM count, the per-kernel overhead, the attention kernel's rate.
   CHECK(a100.sm_count == 108);
   CHECK(h100.sm_count == 132);
@@ -77,6 +81,7 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
   CHECK(round_trip.sm_count == 108);
   CHECK(round_trip.kernel_overhead == a100.kernel_overhead);
   CHECK(round_trip.attention_efficiency == a100.attention_efficiency);
+  CHECK(round_trip.synchronous_pace == 0.9715);
   REQUIRE(round_trip.gemm_reference_shape);
   CHECK(round_trip.gemm_reference_shape->n == 10240);
   CHECK(a100.attention_backward_efficiency == 0.0);  // not given: the forward's rate
@@ -96,6 +101,9 @@ TEST_CASE("a broken cluster file is refused in one line naming the file and the 
                     Catch::Contains("'links.inter_node.bandwidth' must be a number"));
   CHECK_THROWS_WITH(parse_edited("\"gemm_efficiency\": 0.7315", "\"gemm_efficiency\": 1.5"),
                     Catch::Contains("'gpu.gemm_efficiency' must be in (0, 1]"));
+  CHECK_THROWS_WITH(parse_edited("\"synchronous_pace\": 0.9715", "\"synchronous_pace\": 0"),
+                    Catch::Contains("'gpu.synchronous_pace' must be in (0, 1]"));
+  CHECK(parse_edited("\"synchronous_pace\": 0.9715,", "").synchronous_pace == 1.0);  // absent: the alone rate
   CHECK_THROWS_WITH(parse_edited("[1024, 10240, 5120]", "[1024, 10240]"),
                     Catch::Contains("'gpu.gemm_reference_shape' must be [m, n, k]"));
   CHECK_THROWS_WITH(parse_edited("[1024, 10240, 5120]", "[1024, 10240, 0]"),

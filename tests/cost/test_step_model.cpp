@@ -785,3 +785,26 @@ TEST_CASE("--engine-kernels prices each kernel the engine launches: its bytes th
   CHECK(describe(engine).find("engine-kernels") != std::string::npos);
   CHECK(describe(fused).find("engine-kernels") == std::string::npos);
 }
+
+// A job of one GPU waits for no other: its tensor cores keep the microbenchmark's alone rate. A job
+// of two or more runs at the pace of the slowest GPU it synchronises with (Cluster::synchronous_pace).
+TEST_CASE("the synchronous pace: a one-GPU step at the alone rate, a larger one at the slowest GPU's",
+          "[cost][step]") {
+  Cluster alone = dgx_a100();
+  alone.synchronous_pace = 1.0;
+  Cluster paced = alone;
+  paced.synchronous_pace = 0.9;
+  CHECK(for_job(paced, 1).synchronous_pace == 1.0);
+  CHECK(for_job(paced, 2).synchronous_pace == 0.9);
+  StepConfig one = eight_layer_step(TpMode::none, 1);
+  one.spec.layout.tp = 1;
+  REQUIRE(one.gpus() == 1);
+  CHECK(estimate_step(one, paced).step_seconds == estimate_step(one, alone).step_seconds);
+  const StepConfig eight = eight_layer_step(TpMode::d1, 1);
+  const StepEstimate slow = estimate_step(eight, paced), fast = estimate_step(eight, alone);
+  CHECK(slow.step_seconds > fast.step_seconds);
+  // Only the tensor-core work slows: the streaming kernels take what they took.
+  CHECK(slow.compute.stream_seconds == Approx(fast.compute.stream_seconds).epsilon(1e-12));
+  CHECK(slow.compute.gemm_seconds > 1.05 * fast.compute.gemm_seconds);
+  CHECK(slow.compute.gemm_seconds < fast.compute.gemm_seconds / 0.9 + 1e-12);
+}
