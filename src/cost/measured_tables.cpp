@@ -139,7 +139,8 @@ MeasuredTable parse_measured_table(const std::string& json_text, const std::stri
   const JsonFields::json& rows = top.field("rows");
   require(rows.is_array() && !rows.empty(), top.head(), "field 'rows' must be a non-empty list of rows");
   for (std::size_t i = 0; i < rows.size(); ++i) t.rows.push_back(parse_row(top, rows[i], i));
-  const bool any_setup = std::any_of(t.rows.begin(), t.rows.end(), [](const MeasuredRun& r) { return !r.setup.empty(); });
+  const bool any_setup =
+      std::any_of(t.rows.begin(), t.rows.end(), [](const MeasuredRun& r) { return !r.setup.empty(); });
   if (any_setup || top.has("setup_source")) t.setup_source = top.text("setup_source");
   return t;
 }

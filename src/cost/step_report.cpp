@@ -297,8 +297,8 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                     cluster.name, v.baseline_tflops);
   os << fmt::format("source: {}\nrule for what the rows leave out: {}\n", v.table->citation, v.table->rule.text);
   if (!v.table->setup_source.empty()) os << fmt::format("each run's own setup: {}\n", v.table->setup_source);
-  os << "\n| params | heads | hidden | layers | TP | PP | GPUs | batch | mb | schedule | measured | predicted | error | "
-        "baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
+  os << "\n| params | heads | hidden | layers | TP | PP | GPUs | batch | mb | schedule | measured | predicted | "
+        "error | baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
   os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : v.rows) {
     const StepEstimate& e = r.estimate;
@@ -308,11 +308,12 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                                      ? fmt::format("interleaved v={}", e.config.spec.layout.chunks)
                                      : std::string(schedule_name(e.config.spec.layout.schedule));
     os << fmt::format(
-        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | {:.1f}% | "
-        "{:.1f}% | {:.1f}% | {:.1f}% |\n",
+        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | "
+        "{:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n",
         r.row.billions, r.row.heads, r.row.hidden, r.row.layers, r.row.tp, r.row.pp, r.row.gpus, r.row.batch,
-        e.config.micro_batch(), schedule, r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error, 100 * e.time.compute / s,
-        100 * e.time.tp_comm / s, 100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s, 100 * e.time.bubble / s);
+        e.config.micro_batch(), schedule, r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error,
+        100 * e.time.compute / s, 100 * e.time.tp_comm / s, 100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s,
+        100 * e.time.bubble / s);
   }
   os << fmt::format("\nmax |error| {:.1f}% (baseline {:.1f}%), mean |error| {:.1f}% (baseline {:.1f}%), Spearman of "
                     "predicted vs measured TFLOP/s {:.2f}, pairs measured more than 10% apart predicted in "

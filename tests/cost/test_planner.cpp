@@ -119,7 +119,8 @@ TEST_CASE("Narayanan et al. 2021 with nothing fitted: mean within 10 %, worst wi
   for (const auto& big : v.rows)
     for (const auto& small : v.rows)
       if (big.row.billions >= 310 && small.row.billions < 310) {
-        INFO(big.row.billions << "B predicted " << big.predicted << ", " << small.row.billions << "B " << small.predicted);
+        INFO(big.row.billions << "B predicted " << big.predicted << ", " << small.row.billions << "B "
+                              << small.predicted);
         CHECK(big.predicted > small.predicted);
       }
   // Each run as the paper's launch script set it (run_table_1.sh: the rows' setups), the rest by the
@@ -343,7 +344,8 @@ TEST_CASE("a table file of measured runs: a user's own validates like a shipped 
                     Catch::Contains("32 GPUs are not a whole number of tp x pp = 3 x 1"));
   // A run's setup (the row's optional last element): its fields named, each checked against the row.
   CHECK_THROWS_WITH(parse_edited_table("{\"micro_batch\": 16, \"dp_overlap\": true}", "{\"mbs\": 16}"),
-                    Catch::Contains("'rows[0][10].mbs' is not a setup field; expected micro_batch, chunks or dp_overlap"));
+                    Catch::Contains("'rows[0][10].mbs' is not a setup field; expected micro_batch, chunks or "
+                                    "dp_overlap"));
   CHECK_THROWS_WITH(parse_edited_table("{\"micro_batch\": 16, \"dp_overlap\": true}", "{\"micro_batch\": 3}"),
                     Catch::Contains("rows[0]: micro_batch 3 must divide each replica's share of the batch (512 "
                                     "sequences over dp 32)"));
