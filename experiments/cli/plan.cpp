@@ -64,6 +64,7 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   r.attention_keeps_probabilities = !o.step.streaming_attention;
   r.gradient_accumulation_fusion = !o.step.no_gradient_accumulation_fusion;
   r.cross_entropy_fusion = o.step.cross_entropy_fusion;
+  r.p2p_scatter_gather = !o.step.no_p2p_scatter_gather;
   r.overlap = o.step.overlap();
   r.max_tp = o.max_tp;
   r.max_micro_batch = o.max_micro_batch;

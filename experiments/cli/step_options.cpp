@@ -21,6 +21,7 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
                           .attention_keeps_probabilities = !streaming_attention,
                           .gradient_accumulation_fusion = !no_gradient_accumulation_fusion,
                           .cross_entropy_fusion = cross_entropy_fusion,
+                          .p2p_scatter_gather = !no_p2p_scatter_gather,
                           .engine_kernels = engine_kernels};
 }
 
@@ -64,6 +65,10 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--cross-entropy-fusion", a.cross_entropy_fusion,
                "Megatron's --cross-entropy-loss-fusion: the cross-entropy as one kernel each way, not as its fp32 "
                "PyTorch operations (six kernels forward, two backward)");
+  app.add_flag("--no-p2p-scatter-gather", a.no_p2p_scatter_gather,
+               "1D without sequence parallelism: every TP rank sends the whole activation to the next pipeline "
+               "stage (Megatron-core since 2023, and --no-scatter-gather-tensors-in-pipeline before), not 1/tp of it "
+               "all-gathered there (Megatron-LM's scatter/gather until 2023, mdtp's engine)");
   add(app, "--nccl-algo", a.nccl_algo,
       "NCCL's all-reduce algorithms, as NCCL_ALGO lists them: auto (whichever of ring, tree, nvls and nvlstree the "
       "model times quickest and the cluster can run, as NCCL's tuner picks) or a comma list of them: ring,tree for "

@@ -16,7 +16,7 @@ struct StepAssumptions {
   std::string cluster = "dgx-a100";
   int gpus = 0;  // 0: not given
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
-  bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false;
+  bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false, no_p2p_scatter_gather = false;
   bool tp_comm_overlap = false, overlap_param_gather = false, no_tp_backward_overlap = false;
   bool input_grad_first = false;
   bool own_collectives = false;  // mdtp's ring over MPI: ring only, one NIC per node and group

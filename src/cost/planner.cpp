@@ -163,6 +163,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   base.attention_keeps_probabilities = r.attention_keeps_probabilities;
   base.gradient_accumulation_fusion = r.gradient_accumulation_fusion;
   base.cross_entropy_fusion = r.cross_entropy_fusion;
+  base.p2p_scatter_gather = r.p2p_scatter_gather;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
       r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;

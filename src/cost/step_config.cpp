@@ -130,6 +130,7 @@ std::string describe(const StepConfig& c) {
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
   if (c.cross_entropy_fusion) os << " fused-cross-entropy";
+  if (!c.p2p_scatter_gather && l.mode == TpMode::d1 && l.tp > 1 && l.pp > 1) os << " whole-p2p-sends";
   if (c.engine_kernels) os << " engine-kernels";
   if (!c.overlap.tp_backward && is_megatron_1d(l.mode)) os << " tp-backward-waits";
   return os.str();

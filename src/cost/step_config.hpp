@@ -89,6 +89,13 @@ struct StepConfig {
   // (8), exp (8), sum (4) and divide by it (8) in place, and backward scale by the loss gradient
   // (8) and cast back (4 + δ): δ + 36 and 12 + δ bytes per logit, six and two kernels.
   bool cross_entropy_fusion = false;
+  // 1D TP without sequence parallelism, between pipeline stages: true, each of the t ranks sends
+  // 1/t of the activation and the next stage all-gathers it over its TP group (Megatron-LM's
+  // scatter/gather until March 2023, on by default; mdtp's engine).  false: every TP rank sends
+  // the whole activation (Megatron-LM's --no-scatter-gather-tensors-in-pipeline, and Megatron-core
+  // since it dropped the optimisation in March 2023; `--no-p2p-scatter-gather`).  Under sequence
+  // parallelism, and in the other modes, each rank's activation is a shard already.
+  bool p2p_scatter_gather = true;
   // false: the streaming kernels as Megatron-LM fuses them (layer_costs.hpp), what a GPU cluster
   // running Megatron pays.  true: the blocks', the vocabulary units' and the optimizer's as mdtp's
   // own engine launches them, unfused (engine_kernels.hpp; step_model.cpp's optimizer) — what a

@@ -67,6 +67,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"streaming_attention", !c.attention_keeps_probabilities},
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
           {"cross_entropy_fusion", c.cross_entropy_fusion},
+          {"p2p_scatter_gather", c.p2p_scatter_gather},
           {"engine_kernels", c.engine_kernels}};
 }
 

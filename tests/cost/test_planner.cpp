@@ -358,6 +358,13 @@ TEST_CASE("a table file of measured runs: a user's own validates like a shipped 
                     Catch::Contains("'rows[0][10].dp_overlap' must be true or false"));
   CHECK_THROWS_WITH(parse_edited_table("\"setup_source\"", "\"source_of_setups\""),
                     Catch::Contains("field 'setup_source' is missing"));
+  // The pipeline's scatter/gather: on unless the rule says otherwise (Megatron-LM of 2021).
+  CHECK(measured_table("narayanan-2021").config(measured_table("narayanan-2021").rows[9]).p2p_scatter_gather);
+  const MeasuredTable whole = parse_edited_table("\"cross_entropy_fusion\": false,",
+                                                 "\"cross_entropy_fusion\": false, \"p2p_scatter_gather\": false,");
+  CHECK_FALSE(whole.config(whole.rows[9]).p2p_scatter_gather);
+  CHECK_THROWS_WITH(parse_edited_table("\"cross_entropy_fusion\": false,", "\"p2p_scatter_gather\": 0,"),
+                    Catch::Contains("'rule.p2p_scatter_gather' must be true or false"));
   CHECK_THROWS_WITH(parse_edited_table("\"params_billions\",", "\"billions\","),
                     Catch::Contains("field 'columns' must be"));
   CHECK_THROWS_WITH(parse_measured_table("[1, 2]", "list.json"), Catch::Contains("the top level must be an object"));

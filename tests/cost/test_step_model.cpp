@@ -808,3 +808,29 @@ TEST_CASE("the synchronous pace: a one-GPU step at the alone rate, a larger one 
   CHECK(slow.compute.gemm_seconds > 1.05 * fast.compute.gemm_seconds);
   CHECK(slow.compute.gemm_seconds < fast.compute.gemm_seconds / 0.9 + 1e-12);
 }
+
+// Between pipeline stages, 1D without sequence parallelism: Megatron-LM (until 2023) and mdtp's
+// engine send 1/t of the activation from each TP rank and all-gather it on the next stage;
+// Megatron-core (and --no-scatter-gather-tensors-in-pipeline) sends all of it from every rank.
+TEST_CASE("pipeline sends: the scatter/gather, or the whole activation from every TP rank", "[cost][step]") {
+  StepConfig c = eight_layer_step(TpMode::d1, 1);
+  c.spec.layout.pp = 2;
+  c.spec.layout.schedule = ScheduleKind::one_f_one_b;
+  c.set_micro_batch(1);
+  const StepEstimate scattered = estimate_step(c, dgx_a100());
+  StepConfig whole_config = c;
+  whole_config.p2p_scatter_gather = false;
+  const StepEstimate whole = estimate_step(whole_config, dgx_a100());
+  // Each of the 64 micro-batches sends and receives its [s, h] activation forward and its gradient
+  // backward (4 transfers), 2048 x 4096 x 2 bytes each, over tp = 8 or whole: 7/8 of it more.
+  // (The tied embedding's all-reduce between the first and last stage, also pipeline bytes, stays.)
+  const double activation = 2048.0 * 4096 * 2;
+  CHECK(whole.traffic.pp_bytes - scattered.traffic.pp_bytes == Approx(64 * 4 * activation * 7 / 8).epsilon(1e-12));
+  CHECK(whole.time.pp_comm > scattered.time.pp_comm);
+  CHECK(whole.time.compute == scattered.time.compute);
+  CHECK(describe(whole_config).find("whole-p2p-sends") != std::string::npos);
+  // Under sequence parallelism each rank's activation is its shard already: nothing changes.
+  c.spec.layout.mode = whole_config.spec.layout.mode = TpMode::d1_sp;
+  CHECK(estimate_step(whole_config, dgx_a100()).step_seconds == estimate_step(c, dgx_a100()).step_seconds);
+  CHECK(describe(whole_config).find("whole-p2p-sends") == std::string::npos);
+}
