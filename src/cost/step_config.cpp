@@ -102,6 +102,11 @@ bool StepConfig::head_copies_wte(int stage) const {
   return spec.model.tied_head && holds_head(stage) && !holds_embedding(stage);
 }
 
+bool StepConfig::pipeline_sends_can_scatter() const {
+  const auto& l = spec.layout;
+  return l.mode == TpMode::d1 && l.tp > 1 && l.pp > 1;
+}
+
 bool StepConfig::head_holds_wte_copy() const {
   for (int r = 0; r < spec.layout.pp; ++r)
     if (head_copies_wte(r)) return true;
@@ -130,7 +135,7 @@ std::string describe(const StepConfig& c) {
   if (!c.attention_keeps_probabilities) os << " streaming-attention";
   if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
   if (c.cross_entropy_fusion) os << " fused-cross-entropy";
-  if (!c.p2p_scatter_gather && l.mode == TpMode::d1 && l.tp > 1 && l.pp > 1) os << " whole-p2p-sends";
+  if (c.pipeline_sends_can_scatter() && !c.pipeline_sends_scattered()) os << " whole-p2p-sends";
   if (c.engine_kernels) os << " engine-kernels";
   if (!c.overlap.tp_backward && is_megatron_1d(l.mode)) os << " tp-backward-waits";
   return os.str();

@@ -124,6 +124,11 @@ struct StepConfig {
   bool head_copies_wte(int stage) const;
   // Whether any stage's does (round-robin with pp > 1, tied).
   bool head_holds_wte_copy() const;
+  // Pipelined 1D without sequence parallelism at t > 1: the one layout whose activation is whole on
+  // every TP rank between stages, so that p2p_scatter_gather has a choice to make.
+  bool pipeline_sends_can_scatter() const;
+  // Whether a pipeline send carries 1/t of the activation, all-gathered by the next stage.
+  bool pipeline_sends_scattered() const { return p2p_scatter_gather && pipeline_sends_can_scatter(); }
   // The share of the step's micro-batches each of a stage's chunks runs: 1, or 1/2 under DualPipe
   // (each route carries half).  A stage's work per micro-batch is its blocks times this.
   double chunk_share() const { return spec.layout.stage_mapping == StageMapping::mirrored ? 0.5 : 1.0; }

@@ -350,7 +350,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   // Pipeline sends: the residual shard per chunk boundary, forward and backward.
   double p2p = 0.0;
   if (c.spec.layout.pp > 1) {
-    const bool scatter_gather = c.p2p_scatter_gather && c.spec.layout.mode == TpMode::d1 && c.spec.layout.tp > 1;
+    const bool scatter_gather = c.pipeline_sends_scattered();
     const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
     double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
     if (scatter_gather)
