@@ -65,6 +65,7 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   r.gradient_accumulation_fusion = !o.step.no_gradient_accumulation_fusion;
   r.cross_entropy_fusion = o.step.cross_entropy_fusion;
   r.p2p_scatter_gather = !o.step.no_p2p_scatter_gather;
+  r.grad_nan_check = !o.step.no_grad_nan_check;
   r.overlap = o.step.overlap();
   r.max_tp = o.max_tp;
   r.max_micro_batch = o.max_micro_batch;

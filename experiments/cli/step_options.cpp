@@ -22,6 +22,7 @@ cost::StepConfig StepAssumptions::step(const RunSpec& spec) const {
                           .gradient_accumulation_fusion = !no_gradient_accumulation_fusion,
                           .cross_entropy_fusion = cross_entropy_fusion,
                           .p2p_scatter_gather = !no_p2p_scatter_gather,
+                          .grad_nan_check = !no_grad_nan_check,
                           .engine_kernels = engine_kernels};
 }
 
@@ -69,6 +70,9 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
                "1D without sequence parallelism: every TP rank sends the whole activation to the next pipeline "
                "stage (Megatron-core since 2023, and --no-scatter-gather-tensors-in-pipeline before), not 1/tp of it "
                "all-gathered there (Megatron-LM's scatter/gather until 2023, mdtp's engine)");
+  app.add_flag("--no-check-for-nan-in-grad", a.no_grad_nan_check,
+               "Megatron's --no-check-for-nan-in-loss-and-grad: no norm of each gradient bucket taken before its "
+               "reduction (Megatron-core's default takes it: one more read of the gradient buffer per step)");
   add(app, "--nccl-algo", a.nccl_algo,
       "NCCL's all-reduce algorithms, as NCCL_ALGO lists them: auto (whichever of ring, tree, nvls and nvlstree the "
       "model times quickest and the cluster can run, as NCCL's tuner picks) or a comma list of them: ring,tree for "

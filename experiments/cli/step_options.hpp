@@ -17,6 +17,7 @@ struct StepAssumptions {
   int gpus = 0;  // 0: not given
   bool no_dp_overlap = false, p2p_overlap = false, streaming_attention = false;
   bool no_gradient_accumulation_fusion = false, cross_entropy_fusion = false, no_p2p_scatter_gather = false;
+  bool no_grad_nan_check = false;
   bool tp_comm_overlap = false, overlap_param_gather = false, no_tp_backward_overlap = false;
   bool input_grad_first = false;
   bool own_collectives = false;  // mdtp's ring over MPI: ring only, one NIC per node and group

@@ -58,6 +58,7 @@ MeasuredRule parse_rule(const JsonFields& r) {
   rule.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
   rule.cross_entropy_fusion = r.has("cross_entropy_fusion") && r.flag("cross_entropy_fusion");
   rule.p2p_scatter_gather = !r.has("p2p_scatter_gather") || r.flag("p2p_scatter_gather");
+  rule.grad_nan_check = !r.has("grad_nan_check") || r.flag("grad_nan_check");
   rule.tied_head = !r.has("tied_head") || r.flag("tied_head");
   const JsonFields o = r.object("overlap");
   rule.overlap.dp_gradients = o.flag("dp_gradients");
@@ -189,6 +190,7 @@ StepConfig MeasuredTable::config(const MeasuredRun& row) const {
   c.gradient_accumulation_fusion = rule.gradient_accumulation_fusion;
   c.cross_entropy_fusion = rule.cross_entropy_fusion;
   c.p2p_scatter_gather = rule.p2p_scatter_gather;
+  c.grad_nan_check = rule.grad_nan_check;
   c.overlap = rule.overlap;
   c.spec.model.tied_head = rule.tied_head;
   if (row.setup.micro_batch) c.set_micro_batch(*row.setup.micro_batch);

@@ -62,6 +62,7 @@ struct MeasuredRule {
   bool gradient_accumulation_fusion = true;
   bool cross_entropy_fusion = false;  // optional in the file (Megatron's default: off)
   bool p2p_scatter_gather = true;     // optional in the file (StepConfig's; the 2021 default)
+  bool grad_nan_check = true;         // optional in the file (StepConfig's: Megatron-core's default)
   // The LM head tied to the word embedding (optional in the file, default true; the table's
   // parameter counts tell: tests hold every row's count to the published one).
   bool tied_head = true;

@@ -164,6 +164,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   base.gradient_accumulation_fusion = r.gradient_accumulation_fusion;
   base.cross_entropy_fusion = r.cross_entropy_fusion;
   base.p2p_scatter_gather = r.p2p_scatter_gather;
+  base.grad_nan_check = r.grad_nan_check;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
       r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;

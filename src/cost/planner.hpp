@@ -33,6 +33,7 @@ struct PlanRequest {
   bool gradient_accumulation_fusion = true;  // StepConfig's
   bool cross_entropy_fusion = false;         // StepConfig's
   bool p2p_scatter_gather = true;            // StepConfig's
+  bool grad_nan_check = true;                // StepConfig's
   // Limits of the search (each list empty = all).
   int max_tp = 64;
   std::int64_t max_micro_batch = 16;

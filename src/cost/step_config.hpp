@@ -96,6 +96,11 @@ struct StepConfig {
   // since it dropped the optimisation in March 2023; `--no-p2p-scatter-gather`).  Under sequence
   // parallelism, and in the other modes, each rank's activation is a shard already.
   bool p2p_scatter_gather = true;
+  // Megatron's --check-for-nan-in-loss-and-grad (on by default in Megatron-core's DDP since 2023;
+  // `--no-check-for-nan-in-grad`): before each bucket's reduction the norm of its gradients is taken
+  // to refuse a NaN, one more read of the gradient buffer per step (step_model.cpp's
+  // gradient_buffer_seconds).  Megatron-LM of 2021-2022 had no such check.
+  bool grad_nan_check = true;
   // false: the streaming kernels as Megatron-LM fuses them (layer_costs.hpp), what a GPU cluster
   // running Megatron pays.  true: the blocks', the vocabulary units' and the optimizer's as mdtp's
   // own engine launches them, unfused (engine_kernels.hpp; step_model.cpp's optimizer) — what a

@@ -148,6 +148,26 @@ double engine_optimizer_seconds(const StepConfig& c, const LayerCosts& costs, do
          stream_seconds(adamw, cluster, buckets);
 }
 
+// What Megatron's DDP does to its contiguous gradient buffer once per step besides reducing it, on
+// the compute stream (ZeRO 0-1: Megatron's buffer; stages 2-3 are DeepSpeed's, and mdtp's engine
+// is priced by engine_optimizer_seconds): zero_grad_buffer() writes it whole before the first
+// micro-batch (g bytes per parameter), and before each bucket's reduction, with dp > 1, it is
+// scaled by 1/dp (gradient_scaling_factor: Megatron averages before the collective unless
+// --ddp-average-in-collective; g read and written) and, with grad_nan_check, its norm is taken
+// (g read).  One kernel each per bucket — Megatron's default bucket holds max(4·10⁷, 10⁶·dp)
+// elements when the reduction overlaps, the whole buffer otherwise — and one zero_() per step.
+double gradient_buffer_seconds(const StepConfig& c, double stage_params, const Cluster& cluster) {
+  if (c.engine_kernels || c.spec.zero.stage >= 2) return 0.0;
+  const double buffer = stage_params * static_cast<double>(dtype_size(c.grad_dtype()));
+  const double bucket_elements = std::max(4e7, 1e6 * c.spec.layout.dp);
+  const int buckets =
+      c.overlap.dp_gradients ? std::max(1, static_cast<int>(std::ceil(stage_params / bucket_elements))) : 1;
+  const int per_bucket = (c.spec.layout.dp > 1 ? 1 : 0) + (c.grad_nan_check ? 1 : 0);
+  const double read_written = ((c.spec.layout.dp > 1 ? 2.0 : 0.0) + (c.grad_nan_check ? 1.0 : 0.0)) * buffer;
+  return stream_seconds(buffer, cluster, 1) +
+         (per_bucket > 0 ? stream_seconds(read_written, cluster, per_bucket * buckets) : 0.0);
+}
+
 // The two-rank groups along the pipeline (the tied embedding's first and last stage, DualPipe's
 // mirror stages): where the pipeline crosses nodes, one GPU on each of two nodes.
 GroupSpan stage_pair(const GroupSpan& pp) { return {.link = pp.link, .ranks_per_node = 1, .nics = 1}; }
@@ -445,7 +465,8 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   const double K = c.optimizer_bytes_per_param();
   const double shard = stage_params / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
   e.time.optimizer = c.engine_kernels ? engine_optimizer_seconds(c, costs, stage_params, cluster)
-                                      : stream_seconds(shard * (2 * g + 2 * K + delta), cluster);
+                                      : stream_seconds(shard * (2 * g + 2 * K + delta), cluster) +
+                                            gradient_buffer_seconds(c, stage_params, cluster);
 
   e.step_seconds = e.time.total();
   e.bubble_fraction = e.time.bubble / e.step_seconds;

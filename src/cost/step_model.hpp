@@ -41,7 +41,7 @@ struct TimeSplit {
   double pp_comm = 0.0;     // exposed pipeline sends, and the tied-embedding all-reduce
   double dp_comm = 0.0;     // exposed data-parallel (ZeRO) communication
   double bubble = 0.0;      // pipeline fill and drain
-  double optimizer = 0.0;   // the Adam update
+  double optimizer = 0.0;   // the Adam update, and Megatron's passes over its gradient buffer
   double total() const { return compute + tp_comm + pp_comm + dp_comm + bubble + optimizer; }
 };
 

@@ -68,6 +68,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"gradient_accumulation_fusion", c.gradient_accumulation_fusion},
           {"cross_entropy_fusion", c.cross_entropy_fusion},
           {"p2p_scatter_gather", c.p2p_scatter_gather},
+          {"grad_nan_check", c.grad_nan_check},
           {"engine_kernels", c.engine_kernels}};
 }
 

@@ -83,6 +83,7 @@ def check_table_files(mdtp, narayanan):
                  "rule": {"text": "Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": False,
                           "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
                           "streaming_attention": False, "gradient_accumulation_fusion": False,
+                          "grad_nan_check": False,
                           "overlap": {"dp_gradients": False, "pp_p2p": False, "tp_comm": False,
                                       "param_gather": False, "tp_backward": False}},
                  "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch",

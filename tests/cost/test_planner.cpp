@@ -310,7 +310,7 @@ TEST_CASE("a table file of measured runs: a user's own validates like a shipped 
       "flops": "narayanan",
       "rule": {"text": "as Narayanan's", "seq": 2048, "vocab": 51200, "sequence_parallel": false,
                "dtype": "f16", "grad_dtype": "f16", "zero": 0, "recompute": "full", "dropout": 0.1,
-               "streaming_attention": false, "gradient_accumulation_fusion": false,
+               "streaming_attention": false, "gradient_accumulation_fusion": false, "grad_nan_check": false,
                "overlap": {"dp_gradients": false, "pp_p2p": false, "tp_comm": false, "param_gather": false,
                            "tp_backward": false}},
       "columns": ["params_billions", "heads", "hidden", "layers", "tp", "pp", "gpus", "batch", "tflops_per_gpu",
@@ -365,6 +365,15 @@ TEST_CASE("a table file of measured runs: a user's own validates like a shipped 
   CHECK_FALSE(whole.config(whole.rows[9]).p2p_scatter_gather);
   CHECK_THROWS_WITH(parse_edited_table("\"cross_entropy_fusion\": false,", "\"p2p_scatter_gather\": 0,"),
                     Catch::Contains("'rule.p2p_scatter_gather' must be true or false"));
+  // Megatron-core's NaN check of each gradient bucket: off where the rule says so (the 2021 and
+  // 2022 tables: Megatron-LM had none), StepConfig's default (on) where the file leaves it out.
+  const MeasuredTable& narayanan = measured_table("narayanan-2021");
+  CHECK_FALSE(narayanan.config(narayanan.rows[0]).grad_nan_check);
+  CHECK(measured_table("megatron-h100").config(measured_table("megatron-h100").rows[0]).grad_nan_check);
+  const MeasuredTable checked = parse_edited_table("\"grad_nan_check\": false,", "");
+  CHECK(checked.config(checked.rows[0]).grad_nan_check);
+  CHECK_THROWS_WITH(parse_edited_table("\"grad_nan_check\": false,", "\"grad_nan_check\": \"no\","),
+                    Catch::Contains("'rule.grad_nan_check' must be true or false"));
   CHECK_THROWS_WITH(parse_edited_table("\"params_billions\",", "\"billions\","),
                     Catch::Contains("field 'columns' must be"));
   CHECK_THROWS_WITH(parse_measured_table("[1, 2]", "list.json"), Catch::Contains("the top level must be an object"));

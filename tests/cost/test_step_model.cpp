@@ -665,6 +665,53 @@ TEST_CASE("the cross-entropy as Megatron's fp32 operations moves 32 - delta more
   CHECK(describe(unfused).find("cross-entropy") == std::string::npos);
 }
 
+TEST_CASE("Megatron's gradient buffer once per step: zeroed, scaled by 1/dp and its norm checked for a NaN",
+          "[cost][step][zero]") {
+  // ZeRO-1 (the distributed optimizer) over dp 4, f32 gradients of bf16 parameters: the update
+  // touches a quarter of them; Megatron's DDP touches the whole buffer three times more.
+  StepConfig checked = eight_layer_step(TpMode::d1, 4);
+  checked.spec.zero.stage = 1;
+  REQUIRE(checked.grad_nan_check);  // Megatron-core's default: --check-for-nan-in-loss-and-grad
+  StepConfig unchecked = checked;
+  unchecked.grad_nan_check = false;
+  const LayerCosts costs = costs_of(checked);
+  const Cluster& cluster = dgx_a100();
+  const StepEstimate a = estimate_step(checked, costs, cluster), b = estimate_step(unchecked, costs, cluster);
+  const double params = a.memory.parameter_elements, g = 4.0, delta = 2.0, K = 12.0;
+  const double buffer = params * g, stream = cluster.hbm_bandwidth * cluster.memory_efficiency;
+  // Megatron's bucket: 4e7 elements at dp 4 (max(4e7, 1e6 dp)); one zero_() for the whole buffer.
+  const double buckets = std::ceil(params / 4e7);
+  REQUIRE(buckets >= 2);
+  const double update = (params / 4) * (2 * g + 2 * K + delta) / stream + cluster.kernel_overhead;
+  const double zero = buffer / stream + cluster.kernel_overhead;
+  CHECK(b.time.optimizer == Approx(update + zero + 2 * buffer / stream + buckets * cluster.kernel_overhead));
+  CHECK(a.time.optimizer == Approx(update + zero + 3 * buffer / stream + 2 * buckets * cluster.kernel_overhead));
+  CHECK(a.time.compute == b.time.compute);
+  CHECK(a.time.dp_comm == b.time.dp_comm);
+  CHECK(describe(unchecked).find("no-grad-nan-check") != std::string::npos);
+  CHECK(describe(checked).find("nan") == std::string::npos);
+
+  // One replica: nothing to average (gradient_scaling_factor 1), the zeroing and the norm stay.
+  StepConfig single = checked;
+  single.spec.layout.dp = 1;
+  single.spec.global_batch = 16;
+  single.set_micro_batch(1);
+  const StepEstimate s = estimate_step(single, costs, cluster);
+  const double one_bucket = std::ceil(params / 4e7);
+  CHECK(s.time.optimizer == Approx(params * (2 * g + 2 * K + delta) / stream + cluster.kernel_overhead + zero +
+                                   buffer / stream + one_bucket * cluster.kernel_overhead));
+
+  // Without the overlap the buffer is one bucket; ZeRO-2/3 (DeepSpeed's) and mdtp's own engine
+  // keep no such buffer here: only the update is priced.
+  StepConfig whole = checked;
+  whole.overlap.dp_gradients = false;
+  CHECK(estimate_step(whole, costs, cluster).time.optimizer ==
+        Approx(update + zero + 3 * buffer / stream + 2 * cluster.kernel_overhead));
+  StepConfig zero2 = checked;
+  zero2.spec.zero.stage = 2;
+  CHECK(estimate_step(zero2, costs, cluster).time.optimizer == Approx(update));
+}
+
 TEST_CASE("a PCIe cluster: tensor parallelism pays the PCIe-to-NVSwitch bandwidth ratio", "[cost][step][cluster]") {
   StepConfig c = eight_layer_step(TpMode::d1, 1);
   c.overlap.tp_backward = false;  // every TP collective on the critical path: the links' ratio shows whole
