@@ -136,7 +136,7 @@ std::string describe(const StepConfig& c) {
   if (!c.gradient_accumulation_fusion) os << " unfused-grad-accumulation";
   if (c.cross_entropy_fusion) os << " fused-cross-entropy";
   if (c.pipeline_sends_can_scatter() && !c.pipeline_sends_scattered()) os << " whole-p2p-sends";
-  if (!c.grad_nan_check && !c.engine_kernels && c.spec.zero.stage <= 1) os << " no-grad-nan-check";
+  if (!c.grad_nan_check && c.megatron_gradient_buffer()) os << " no-grad-nan-check";
   if (c.engine_kernels) os << " engine-kernels";
   if (!c.overlap.tp_backward && is_megatron_1d(l.mode)) os << " tp-backward-waits";
   return os.str();

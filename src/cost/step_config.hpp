@@ -134,6 +134,10 @@ struct StepConfig {
   bool pipeline_sends_can_scatter() const;
   // Whether a pipeline send carries 1/t of the activation, all-gathered by the next stage.
   bool pipeline_sends_scattered() const { return p2p_scatter_gather && pipeline_sends_can_scatter(); }
+  // Whether the step holds Megatron's contiguous gradient buffer, whose once-per-step passes
+  // (zeroed, scaled, grad_nan_check) step_model.cpp prices: ZeRO 0-1 (Megatron's DDP and its
+  // distributed optimizer); stages 2-3 are DeepSpeed's, and engine_kernels prices mdtp's engine.
+  bool megatron_gradient_buffer() const { return !engine_kernels && spec.zero.stage <= 1; }
   // The share of the step's micro-batches each of a stage's chunks runs: 1, or 1/2 under DualPipe
   // (each route carries half).  A stage's work per micro-batch is its blocks times this.
   double chunk_share() const { return spec.layout.stage_mapping == StageMapping::mirrored ? 0.5 : 1.0; }

@@ -149,15 +149,14 @@ double engine_optimizer_seconds(const StepConfig& c, const LayerCosts& costs, do
 }
 
 // What Megatron's DDP does to its contiguous gradient buffer once per step besides reducing it, on
-// the compute stream (ZeRO 0-1: Megatron's buffer; stages 2-3 are DeepSpeed's, and mdtp's engine
-// is priced by engine_optimizer_seconds): zero_grad_buffer() writes it whole before the first
-// micro-batch (g bytes per parameter), and before each bucket's reduction, with dp > 1, it is
+// the compute stream, where the step holds one (StepConfig::megatron_gradient_buffer):
+// zero_grad_buffer() writes it whole before the first micro-batch (g bytes per parameter), and before each bucket's reduction, with dp > 1, it is
 // scaled by 1/dp (gradient_scaling_factor: Megatron averages before the collective unless
 // --ddp-average-in-collective; g read and written) and, with grad_nan_check, its norm is taken
 // (g read).  One kernel each per bucket — Megatron's default bucket holds max(4·10⁷, 10⁶·dp)
 // elements when the reduction overlaps, the whole buffer otherwise — and one zero_() per step.
 double gradient_buffer_seconds(const StepConfig& c, double stage_params, const Cluster& cluster) {
-  if (c.engine_kernels || c.spec.zero.stage >= 2) return 0.0;
+  if (!c.megatron_gradient_buffer()) return 0.0;
   const double buffer = stage_params * static_cast<double>(dtype_size(c.grad_dtype()));
   const double bucket_elements = std::max(4e7, 1e6 * c.spec.layout.dp);
   const int buckets =
