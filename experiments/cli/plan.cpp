@@ -56,17 +56,8 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
 cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   const SpecFlags& f = *o.spec;
   cost::PlanRequest r;
-  r.model = spec.model;
-  r.global_batch = spec.global_batch;
+  r.base = o.step.step(spec);  // the model, batch, precision, dropout and every step switch, as `cost` prices them
   r.gpus = o.step.gpus > 0 ? o.step.gpus : spec.layout.world();
-  r.dtype = spec.precision.params;
-  r.dropout = spec.dropout > 0;
-  r.attention_keeps_probabilities = !o.step.streaming_attention;
-  r.gradient_accumulation_fusion = !o.step.no_gradient_accumulation_fusion;
-  r.cross_entropy_fusion = o.step.cross_entropy_fusion;
-  r.p2p_scatter_gather = !o.step.no_p2p_scatter_gather;
-  r.grad_nan_check = !o.step.no_grad_nan_check;
-  r.overlap = o.step.overlap();
   r.max_tp = o.max_tp;
   r.max_micro_batch = o.max_micro_batch;
   r.modes = o.modes;
@@ -124,15 +115,8 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::Ap
     const std::vector<cost::LayoutRow> layouts = cost::collapse_layouts(result.ranked);
     require(o.rank <= static_cast<int>(layouts.size()), "--rank ", o.rank, " but only ", layouts.size(),
             " layouts fit");
-    // The configuration as ranked, with what the search does not vary taken from the asked spec.
-    RunSpec chosen = result.ranked[layouts[static_cast<std::size_t>(o.rank - 1)].index].config.spec;
-    chosen.precision = spec.precision;
-    chosen.dropout = spec.dropout;
-    chosen.optimizer = spec.optimizer;
-    chosen.seed = spec.seed;
-    chosen.zero.bucket_mb = spec.zero.bucket_mb;
-    chosen.zero.offload = chosen.zero.stage >= 1 && spec.zero.offload;
-    o.spec->write_config(chosen);
+    // The configuration as ranked: what the search does not vary is the asked spec's (PlanRequest::base).
+    o.spec->write_config(result.ranked[layouts[static_cast<std::size_t>(o.rank - 1)].index].config.spec);
   }
   if (!o.json) std::cout << o.preset.line(spec);
   std::cout << (o.json ? cost::plan_json(r, result, cluster, o.top) : cost::plan_text(r, result, cluster, o.top));

@@ -243,4 +243,13 @@ LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, 
   return out;
 }
 
+LayerCosts layer_costs(const StepConfig& c, const Cluster& cluster) {
+  return layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(),
+                     c.dtype(), cluster,
+                     {.dropout = c.dropout(),
+                      .streaming_attention = !c.attention_keeps_probabilities,
+                      .engine_kernels = c.engine_kernels,
+                      .grad_dtype = c.grad_dtype()});
+}
+
 }  // namespace mdtp::cost

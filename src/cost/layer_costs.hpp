@@ -108,6 +108,9 @@ struct KernelOptions {
 // heads not divisible by the QKV column split, rows that are not whole sequences.
 LayerCosts layer_costs(const ModelShape& model, TpMode mode, int tp, int depth, std::int64_t micro_batch, DType dtype,
                        const Cluster& cluster, const KernelOptions& options = {});
+// The same for one step's configuration: its model, TP shape, micro-batch and dtype, and its
+// switches (dropout, the attention kernel, engine_kernels, the gradients' dtype) as KernelOptions.
+LayerCosts layer_costs(const StepConfig& config, const Cluster& cluster);
 
 // The vocabulary units (embedding, final LayerNorm + head + cross-entropy) — vocab_costs.cpp.
 struct VocabCosts {

@@ -48,24 +48,28 @@ MeasuredRule parse_rule(const JsonFields& r) {
   rule.seq = r.integer("seq", 1, 1 << 24);
   rule.vocab = r.integer("vocab", 1, 1 << 30);
   rule.sequence_parallel = r.flag("sequence_parallel");
-  rule.precision.params = parse_named(r, "dtype", parse_dtype);
-  rule.precision.grad_reduce = parse_named(r, "grad_dtype", parse_dtype);
-  rule.zero = static_cast<int>(r.integer("zero", 0, 3));
-  rule.recompute = parse_named(r, "recompute", parse_recompute);
-  rule.dropout = r.has("dropout") ? r.number("dropout", -1.0, 0.999) : 0.0;
-  require(rule.dropout >= 0, r.head(), "field '", r.name("dropout"), "' must be in [0, 1); got ", rule.dropout);
-  rule.streaming_attention = r.flag("streaming_attention");
-  rule.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
-  rule.cross_entropy_fusion = r.has("cross_entropy_fusion") && r.flag("cross_entropy_fusion");
-  rule.p2p_scatter_gather = !r.has("p2p_scatter_gather") || r.flag("p2p_scatter_gather");
-  rule.grad_nan_check = !r.has("grad_nan_check") || r.flag("grad_nan_check");
-  rule.tied_head = !r.has("tied_head") || r.flag("tied_head");
+  StepConfig& c = rule.step;
+  const StepConfig defaults;
+  c.spec.precision.params = parse_named(r, "dtype", parse_dtype);
+  c.spec.precision.grad_reduce = parse_named(r, "grad_dtype", parse_dtype);
+  c.spec.zero.stage = static_cast<int>(r.integer("zero", 0, 3));
+  c.spec.recompute = parse_named(r, "recompute", parse_recompute);
+  c.spec.dropout = r.has("dropout") ? r.number("dropout", -1.0, 0.999) : 0.0;
+  require(c.spec.dropout >= 0, r.head(), "field '", r.name("dropout"), "' must be in [0, 1); got ", c.spec.dropout);
+  c.spec.model.tied_head = !r.has("tied_head") || r.flag("tied_head");
+  c.attention_keeps_probabilities = !r.flag("streaming_attention");
+  c.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
+  // Optional: StepConfig's defaults (Megatron's).
+  auto optional_flag = [&r](const char* key, bool fallback) { return r.has(key) ? r.flag(key) : fallback; };
+  c.cross_entropy_fusion = optional_flag("cross_entropy_fusion", defaults.cross_entropy_fusion);
+  c.p2p_scatter_gather = optional_flag("p2p_scatter_gather", defaults.p2p_scatter_gather);
+  c.grad_nan_check = optional_flag("grad_nan_check", defaults.grad_nan_check);
   const JsonFields o = r.object("overlap");
-  rule.overlap.dp_gradients = o.flag("dp_gradients");
-  rule.overlap.pp_p2p = o.flag("pp_p2p");
-  rule.overlap.tp_comm = o.flag("tp_comm");
-  rule.overlap.param_gather = o.flag("param_gather");
-  rule.overlap.tp_backward = !o.has("tp_backward") || o.flag("tp_backward");  // optional: Megatron's default
+  c.overlap.dp_gradients = o.flag("dp_gradients");
+  c.overlap.pp_p2p = o.flag("pp_p2p");
+  c.overlap.tp_comm = o.flag("tp_comm");
+  c.overlap.param_gather = o.flag("param_gather");
+  c.overlap.tp_backward = o.has("tp_backward") ? o.flag("tp_backward") : defaults.overlap.tp_backward;
   return rule;
 }
 
@@ -181,18 +185,7 @@ MeasuredTable measured_table(const std::string& key_or_path) {
 
 StepConfig MeasuredTable::config(const MeasuredRun& row) const {
   StepConfig c = measured_run_config(row, rule.sequence_parallel && row.tp > 1 ? TpMode::d1_sp : TpMode::d1, rule.seq,
-                                     rule.vocab);
-  c.spec.precision = rule.precision;
-  c.spec.zero.stage = rule.zero;
-  c.spec.recompute = rule.recompute;
-  c.spec.dropout = rule.dropout;
-  c.attention_keeps_probabilities = !rule.streaming_attention;
-  c.gradient_accumulation_fusion = rule.gradient_accumulation_fusion;
-  c.cross_entropy_fusion = rule.cross_entropy_fusion;
-  c.p2p_scatter_gather = rule.p2p_scatter_gather;
-  c.grad_nan_check = rule.grad_nan_check;
-  c.overlap = rule.overlap;
-  c.spec.model.tied_head = rule.tied_head;
+                                     rule.vocab, rule.step);
   if (row.setup.micro_batch) c.set_micro_batch(*row.setup.micro_batch);
   if (row.setup.chunks) {
     c.spec.layout.chunks = *row.setup.chunks;
@@ -241,10 +234,13 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return saa == 0.0 || sbb == 0.0 ? 0.0 : sab / std::sqrt(saa * sbb);
 }
 
-StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab) {
-  StepConfig c;
+StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab,
+                               const StepConfig& rest) {
+  StepConfig c = rest;
   c.spec.model = ModelShape{row.layers, row.hidden, row.heads, seq, vocab};
+  c.spec.model.tied_head = rest.spec.model.tied_head;
   c.spec.global_batch = row.batch;
+  c.spec.layout = ParallelLayout{};
   c.spec.layout.mode = mode;
   c.spec.layout.tp = row.tp;
   c.spec.layout.pp = row.pp;

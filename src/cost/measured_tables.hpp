@@ -54,19 +54,12 @@ struct MeasuredRule {
   std::string text;  // the rule in words, printed above the table
   std::int64_t seq = 0, vocab = 0;
   bool sequence_parallel = false;  // 1D-SP wherever tp > 1; else 1D
-  Precision precision;
-  int zero = 0;
-  Recompute recompute = Recompute::none;
-  double dropout = 0.0;
-  bool streaming_attention = false;
-  bool gradient_accumulation_fusion = true;
-  bool cross_entropy_fusion = false;  // optional in the file (Megatron's default: off)
-  bool p2p_scatter_gather = true;     // optional in the file (StepConfig's; the 2021 default)
-  bool grad_nan_check = true;         // optional in the file (StepConfig's: Megatron-core's default)
-  // The LM head tied to the word embedding (optional in the file, default true; the table's
-  // parameter counts tell: tests hold every row's count to the published one).
-  bool tied_head = true;
-  OverlapAssumptions overlap;
+  // Everything else every row runs, as a StepConfig: the precision, ZeRO stage, recomputation,
+  // dropout, whether the LM head is tied (optional in the file, default true: the table's parameter
+  // counts tell, and tests hold every row's count to the published one) and the step switches (the
+  // overlaps, the attention kernel, the kernels' fusion, p2p scatter/gather, the NaN check; the
+  // optional ones default to StepConfig's defaults).  Its model shape and layout are the row's.
+  StepConfig step;
 };
 
 struct MeasuredTable {
@@ -139,8 +132,10 @@ struct PredictionGoal {
 // it meets it.
 std::vector<std::string> goal_misses(const Validation& v, const PredictionGoal& goal = {});
 
-// What every table's rule shares (MeasuredRule's comment), in `mode`.
-StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab);
+// What every table's rule shares (MeasuredRule's comment), in `mode`: the row's model and layout
+// on `rest` (a rule's StepConfig: its precision, ZeRO, recomputation, tied head and switches).
+StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab,
+                               const StepConfig& rest = {});
 
 // Spearman's ρ of two equally long series (average ranks for ties); 0 for fewer than 2 values.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

@@ -136,11 +136,11 @@ std::string why_empty(const PlanRequest& r, const PlanResult& result, std::int64
                        r.gpus, fixed_text(r));
   if (layouts == 0)
     return fmt::format("no tp x pp x dp split of {} GPUs{} splits the {} layers into equal stages", r.gpus,
-                       fixed_text(r), r.model.layers);
+                       fixed_text(r), r.base.spec.model.layers);
   if (batch_splits == 0)
     return fmt::format("no tp x pp x dp split of {} GPUs{} has a dp that divides the global batch {} into the "
                        "micro-batches asked",
-                       r.gpus, fixed_text(r), r.global_batch);
+                       r.gpus, fixed_text(r), r.base.spec.global_batch);
   if (with_schedule == 0) return "no schedule asked fits the layouts left (zb-h1 needs m >= pp; interleaved m a multiple of pp)";
   if (result.considered == 0)
     return fmt::format("every layout left ({} tried) is refused by the modes' shapes or by the fixed options",
@@ -153,18 +153,13 @@ std::string why_empty(const PlanRequest& r, const PlanResult& result, std::int64
 PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   require(r.gpus >= 1, "the planner needs gpus >= 1; got ", r.gpus);
   const Cluster cluster = for_job(cluster_file, r.gpus);
-  require(r.global_batch >= 1, "the planner needs a global batch >= 1; got ", r.global_batch);
-  StepConfig base;
-  base.spec.model = r.model;
-  base.spec.global_batch = r.global_batch;
-  base.spec.precision = precision_for(r.dtype);
-  base.spec.dropout = (r.dropout) ? 0.1 : 0.0;
-  base.overlap = r.overlap;
-  base.attention_keeps_probabilities = r.attention_keeps_probabilities;
-  base.gradient_accumulation_fusion = r.gradient_accumulation_fusion;
-  base.cross_entropy_fusion = r.cross_entropy_fusion;
-  base.p2p_scatter_gather = r.p2p_scatter_gather;
-  base.grad_nan_check = r.grad_nan_check;
+  const ModelShape& model = r.base.spec.model;
+  const std::int64_t global_batch = r.base.spec.global_batch;
+  require(global_batch >= 1, "the planner needs a global batch >= 1; got ", global_batch);
+  StepConfig base = r.base;
+  base.spec.layout = ParallelLayout{};
+  base.spec.zero.stage = 0;
+  base.spec.recompute = Recompute::none;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
       r.recomputes.empty() ? std::vector<Recompute>{Recompute::none, Recompute::selective, Recompute::full} : r.recomputes;
@@ -179,27 +174,14 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
     std::map<std::int64_t, std::optional<LayerCosts>> by_micro_batch;
     for (int pp = 1; pp <= r.gpus / shape.tp; ++pp) {
       const bool even = r.fixed.pp_layers.empty();
-      if ((r.gpus / shape.tp) % pp != 0 || (even && r.model.layers % pp != 0) || !allowed(r.fixed.pp, pp)) continue;
+      if ((r.gpus / shape.tp) % pp != 0 || (even && model.layers % pp != 0) || !allowed(r.fixed.pp, pp)) continue;
       const int dp = r.gpus / (shape.tp * pp);
       if (!allowed(r.fixed.dp, dp)) continue;
       ++layouts;
-      if (r.global_batch % dp != 0) continue;
+      if (global_batch % dp != 0) continue;
       std::optional<Placement> placement;
-      for (const std::int64_t b : micro_batch_sizes(r, r.global_batch / dp)) {
+      for (const std::int64_t b : micro_batch_sizes(r, global_batch / dp)) {
         ++batch_splits;
-        auto [slot, fresh] = by_micro_batch.try_emplace(b);
-        if (fresh) {
-          try {
-            slot->second = layer_costs(r.model, shape.mode, shape.tp, shape.depth, b, r.dtype, cluster,
-                                       {.dropout = r.dropout,
-                                        .streaming_attention = !r.attention_keeps_probabilities,
-                                        .grad_dtype = base.spec.precision.grad_reduce});
-          } catch (const Error&) {
-            ++result.refused;  // a shape this mode's layouts cannot hold
-          }
-        }
-        const std::optional<LayerCosts>& costs = slot->second;
-        if (!costs) continue;
         StepConfig c = base;
         c.spec.layout.mode = shape.mode;
         c.spec.layout.tp = shape.tp;
@@ -208,6 +190,16 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
         c.spec.layout.dp = dp;
         c.spec.layout.pp_layers = r.fixed.pp_layers;
         c.set_micro_batch(b);
+        auto [slot, fresh] = by_micro_batch.try_emplace(b);
+        if (fresh) {
+          try {
+            slot->second = layer_costs(c, cluster);
+          } catch (const Error&) {
+            ++result.refused;  // a shape this mode's layouts cannot hold
+          }
+        }
+        const std::optional<LayerCosts>& costs = slot->second;
+        if (!costs) continue;
         if (!placement) placement = place(c, cluster);
         for (const auto& [schedule, chunks] : schedules(c, r.fixed)) {
           ++with_schedule;

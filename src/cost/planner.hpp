@@ -21,19 +21,12 @@
 namespace mdtp::cost {
 
 struct PlanRequest {
-  ModelShape model;
-  std::int64_t global_batch = 0;
+  // What the search does not vary, as `mdtp cost` would price it: the model, the global batch, the
+  // precision, dropout, the ZeRO options beyond the stage, and every step switch (the overlaps, the
+  // attention kernel, the kernels' fusion, engine_kernels).  Its layout, ZeRO stage and
+  // recomputation are the search's: each configuration sets its own.
+  StepConfig base;
   int gpus = 0;
-  DType dtype = DType::bf16;
-  bool dropout = true;
-  OverlapAssumptions overlap;
-  // The attention kernel (step_config.hpp): false, a streaming kernel, makes selective the same
-  // configuration as none, which the search then does not list twice.
-  bool attention_keeps_probabilities = true;
-  bool gradient_accumulation_fusion = true;  // StepConfig's
-  bool cross_entropy_fusion = false;         // StepConfig's
-  bool p2p_scatter_gather = true;            // StepConfig's
-  bool grad_nan_check = true;                // StepConfig's
   // Limits of the search (each list empty = all).
   int max_tp = 64;
   std::int64_t max_micro_batch = 16;

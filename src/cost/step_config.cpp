@@ -58,6 +58,12 @@ void validate(const StepConfig& c) {
           "reducing the gradients per micro-batch needs ZeRO stage 2 or 3; got zero=", zero);
   require(!c.spec.zero.keep_parameters || zero == 3,
           "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=", zero);
+  // The step model keeps the optimizer state and its update on the GPU; priced without the host's
+  // update and the PCIe copies, an offloaded step would look as quick as a resident one and its
+  // memory would be wrong, so it is refused (the engine's own memory plan, mdtp train's, counts it).
+  require(!c.spec.zero.offload,
+          "zero.offload: the step model prices the optimizer on the GPU, not ZeRO-Offload's host update and "
+          "PCIe copies; drop --zero-offload for mdtp cost and mdtp plan");
   require(c.dtype() == DType::bf16 || c.dtype() == DType::f16 || c.dtype() == DType::f32,
           "the step model takes dtype bf16, f16 or f32; got ", dtype_name(c.dtype()));
   require(c.overlap.bucket_bytes > 0, "the gradient bucket must be > 0 bytes; got ", c.overlap.bucket_bytes);

@@ -490,14 +490,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
 StepEstimate estimate_step(const StepConfig& c, const Cluster& cluster_file) {
   validate(c);
   const Cluster cluster = for_job(cluster_file, c.gpus());
-  const LayerCosts costs =
-      layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
-                  cluster,
-                  {.dropout = c.dropout(),
-                   .streaming_attention = !c.attention_keeps_probabilities,
-                   .engine_kernels = c.engine_kernels,
-                   .grad_dtype = c.grad_dtype()});
-  return estimate_placed_step(c, costs, place(c, cluster), cluster);
+  return estimate_placed_step(c, layer_costs(c, cluster), place(c, cluster), cluster);
 }
 
 }  // namespace mdtp::cost

@@ -221,10 +221,10 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
                        {"step_s", result.ranked[row.index].step_seconds}});
   }
   const json doc = {{"cluster", cluster.name},
-                    {"model", model_json(r.model)},
-                    {"global_batch", r.global_batch},
+                    {"model", model_json(r.base.spec.model)},
+                    {"global_batch", r.base.spec.global_batch},
                     {"gpus", r.gpus},
-                    {"dtype", dtype_name(r.dtype)},
+                    {"dtype", dtype_name(r.base.dtype())},
                     {"considered", result.considered},
                     {"refused", result.refused},
                     {"too_big", result.too_big},
@@ -238,8 +238,8 @@ std::string plan_json(const PlanRequest& r, const PlanResult& result, const Clus
 std::string plan_text(const PlanRequest& r, const PlanResult& result, const Cluster& cluster, int top) {
   std::ostringstream os;
   os << cluster_line(cluster);
-  os << fmt::format("model {}; global batch {} on {} GPUs, {}{}\n", model_text(r.model), r.global_batch, r.gpus,
-                    dtype_name(r.dtype), r.dropout ? ", dropout" : "");
+  os << fmt::format("model {}; global batch {} on {} GPUs, {}{}\n", model_text(r.base.spec.model),
+                    r.base.spec.global_batch, r.gpus, dtype_name(r.base.dtype()), r.base.dropout() ? ", dropout" : "");
   const std::vector<LayoutRow> layouts = collapse_layouts(result.ranked);
   os << fmt::format("{} configurations fit in {} layouts ({} evaluated, {} over the GPU memory, {} shapes refused by "
                     "the layouts)\n",

@@ -8,6 +8,10 @@
                                     has the fixed layout (mode, tp, pp, dp, schedule, chunks,
                                     micro-batch, recomputation), ranked, the quickest near the 1T row
   check_plan_json.py MDTP search    a ranked search, --top 3
+  check_plan_json.py MDTP switches  every step switch (--engine-kernels, --no-check-for-nan-in-grad, the overlaps,
+                                    --grad-reduce-dtype, ...) priced by `mdtp plan` as by `mdtp cost`: one layout
+                                    fixed, plan's quickest configuration has cost's step time to 1e-12, and the switch
+                                    moves it
   check_plan_json.py MDTP validate  the validation table; then a user's table file (--table FILE: two rows of the
                                     shipped A100 table, the same predictions) and a broken one (exit 2, one line on
                                     stderr, nothing on stdout)
@@ -37,7 +41,24 @@ FORMS = {  # form: (command, its flags)
     "search": ("plan", ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "512", "--vocab", "8192",
                         "--global-batch", "32", "--gpus", "16", "--top", "3", "--json"]),
     "validate": ("plan", ["--validate", "--json"]),
+    "switches": (None, []),
 }
+# One layout on four DGX A100 nodes (tp inside a node; dp 8 over two nodes, 4 GPUs in each), every axis of
+# the search fixed.
+SWITCH_LAYOUT = ["--layers", "8", "--hidden", "1024", "--heads", "16", "--seq", "512", "--vocab", "8192",
+                 "--global-batch", "64", "--gpus", "32", "--tp", "2", "--pp", "2", "--schedule", "interleaved",
+                 "--chunks", "2", "--micro-batch-size", "1", "--zero", "1", "--recompute", "none", "--dtype", "bf16",
+                 "--dropout", "0.1", "--cluster", "dgx-a100", "--json"]
+# (TP mode, the switch's flags, flags beside it that let it show): each where it applies
+# (--tp-comm-overlap under sequence parallelism, --no-p2p-scatter-gather without it, mdtp's own
+# collectives where the data-parallel reduction is not hidden under the backward).
+SWITCHES = [("1d", ["--engine-kernels"], []), ("1d", ["--no-check-for-nan-in-grad"], []),
+            ("1d", ["--cross-entropy-fusion"], []), ("1d", ["--no-p2p-scatter-gather"], []),
+            ("1d-sp", ["--tp-comm-overlap"], []), ("1d", ["--no-dp-overlap"], []), ("1d", ["--p2p-overlap"], []),
+            ("1d", ["--no-gradient-accumulation-fusion"], []), ("1d", ["--streaming-attention"], []),
+            ("1d", ["--input-grad-first"], []), ("1d", ["--no-tp-backward-overlap"], []),
+            ("1d", ["--overlap-param-gather"], []), ("1d", ["--grad-reduce-dtype", "bf16"], []),
+            ("1d", ["--nccl-algo", "tree"], []), ("1d", ["--own-collectives"], ["--no-dp-overlap"])]
 
 
 def check_estimate(e, where):
@@ -124,8 +145,34 @@ def check_table_files(mdtp, narayanan):
             sys.exit(f"a broken table: exit {bad.returncode}, stdout {bad.stdout[:200]!r}, stderr {bad.stderr!r}")
 
 
+def step_seconds(mdtp, command, flags):
+    r = subprocess.run([mdtp, command] + flags, capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        sys.exit(f"mdtp {command} {' '.join(flags)} exited with {r.returncode}: {r.stderr.strip()}")
+    doc = json.loads(r.stdout)
+    return doc["step_s"] if command == "cost" else doc["configs"][0]["step_s"]
+
+
+def check_switches(mdtp):
+    """The planner prices what it is asked: each switch as `mdtp cost` prices it, none dropped on the way."""
+    for mode, switch, beside in SWITCHES:
+        flags = SWITCH_LAYOUT + ["--tp-mode", mode] + beside
+        plain = step_seconds(mdtp, "cost", flags)
+        cost = step_seconds(mdtp, "cost", flags + switch)
+        plan = step_seconds(mdtp, "plan", flags + switch + ["--top", "1"])
+        print(f"{mode} {' '.join(beside + switch)}: cost {cost:.9g} s, plan {plan:.9g} s, without it {plain:.9g} s")
+        if abs(plan - cost) > 1e-12 * cost:
+            sys.exit(f"{' '.join(switch)}: mdtp plan prices {plan} s, mdtp cost {cost} s")
+        if cost == plain:
+            sys.exit(f"{' '.join(switch)}: the step time does not move ({cost} s): not a test of the switch")
+
+
 def main():
     mdtp, form = sys.argv[1], sys.argv[2]
+    if form == "switches":
+        check_switches(mdtp)
+        print("ok")
+        return
     command, flags = FORMS[form]
     result = subprocess.run([mdtp, command] + flags, capture_output=True, text=True, timeout=600)
     print(result.stdout[-3000:], result.stderr[-3000:])

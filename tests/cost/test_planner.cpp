@@ -23,8 +23,10 @@ namespace {
 
 PlanRequest small_request() {
   PlanRequest r;
-  r.model = ModelShape{8, 1024, 16, 512, 8192};
-  r.global_batch = 32;
+  r.base.spec.model = ModelShape{8, 1024, 16, 512, 8192};
+  r.base.spec.global_batch = 32;
+  r.base.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
+  r.base.spec.dropout = 0.1;
   r.gpus = 16;
   return r;
 }
@@ -45,7 +47,7 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
     CHECK(e.config.gpus() == r.gpus);
     CHECK(e.fits);
     CHECK(e.memory.total() <= dgx_a100().hbm_bytes);
-    CHECK(e.config.microbatches() * e.config.micro_batch() * e.config.spec.layout.dp == r.global_batch);
+    CHECK(e.config.microbatches() * e.config.micro_batch() * e.config.spec.layout.dp == r.base.spec.global_batch);
     if (i > 0) CHECK(result.ranked[i - 1].step_seconds <= e.step_seconds);
     saw_2d |= e.config.spec.layout.mode == TpMode::d2;
     saw_3d |= e.config.spec.layout.mode == TpMode::d3;
@@ -70,15 +72,56 @@ TEST_CASE("the planner returns only valid configurations that fit, quickest firs
   CHECK(saw_zero3_pipeline);
 }
 
+TEST_CASE("the planner prices every configuration from the asked StepConfig, its switches kept", "[cost][planner]") {
+  PlanRequest r = small_request();
+  r.modes = {TpMode::d1};
+  r.base.engine_kernels = true;
+  r.base.grad_nan_check = false;
+  r.base.cross_entropy_fusion = true;
+  r.base.gradient_accumulation_fusion = false;
+  r.base.overlap.tp_backward = false;
+  r.base.spec.precision.grad_reduce = DType::bf16;
+  const PlanResult result = plan(r, dgx_a100());
+  REQUIRE(!result.ranked.empty());
+  for (const StepEstimate& e : result.ranked) {
+    INFO(describe(e.config));
+    CHECK(e.config.engine_kernels);
+    CHECK_FALSE(e.config.grad_nan_check);
+    CHECK(e.config.cross_entropy_fusion);
+    CHECK_FALSE(e.config.gradient_accumulation_fusion);
+    CHECK_FALSE(e.config.overlap.tp_backward);
+    CHECK(e.config.grad_dtype() == DType::bf16);
+    // Priced as `mdtp cost` prices the same configuration: the planner's shared layer costs and
+    // placements are the configuration's own.
+    CHECK(e.step_seconds == Approx(estimate_step(e.config, dgx_a100()).step_seconds).epsilon(1e-12));
+  }
+  // The switches move the ranking's times: the same search with StepConfig's defaults differs.
+  PlanRequest plain = small_request();
+  plain.modes = {TpMode::d1};
+  const PlanResult defaults = plan(plain, dgx_a100());
+  CHECK(defaults.ranked.front().step_seconds != result.ranked.front().step_seconds);
+}
+
+TEST_CASE("ZeRO offload is refused by the step model and the planner, not priced as a resident step",
+          "[cost][planner]") {
+  PlanRequest r = small_request();
+  r.base.spec.zero.offload = true;
+  r.zero_stages = {1, 2, 3};
+  CHECK_THROWS_WITH(plan(r, dgx_a100()), Catch::Contains("zero.offload") && Catch::Contains("--zero-offload"));
+  StepConfig c = r.base;
+  c.spec.layout.dp = 16;
+  c.spec.zero.stage = 1;
+  c.set_micro_batch(2);
+  CHECK_THROWS_WITH(estimate_step(c, dgx_a100()), Catch::Contains("zero.offload"));
+  c.spec.zero.offload = false;
+  CHECK_NOTHROW(estimate_step(c, dgx_a100()));
+}
+
 TEST_CASE("a configuration that does not fit in memory is left out", "[cost][planner]") {
   Cluster small = dgx_a100();
   PlanRequest r = small_request();
   // Without recomputation, pure data parallelism holds the whole model and every activation.
-  StepConfig c;
-  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
-  c.spec.dropout = 0.1;
-  c.spec.model = r.model;
-  c.spec.global_batch = r.global_batch;
+  StepConfig c = r.base;
   c.spec.layout.dp = 16;
   c.set_micro_batch(2);
   const StepEstimate big = estimate_step(c, small);
@@ -239,9 +282,9 @@ TEST_CASE("every shipped measured table: its rows as published and its one rule"
       INFO(t.key << " " << r.billions << "B: the model has " << billions << "B");
       CHECK(std::abs(billions - r.billions) < digit);
     }
-  CHECK_FALSE(measured_table("megatron-h100").rule.tied_head);
-  CHECK(measured_table("narayanan-2021").rule.tied_head);
-  CHECK(measured_table("korthikanti-2022").rule.tied_head);
+  CHECK_FALSE(measured_table("megatron-h100").rule.step.spec.model.tied_head);
+  CHECK(measured_table("narayanan-2021").rule.step.spec.model.tied_head);
+  CHECK(measured_table("korthikanti-2022").rule.step.spec.model.tied_head);
   // Megatron's H100 rows: dp 48 throughout; sequence parallelism wherever tp > 1; the distributed
   // optimizer (ZeRO-1); no recomputation with a streaming attention kernel; overlaps on.
   const MeasuredTable megatron = measured_table("megatron-h100");

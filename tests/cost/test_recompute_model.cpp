@@ -90,14 +90,16 @@ TEST_CASE("with a streaming attention kernel selective recomputation is none", "
 
 TEST_CASE("the planner searches none, selective and full", "[cost][recompute][planner]") {
   PlanRequest r;
-  r.model = ModelShape{8, 1024, 16, 512, 8192};
-  r.global_batch = 32;
+  r.base.spec.model = ModelShape{8, 1024, 16, 512, 8192};
+  r.base.spec.global_batch = 32;
+  r.base.spec.precision = precision_for(DType::bf16);
+  r.base.spec.dropout = 0.1;
   r.gpus = 16;
   r.modes = {TpMode::d1};
   std::set<Recompute> seen;
   for (const StepEstimate& e : plan(r, dgx_a100()).ranked) seen.insert(e.config.spec.recompute);
   CHECK(seen == std::set<Recompute>{Recompute::none, Recompute::selective, Recompute::full});
-  r.attention_keeps_probabilities = false;
+  r.base.attention_keeps_probabilities = false;
   seen.clear();
   const PlanResult streaming = plan(r, dgx_a100());
   for (const StepEstimate& e : streaming.ranked) seen.insert(e.config.spec.recompute);

@@ -22,7 +22,7 @@ mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
 # that configuration's layout fixed, a ranked search, the validation table.
 find_program(MDTP_PLAN_PYTHON NAMES python3 PATHS /usr/bin NO_DEFAULT_PATH)
 if(MDTP_PLAN_PYTHON)
-  foreach(form one fixed search validate)
+  foreach(form one fixed search validate switches)
     add_test(NAME cost_plan_json_${form}
              COMMAND ${MDTP_PLAN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/check_plan_json.py $<TARGET_FILE:mdtp> ${form})
     set_tests_properties(cost_plan_json_${form} PROPERTIES LABELS "cost;cli" TIMEOUT 600)
