@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "plan/schedule.hpp"
 #include "plan/virtual_stage.hpp"
+#include "spec/optimizer_kind.hpp"
 
 namespace mdtp::cost {
 
@@ -134,6 +135,7 @@ std::string describe(const StepConfig& c) {
   if (c.spec.zero.reduce_per_micro_batch) os << " reduce-per-micro-batch";
   if (c.spec.zero.keep_parameters) os << " keep-params";
   os << " recompute=" << recompute_name(c.spec.recompute) << " " << dtype_name(c.dtype());
+  if (c.spec.optimizer.kind != OptimizerKind::adamw) os << " " << optimizer_kind_name(c.spec.optimizer.kind);
   // The head's tie only where it departs from the family's own (gpt2 tied, llama untied): it moves
   // the parameter count, the head's gradient and, across stages, the tied copy's all-reduce.
   const bool family_ties = c.spec.model.family == ModelFamily::gpt2;

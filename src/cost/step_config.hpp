@@ -155,12 +155,14 @@ struct StepConfig {
   DType dtype() const { return spec.precision.params; }
   // Dropout masks are stored (one byte per element) when the model trains with dropout.
   bool dropout() const { return spec.dropout > 0; }
-  // Adam: fp32 moments (8 B), plus an fp32 master copy (4 B) when the dtype is 16-bit.
-  // AdamW's two moments in the optimizer state's dtype, and f32 master weights for 16-bit values:
-  // 12 bytes per parameter under bf16/f16, 8 in f32, 16 in f64.
+  // The optimizer state per parameter, K: AdamW's two moments in the state's dtype (f32 for 16-bit
+  // values, else the dtype) and f32 master weights for 16-bit values — 12 bytes under bf16/f16, 8 in
+  // f32, 16 in f64; SGD (mdtp's, without momentum) keeps only the masters — 4 bytes under bf16/f16,
+  // none otherwise (zero/optimizer.cpp; plan/bucket_memory.cpp counts the same).
   double optimizer_bytes_per_param() const {
     const double state = is_16bit(dtype()) ? 4.0 : static_cast<double>(dtype_size(dtype()));
-    return 2.0 * state + (is_16bit(dtype()) ? 4.0 : 0.0);
+    const double moments = spec.optimizer.kind == OptimizerKind::adamw ? 2.0 * state : 0.0;
+    return moments + (is_16bit(dtype()) ? 4.0 : 0.0);
   }
   // What recomputation actually does: selective is none with a streaming attention kernel.
   Recompute effective_recompute() const {

@@ -9,7 +9,7 @@
                                     micro-batch, recomputation), ranked, the quickest near the 1T row
   check_plan_json.py MDTP search    a ranked search, --top 3
   check_plan_json.py MDTP switches  every step switch (--engine-kernels, --no-check-for-nan-in-grad, the overlaps,
-                                    --grad-reduce-dtype, ...) priced by `mdtp plan` as by `mdtp cost`: one layout
+                                    --grad-reduce-dtype, --optimizer sgd, ...) priced by `mdtp plan` as by `mdtp cost`: one layout
                                     fixed, plan's quickest configuration has cost's step time to 1e-12, and the switch
                                     moves it
   check_plan_json.py MDTP validate  the validation table; then a user's table file (--table FILE: two rows of the
@@ -58,7 +58,8 @@ SWITCHES = [("1d", ["--engine-kernels"], []), ("1d", ["--no-check-for-nan-in-gra
             ("1d", ["--no-gradient-accumulation-fusion"], []), ("1d", ["--streaming-attention"], []),
             ("1d", ["--input-grad-first"], []), ("1d", ["--no-tp-backward-overlap"], []),
             ("1d", ["--overlap-param-gather"], []), ("1d", ["--grad-reduce-dtype", "bf16"], []),
-            ("1d", ["--nccl-algo", "tree"], []), ("1d", ["--own-collectives"], ["--no-dp-overlap"])]
+            ("1d", ["--nccl-algo", "tree"], []), ("1d", ["--own-collectives"], ["--no-dp-overlap"]),
+            ("1d", ["--optimizer", "sgd"], [])]
 
 
 def check_estimate(e, where):

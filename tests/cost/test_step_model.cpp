@@ -665,6 +665,36 @@ TEST_CASE("the cross-entropy as Megatron's fp32 operations moves 32 - delta more
   CHECK(describe(unfused).find("cross-entropy") == std::string::npos);
 }
 
+TEST_CASE("--optimizer sgd keeps only master weights: 4 bytes per parameter under bf16, none in f32",
+          "[cost][step][zero]") {
+  // ZeRO-1 over dp 4 with bf16 values: AdamW's shard holds moments and masters (12 B per parameter),
+  // mdtp's SGD the masters only (4 B) — in the memory and in the update's bytes.
+  StepConfig adamw = eight_layer_step(TpMode::d1, 4);
+  adamw.spec.zero.stage = 1;
+  adamw.grad_nan_check = false;
+  StepConfig sgd = adamw;
+  sgd.spec.optimizer.kind = OptimizerKind::sgd;
+  CHECK(adamw.optimizer_bytes_per_param() == 12.0);
+  CHECK(sgd.optimizer_bytes_per_param() == 4.0);
+  const LayerCosts costs = costs_of(adamw);
+  const Cluster& cluster = dgx_a100();
+  const StepEstimate a = estimate_step(adamw, costs, cluster), s = estimate_step(sgd, costs, cluster);
+  const double shard = a.memory.parameter_elements / 4, stream = cluster.hbm_bandwidth * cluster.memory_efficiency;
+  CHECK(a.memory.optimizer == Approx(shard * 12.0));
+  CHECK(s.memory.optimizer == Approx(shard * 4.0));
+  // The update streams 2g + 2K + delta per shard parameter: 2 x 8 bytes fewer without the moments.
+  CHECK(a.time.optimizer - s.time.optimizer == Approx(shard * 16.0 / stream));
+  CHECK(a.time.compute == s.time.compute);
+  CHECK(describe(sgd).find(" sgd") != std::string::npos);
+  CHECK(describe(adamw).find("sgd") == std::string::npos);
+  // f32 values: no masters, so SGD keeps nothing; AdamW its two f32 moments.
+  StepConfig sgd32 = sgd;
+  sgd32.spec.precision = precision_for(DType::f32);
+  CHECK(sgd32.optimizer_bytes_per_param() == 0.0);
+  sgd32.spec.optimizer.kind = OptimizerKind::adamw;
+  CHECK(sgd32.optimizer_bytes_per_param() == 8.0);
+}
+
 TEST_CASE("Megatron's gradient buffer once per step: zeroed, scaled by 1/dp and its norm checked for a NaN",
           "[cost][step][zero]") {
   // ZeRO-1 (the distributed optimizer) over dp 4, f32 gradients of bf16 parameters: the update
