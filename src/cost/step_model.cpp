@@ -269,205 +269,187 @@ StepEstimate estimate_step(const StepConfig& c, const LayerCosts& costs, const C
 
 namespace {
 
-StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
-                                     const Cluster& cluster, const Zero3Timeline& zero3_gathers) {
-  const TimeModel model = cluster_time_model(cluster);
-  StepEstimate e;
-  e.config = c;
-  e.placement = placement;
-  const std::int64_t m = c.microbatches();
-  e.microbatches = m;
-  const double delta = static_cast<double>(dtype_size(c.dtype()));
-  const double g = static_cast<double>(dtype_size(c.grad_dtype()));
+// The stages the step is priced on, each standing for some of the pipeline's: every stage with
+// --pp-layers; with an even split the first, the last and one inner stage for the pp − 2 alike.
+struct PricedStages {
+  std::vector<StageWork> work;
+  std::vector<double> weight;  // how many stages each entry stands for
+  StageTimes mean;             // the pipeline's mean passes (fill and drain), before ZeRO-3's waits
+};
 
-  // Every stage's micro-batch; the slowest sets the steady state, the mean the fill and drain.
-  // With an even split the inner stages are alike (stage 1 stands for them); with --pp-layers every
-  // stage is its own.
+PricedStages priced_stages(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
   const int pp = c.spec.layout.pp;
   const bool even = c.spec.layout.pp_layers.empty();
-  std::vector<StageWork> stages;
-  std::vector<double> weight;  // how many stages each entry stands for
+  PricedStages s;
   for (int r = 0; r < pp; ++r)
     if (stands_for_stages(c, r)) {
-      stages.push_back(stage_work(c, costs, r, cluster));
-      weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
+      s.work.push_back(stage_work(c, costs, r, cluster));
+      s.weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
     }
-  // The stages' mean passes, before ZeRO-3's waits: the fill and drain's, and the timeline below.
-  StageTimes base;
-  {
-    auto avg = [&](auto pick) {
-      double sum = 0.0;
-      for (std::size_t i = 0; i < stages.size(); ++i) sum += weight[i] * pick(stages[i]);
-      return sum / pp;
-    };
-    base.forward = avg([](const StageWork& s) { return s.forward.seconds(); });
-    base.backward_input = avg([](const StageWork& s) { return s.backward_input.seconds(); });
-    base.backward_weight = avg([](const StageWork& s) { return s.backward_weight.seconds(); });
-  }
+  auto mean_of = [&](auto pick) {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < s.work.size(); ++i) sum += s.weight[i] * pick(s.work[i]);
+    return sum / pp;
+  };
+  s.mean.forward = mean_of([](const StageWork& w) { return w.forward.seconds(); });
+  s.mean.backward_input = mean_of([](const StageWork& w) { return w.backward_input.seconds(); });
+  s.mean.backward_weight = mean_of([](const StageWork& w) { return w.backward_weight.seconds(); });
+  return s;
+}
 
-  // ZeRO-3 (zero3_gather_timeline): each unit pass waits for the gathers it starts itself (nothing
-  // prefetched them: the step's first) and for what the prefetch its predecessor started has left
-  // when the predecessor ends.  A prefetch hides under one pass only — so a forward pass shorter
-  // than its next unit's gather waits however long the backward passes are — and, started in the
-  // last pass of a schedule action, also under the time the stage then waits for the next action's
-  // input (the pipeline's idle time, from a simulation of the schedule with the mean passes:
-  // plan/schedule_sim.hpp).  Per micro-batch, on each stage: it lengthens that stage's passes, so
-  // it counts in the steady state and in the fill and drain alike.
-  std::vector<StageTimes> gather_wait(stages.size());
-  if (!zero3_gathers.passes.empty()) {
-    require(zero3_gathers.passes.size() == stages.size(), "the ZeRO-3 gather timeline has ",
-            zero3_gathers.passes.size(), " stages; the configuration stands for ", stages.size());
-    // Simulated only when a prefetch outlasts the pass it started in (the planner prices many
-    // configurations whose gathers all hide).
-    std::optional<Schedule> schedule;
-    std::optional<Simulation> timeline;
-    // The time stage r waits between the end of action j and the start of its next action that
-    // runs unit passes (a weight pass between them included).
-    auto idle_after = [&](int r, int j) {
-      if (pp == 1) return 0.0;
-      if (!timeline) {
-        const ParallelLayout& l = c.spec.layout;
-        schedule = make_schedule(l.schedule, pp, static_cast<int>(m), l.chunks, l.group_size);
-        const double v = schedule->mapping == StageMapping::mirrored ? 1.0 : schedule->chunks;
-        timeline = simulate(*schedule, PassTimes{base.forward / v, base.backward_input / v, base.backward_weight / v});
+// ZeRO-3 (zero3_gather_timeline): each unit pass waits for the gathers it starts itself (nothing
+// prefetched them: the step's first) and for what the prefetch its predecessor started has left
+// when the predecessor ends.  A prefetch hides under one pass only — so a forward pass shorter
+// than its next unit's gather waits however long the backward passes are — and, started in the
+// last pass of a schedule action, also under the time the stage then waits for the next action's
+// input (the pipeline's idle time, from a simulation of the schedule with the mean passes:
+// plan/schedule_sim.hpp).  Per micro-batch and priced stage (forward, backward_input): it
+// lengthens that stage's passes, so it counts in the steady state and in the fill and drain alike.
+std::vector<StageTimes> zero3_gather_waits(const StepConfig& c, const LayerCosts& costs, const PricedStages& stages,
+                                           const Zero3Timeline& zero3_gathers) {
+  std::vector<StageTimes> gather_wait(stages.work.size());
+  if (zero3_gathers.passes.empty()) return gather_wait;
+  require(zero3_gathers.passes.size() == stages.work.size(), "the ZeRO-3 gather timeline has ",
+          zero3_gathers.passes.size(), " stages; the configuration stands for ", stages.work.size());
+  const int pp = c.spec.layout.pp;
+  const std::int64_t m = c.microbatches();
+  // Simulated only when a prefetch outlasts the pass it started in (the planner prices many
+  // configurations whose gathers all hide).
+  std::optional<Schedule> schedule;
+  std::optional<Simulation> timeline;
+  // The time stage r waits between the end of action j and the start of its next action that
+  // runs unit passes (a weight pass between them included).
+  auto idle_after = [&](int r, int j) {
+    if (pp == 1) return 0.0;
+    if (!timeline) {
+      const ParallelLayout& l = c.spec.layout;
+      schedule = make_schedule(l.schedule, pp, static_cast<int>(m), l.chunks, l.group_size);
+      const double v = schedule->mapping == StageMapping::mirrored ? 1.0 : schedule->chunks;
+      const StageTimes& mean = stages.mean;
+      timeline = simulate(*schedule, PassTimes{mean.forward / v, mean.backward_input / v, mean.backward_weight / v});
+    }
+    const auto& actions = schedule->actions[static_cast<std::size_t>(r)];
+    const auto& times = timeline->times[static_cast<std::size_t>(r)];
+    for (std::size_t next = static_cast<std::size_t>(j) + 1; next < actions.size(); ++next)
+      if (actions[next].op != PassKind::W)
+        return std::max(0.0, times[next].start - times[static_cast<std::size_t>(j)].end);
+    return 0.0;
+  };
+  const double per_micro_batch = 1.0 / static_cast<double>(m);
+  for (std::size_t k = 0; k < stages.work.size(); ++k) {
+    const int r = zero3_gathers.stages[k];
+    const std::vector<Zero3Pass>& passes = zero3_gathers.passes[k];
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      double wait = passes[i].waited;
+      if (i > 0) {
+        const Zero3Pass& before = passes[i - 1];
+        double window = unit_pass_seconds(c, costs, before.unit, before.direction);
+        if (before.ahead > window && before.action != passes[i].action) window += idle_after(r, before.action);
+        wait += std::max(0.0, before.ahead - window);
       }
-      const auto& actions = schedule->actions[static_cast<std::size_t>(r)];
-      const auto& times = timeline->times[static_cast<std::size_t>(r)];
-      for (std::size_t next = static_cast<std::size_t>(j) + 1; next < actions.size(); ++next)
-        if (actions[next].op != PassKind::W)
-          return std::max(0.0, times[next].start - times[static_cast<std::size_t>(j)].end);
-      return 0.0;
-    };
-    const double per_micro_batch = 1.0 / static_cast<double>(m);
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-      const int r = zero3_gathers.stages[k];
-      const std::vector<Zero3Pass>& passes = zero3_gathers.passes[k];
-      for (std::size_t i = 0; i < passes.size(); ++i) {
-        double wait = passes[i].waited;
-        if (i > 0) {
-          const Zero3Pass& before = passes[i - 1];
-          double window = unit_pass_seconds(c, costs, before.unit, before.direction);
-          if (before.ahead > window && before.action != passes[i].action) window += idle_after(r, before.action);
-          wait += std::max(0.0, before.ahead - window);
-        }
-        (passes[i].direction > 0 ? gather_wait[k].forward : gather_wait[k].backward_input) += wait * per_micro_batch;
-      }
+      (passes[i].direction > 0 ? gather_wait[k].forward : gather_wait[k].backward_input) += wait * per_micro_batch;
     }
   }
-  auto waits = [](const StageTimes& t) { return t.forward + t.backward_input; };
-  std::size_t slowest_index = 0;
-  for (std::size_t k = 1; k < stages.size(); ++k)
-    if (stages[k].seconds() + waits(gather_wait[k]) > stages[slowest_index].seconds() + waits(gather_wait[slowest_index]))
-      slowest_index = k;
-  const StageWork* slowest = &stages[slowest_index];
-  StageTimes mean = base;
-  for (std::size_t i = 0; i < stages.size(); ++i) {
-    mean.forward += weight[i] * gather_wait[i].forward / pp;
-    mean.backward_input += weight[i] * gather_wait[i].backward_input / pp;
-  }
+  return gather_wait;
+}
 
-  // Pipeline sends: the residual shard per chunk boundary, forward and backward.
-  double p2p = 0.0;
-  if (c.spec.layout.pp > 1) {
-    const bool scatter_gather = c.pipeline_sends_scattered();
-    const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
-    double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), e.placement.pp, model);
-    if (scatter_gather)
-      one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), e.placement.tp, model);
-    // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
-    const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
-    p2p = 2.0 * chunk_passes * one;
-    // Per micro-batch and chunk: the shard sent and received forward, its gradient backward.
-    e.traffic.pp_bytes = static_cast<double>(m) * chunk_passes * 4.0 * bytes;
-  }
-  const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : p2p;
+// Per micro-batch, every chunk boundary's pipeline sends: the residual shard forward and its
+// gradient backward (with Megatron's scatter/gather, 1/t of it sent and all-gathered on arrival);
+// and the bytes of the step.
+struct PipelineSends {
+  double seconds = 0.0;  // per micro-batch, before any overlap
+  double bytes = 0.0;    // per step
+};
 
-  // ZeRO-3's gathers (above): before forward and backward of every micro-batch, or once per step
-  // when kept (each call's buffer: the full stage, as the ledger counts an all-gather), each call
-  // priced as the engine issues it — one all-gather per bucket, each with its own latency term (at
-  // dp 32 a call of a small bucket is 31 ring steps of the link's α, whatever its bytes).  Reducing
-  // per micro-batch, the gradients' reduce-scatter runs under that micro-batch's backward.
-  double stage_params = 0.0;  // the largest stage's (first or last with an even split; any with --pp-layers)
-  for (int r = 0; r < pp; ++r) stage_params = std::max(stage_params, stage_parameters(c, costs, r));
-  double zero3_exposed = static_cast<double>(m) * waits(gather_wait[slowest_index]);
-  if (c.spec.zero.stage == 3 && c.spec.layout.dp > 1) {
-    e.traffic.dp_bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * static_cast<double>(m)) * stage_params * delta;
-    if (c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters) {
-      const double scatter =
-          seconds(CollectiveOp::reduce_scatter, c.spec.layout.dp, stage_params * g, c.grad_dtype(), e.placement.dp, model);
-      const double backward = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
-      zero3_exposed += static_cast<double>(m) * std::max(0.0, scatter - backward);
+PipelineSends pipeline_sends(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                             const TimeModel& model) {
+  PipelineSends sends;
+  if (c.spec.layout.pp == 1) return sends;
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
+  const bool scatter_gather = c.pipeline_sends_scattered();
+  const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
+  double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), placement.pp, model);
+  if (scatter_gather)
+    one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), placement.tp,
+                   model);
+  // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
+  const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
+  sends.seconds = 2.0 * chunk_passes * one;
+  // Per micro-batch and chunk: the shard sent and received forward, its gradient backward.
+  sends.bytes = static_cast<double>(c.microbatches()) * chunk_passes * 4.0 * bytes;
+  return sends;
+}
+
+// The data-parallel side of the step, exposed time and bytes: ZeRO-3's gathers before forward and
+// backward of every micro-batch, or once per step when kept (each call's buffer the full stage, as
+// the ledger counts an all-gather; their waits from zero3_gather_waits), the gradient reduction
+// once per step under the last micro-batch's backward, or with zero_reduce_per_micro_batch under
+// each micro-batch's, and ZeRO-1/2's updated parameters all-gathered.
+struct DataParallelCost {
+  double exposed = 0.0;
+  double bytes = 0.0;
+};
+
+DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowest, double zero3_waits,
+                                    double stage_params, const Placement& placement, const TimeModel& model) {
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
+  const double g = static_cast<double>(dtype_size(c.grad_dtype()));
+  const double mb = static_cast<double>(c.microbatches());
+  const int dp = c.spec.layout.dp, zero = c.spec.zero.stage;
+  DataParallelCost d;
+  d.exposed = mb * zero3_waits;
+  const double backward = slowest.backward_input.seconds() + slowest.backward_weight.seconds();
+  // ZeRO-3 gathering per pass and reducing per micro-batch: each reduce-scatter under its
+  // micro-batch's backward, beside the gathers.
+  const bool reduction_in_zero3 = zero == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters;
+  if (zero == 3 && dp > 1) {
+    d.bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * mb) * stage_params * delta;
+    if (reduction_in_zero3) {
+      const double scatter = seconds(CollectiveOp::reduce_scatter, dp, stage_params * g, c.grad_dtype(), placement.dp,
+                                     model);
+      d.exposed += mb * std::max(0.0, scatter - backward);
     }
   }
-
-  const PipelineConfig pipeline{c.spec.layout.pp, static_cast<int>(m), c.spec.layout.chunks, c.spec.layout.schedule};
-  StageTimes fill = mean;
-  fill.forward += p2p_exposed / 2;
-  fill.backward_input += p2p_exposed / 2;
-  // The input gradient sent before the weight pass (OverlapAssumptions): where W runs right after
-  // B (GPipe, 1F1B, interleaved), the drain waits for each stage's backward-input pass only.  ZB-H1
-  // and the simulated schedules place W themselves.
-  if (c.overlap.input_gradient_first && weight_pass_with_backward(c)) fill.backward_weight = 0.0;
-  e.time.bubble = c.spec.layout.pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
-  const double mb = static_cast<double>(m);
-  // The slowest stage's kernels of one step, by class; compute is their sum (ComputeSplit).
-  const PassCost per_step = slowest->total().scaled(mb);
-  e.compute = {per_step.gemm_seconds, per_step.gemm_flops, per_step.stream_seconds, per_step.stream_bytes};
-  e.time.compute = per_step.compute_seconds();
-  const double L = static_cast<double>(c.layers_per_stage());
-  e.time.tp_comm = mb * slowest->comm() + L * costs.block_grad_sync_seconds;
-  e.time.pp_comm = mb * p2p_exposed;
-  if (c.head_holds_wte_copy()) {  // the tied wte copies: one all-reduce over the first and last stage
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(), stage_pair(e.placement.pp), model);
-    e.traffic.pp_bytes += costs.wte_params * g;
-  }
-  if (c.parameter_copies() == 2) {  // DualPipe: every gradient summed with its mirror stage's copy (shards under ZeRO)
-    const double mirrored = stage_params * g / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
-    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), stage_pair(e.placement.pp), model);
-    e.traffic.pp_bytes += mirrored;
-  }
-  e.traffic.tp_bytes = mb * (slowest->forward.comm_bytes + slowest->backward_input.comm_bytes +
-                             slowest->backward_weight.comm_bytes);
-
-  // Data parallelism: ZeRO-3's gathers (above); the gradient reduction once per step under the
-  // last micro-batch's backward, or with zero_reduce_per_micro_batch under each micro-batch's
-  // (here; above for ZeRO-3 gathering per pass, beside its gathers); the updated parameters
-  // all-gathered at 1–2.
-  e.time.dp_comm = zero3_exposed;
-  const bool reduction_in_zero3 = c.spec.zero.stage == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters;
-  if (c.spec.layout.dp > 1 && !reduction_in_zero3) {
+  if (dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
-    const CollectiveOp reduce = c.spec.zero.stage == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-    const double reduction = seconds(reduce, c.spec.layout.dp, grad_bytes, c.grad_dtype(), e.placement.dp, model);
+    const CollectiveOp reduce = zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+    const double reduction = seconds(reduce, dp, grad_bytes, c.grad_dtype(), placement.dp, model);
     double exposed = reduction;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
-          seconds(reduce, c.spec.layout.dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), e.placement.dp, model);
-      const double window = slowest->backward_input.seconds() + slowest->backward_weight.seconds();
-      exposed = std::max(last_bucket, reduction - window);
+          seconds(reduce, dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), placement.dp, model);
+      exposed = std::max(last_bucket, reduction - backward);
     }
-    e.time.dp_comm += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
-    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2) {
-      const double gather = seconds(CollectiveOp::all_gather, c.spec.layout.dp, stage_params * delta, c.dtype(),
-                                    e.placement.dp, model);
+    d.exposed += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
+    if (zero == 1 || zero == 2) {
+      const double gather = seconds(CollectiveOp::all_gather, dp, stage_params * delta, c.dtype(), placement.dp, model);
       // --overlap-param-gather: under the next step's first forward.
-      e.time.dp_comm += c.overlap.param_gather ? std::max(0.0, gather - slowest->forward.seconds()) : gather;
+      d.exposed += c.overlap.param_gather ? std::max(0.0, gather - slowest.forward.seconds()) : gather;
     }
   }
-  if (c.spec.layout.dp > 1) {
+  if (dp > 1) {
     // The gradient reduction, once per step or per micro-batch, and ZeRO-1/2's updated parameters.
-    const bool per_micro_batch = c.spec.zero.stage >= 2 && c.spec.zero.reduce_per_micro_batch;
-    e.traffic.dp_bytes += (per_micro_batch ? mb : 1.0) * stage_params * g;
-    if (c.spec.zero.stage == 1 || c.spec.zero.stage == 2) e.traffic.dp_bytes += stage_params * delta;
+    const bool per_micro_batch = zero >= 2 && c.spec.zero.reduce_per_micro_batch;
+    d.bytes += (per_micro_batch ? mb : 1.0) * stage_params * g;
+    if (zero == 1 || zero == 2) d.bytes += stage_params * delta;
   }
+  return d;
+}
 
+// The optimizer step: the update over the rank's shard (2g + 2K + δ bytes per parameter: the
+// gradient read for the norm and the update, the state read and written, the value written) and
+// Megatron's gradient-buffer passes; or the engine's own kernels.
+double optimizer_seconds(const StepConfig& c, const LayerCosts& costs, double stage_params, const Cluster& cluster) {
+  if (c.engine_kernels) return engine_optimizer_seconds(c, costs, stage_params, cluster);
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
+  const double g = static_cast<double>(dtype_size(c.grad_dtype()));
   const double K = c.optimizer_bytes_per_param();
   const double shard = stage_params / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
-  e.time.optimizer = c.engine_kernels ? engine_optimizer_seconds(c, costs, stage_params, cluster)
-                                      : stream_seconds(shard * (2 * g + 2 * K + delta), cluster) +
-                                            gradient_buffer_seconds(c, stage_params, cluster);
+  return stream_seconds(shard * (2 * g + 2 * K + delta), cluster) + gradient_buffer_seconds(c, stage_params, cluster);
+}
 
-  e.step_seconds = e.time.total();
+// What follows from the step time: tokens/s, TFLOP/s per GPU (recomputation counted), MFU and HFU.
+void set_rates(StepEstimate& e, const StepConfig& c, const Cluster& cluster) {
   e.bubble_fraction = e.time.bubble / e.step_seconds;
   const double tokens = static_cast<double>(c.spec.global_batch) * static_cast<double>(c.spec.model.seq);
   e.tokens_per_second = tokens / e.step_seconds;
@@ -479,6 +461,85 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   // HFU counts what MFU counts plus the recomputed FLOPs (PaLM's definition), so HFU ≥ MFU.
   const double recomputed = e.hardware_flops - hardware_flops(c.spec.model, c.spec.global_batch, Recompute::none);
   e.hfu = (e.model_flops + recomputed) / e.step_seconds / gpus / peak;
+}
+
+StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& costs, const Placement& placement,
+                                     const Cluster& cluster, const Zero3Timeline& zero3_gathers) {
+  const TimeModel model = cluster_time_model(cluster);
+  StepEstimate e;
+  e.config = c;
+  e.placement = placement;
+  const std::int64_t m = c.microbatches();
+  e.microbatches = m;
+  const double mb = static_cast<double>(m);
+  const double g = static_cast<double>(dtype_size(c.grad_dtype()));
+  const int pp = c.spec.layout.pp;
+
+  // Every priced stage's micro-batch with ZeRO-3's waits: the slowest sets the steady state, the
+  // mean the fill and drain.
+  const PricedStages stages = priced_stages(c, costs, cluster);
+  const std::vector<StageTimes> gather_wait = zero3_gather_waits(c, costs, stages, zero3_gathers);
+  auto waits = [](const StageTimes& t) { return t.forward + t.backward_input; };
+  std::size_t slowest_index = 0;
+  for (std::size_t k = 1; k < stages.work.size(); ++k)
+    if (stages.work[k].seconds() + waits(gather_wait[k]) >
+        stages.work[slowest_index].seconds() + waits(gather_wait[slowest_index]))
+      slowest_index = k;
+  const StageWork& slowest = stages.work[slowest_index];
+  StageTimes mean = stages.mean;
+  for (std::size_t i = 0; i < stages.work.size(); ++i) {
+    mean.forward += stages.weight[i] * gather_wait[i].forward / pp;
+    mean.backward_input += stages.weight[i] * gather_wait[i].backward_input / pp;
+  }
+
+  const PipelineSends sends = pipeline_sends(c, costs, placement, model);
+  e.traffic.pp_bytes = sends.bytes;
+  const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : sends.seconds;
+
+  // The pipeline's fill and drain.
+  const PipelineConfig pipeline{pp, static_cast<int>(m), c.spec.layout.chunks, c.spec.layout.schedule};
+  StageTimes fill = mean;
+  fill.forward += p2p_exposed / 2;
+  fill.backward_input += p2p_exposed / 2;
+  // The input gradient sent before the weight pass (OverlapAssumptions): where W runs right after
+  // B (GPipe, 1F1B, interleaved), the drain waits for each stage's backward-input pass only.  ZB-H1
+  // and the simulated schedules place W themselves.
+  if (c.overlap.input_gradient_first && weight_pass_with_backward(c)) fill.backward_weight = 0.0;
+  e.time.bubble = pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
+
+  // The slowest stage's kernels of one step, by class; compute is their sum (ComputeSplit).
+  const PassCost per_step = slowest.total().scaled(mb);
+  e.compute = {per_step.gemm_seconds, per_step.gemm_flops, per_step.stream_seconds, per_step.stream_bytes};
+  e.time.compute = per_step.compute_seconds();
+  const double L = static_cast<double>(c.layers_per_stage());
+  e.time.tp_comm = mb * slowest.comm() + L * costs.block_grad_sync_seconds;
+  e.traffic.tp_bytes =
+      mb * (slowest.forward.comm_bytes + slowest.backward_input.comm_bytes + slowest.backward_weight.comm_bytes);
+
+  // Along the pipeline: the sends, the tied wte copies' all-reduce over the first and last stage,
+  // DualPipe's mirror stages' gradient sums (shards under ZeRO).
+  double stage_params = 0.0;  // the largest stage's (first or last with an even split; any with --pp-layers)
+  for (int r = 0; r < pp; ++r) stage_params = std::max(stage_params, stage_parameters(c, costs, r));
+  e.time.pp_comm = mb * p2p_exposed;
+  if (c.head_holds_wte_copy()) {
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, costs.wte_params * g, c.grad_dtype(),
+                              stage_pair(placement.pp), model);
+    e.traffic.pp_bytes += costs.wte_params * g;
+  }
+  if (c.parameter_copies() == 2) {
+    const double mirrored = stage_params * g / (c.spec.zero.stage >= 1 ? c.spec.layout.dp : 1);
+    e.time.pp_comm += seconds(CollectiveOp::all_reduce, 2, mirrored, c.grad_dtype(), stage_pair(placement.pp), model);
+    e.traffic.pp_bytes += mirrored;
+  }
+
+  const DataParallelCost dp = data_parallel_cost(c, slowest, waits(gather_wait[slowest_index]), stage_params,
+                                                 placement, model);
+  e.time.dp_comm = dp.exposed;
+  e.traffic.dp_bytes = dp.bytes;
+  e.time.optimizer = optimizer_seconds(c, costs, stage_params, cluster);
+
+  e.step_seconds = e.time.total();
+  set_rates(e, c, cluster);
   e.memory = step_memory(c, costs, cluster);
   e.memory_capacity = cluster.hbm_bytes;
   e.fits = e.memory.total() <= cluster.hbm_bytes;
