@@ -73,6 +73,7 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
   if (f.given("--dp")) r.fixed.dp = l.dp;
   if (f.given("--schedule")) r.fixed.schedule = l.schedule;
   if (f.given("--chunks")) r.fixed.chunks = l.chunks;
+  if (f.given("--group-size") && l.group_size > 0) r.fixed.group_size = l.group_size;
   if (f.given("--micro-batches")) r.fixed.micro_batches = l.micro_batches;
   if (f.micro_batch_size()) r.fixed.micro_batch_size = *f.micro_batch_size();
   if (f.given("--zero")) r.zero_stages = {spec.zero.stage};

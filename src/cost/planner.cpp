@@ -76,7 +76,8 @@ std::vector<std::pair<ScheduleKind, int>> all_schedules(const StepConfig& c) {
 std::vector<std::pair<ScheduleKind, int>> schedules(const StepConfig& c, const PlanRequest::Fixed& fixed) {
   std::vector<std::pair<ScheduleKind, int>> out = all_schedules(c);
   std::erase_if(out, [&](const std::pair<ScheduleKind, int>& s) {
-    return (fixed.schedule && s.first != *fixed.schedule) || !allowed(fixed.chunks, s.second);
+    return (fixed.schedule && s.first != *fixed.schedule) || !allowed(fixed.chunks, s.second) ||
+           (fixed.group_size && s.first != ScheduleKind::interleaved);
   });
   return out;
 }
@@ -206,6 +207,7 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
           c.spec.layout.schedule = schedule;
           c.spec.layout.chunks = chunks;
           c.spec.layout.stage_mapping = stage_mapping_of(schedule);
+          c.spec.layout.group_size = schedule == ScheduleKind::interleaved ? r.fixed.group_size.value_or(0) : 0;
           // ZeRO-3's gathers, priced call by call, depend on the schedule, not on when gradients are
           // reduced nor on the recomputation policy: priced once per schedule.
           bool zero3_priced = false;

@@ -37,6 +37,8 @@ struct PlanRequest {
   // searched; the rest is.  A mode, recomputation or ZeRO stage is fixed through the lists above.
   struct Fixed {
     std::optional<int> tp, depth, pp, dp, chunks, micro_batches;
+    // The interleaved schedule's micro-batch group N (--group-size): only that schedule is searched.
+    std::optional<int> group_size;
     std::optional<std::int64_t> micro_batch_size;
     std::optional<ScheduleKind> schedule;
     std::optional<bool> zero_reduce_per_micro_batch, zero_keep_parameters;

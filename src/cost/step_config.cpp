@@ -127,6 +127,7 @@ std::string describe(const StepConfig& c) {
   if (c.spec.layout.mode == TpMode::d2p5) os << " d=" << c.spec.layout.depth;
   os << " pp=" << c.spec.layout.pp << " dp=" << c.spec.layout.dp << " " << schedule_name(c.spec.layout.schedule);
   if (c.spec.layout.schedule == ScheduleKind::interleaved) os << " v=" << c.spec.layout.chunks;
+  if (l.group_size > 0) os << " N=" << l.group_size;
   if (!l.pp_layers.empty()) {
     os << " layers=";
     for (std::size_t k = 0; k < l.pp_layers.size(); ++k) os << (k ? "," : "") << l.pp_layers[k];

@@ -116,6 +116,12 @@ struct StepConfig {
   void set_micro_batch(std::int64_t b) {
     spec.layout.micro_batches = static_cast<int>(spec.global_batch / (std::int64_t{spec.layout.dp} * b));
   }
+  // The pipeline as the schedule formulas and simulations take it (pipeline_bubble.hpp), the
+  // interleaved schedule's micro-batch group N included.
+  PipelineConfig pipeline() const {
+    const ParallelLayout& l = spec.layout;
+    return {l.pp, static_cast<int>(microbatches()), l.chunks, l.schedule, l.group_size};
+  }
   // The stage split (--pp-layers, else even) and the blocks stage r holds over its chunks.
   StagePartition partition() const;
   std::int64_t stage_blocks(int stage) const;

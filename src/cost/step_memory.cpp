@@ -161,7 +161,7 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
 
 std::vector<int> in_flight_per_stage(const StepConfig& c) {
   if (c.spec.layout.pp == 1) return {};
-  return peak_in_flight(PipelineConfig{c.spec.layout.pp, static_cast<int>(c.microbatches()), c.spec.layout.chunks, c.spec.layout.schedule});
+  return peak_in_flight(c.pipeline());
 }
 
 }  // namespace

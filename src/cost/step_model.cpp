@@ -497,7 +497,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   const double p2p_exposed = c.overlap.pp_p2p ? 0.0 : sends.seconds;
 
   // The pipeline's fill and drain.
-  const PipelineConfig pipeline{pp, static_cast<int>(m), c.spec.layout.chunks, c.spec.layout.schedule};
+  const PipelineConfig pipeline = c.pipeline();
   StageTimes fill = mean;
   fill.forward += p2p_exposed / 2;
   fill.backward_input += p2p_exposed / 2;

@@ -102,6 +102,41 @@ TEST_CASE("the planner prices every configuration from the asked StepConfig, its
   CHECK(defaults.ranked.front().step_seconds != result.ranked.front().step_seconds);
 }
 
+TEST_CASE("the interleaved schedule's micro-batch group N: held micro-batches grow with it, cost and plan alike",
+          "[cost][planner]") {
+  // 8 blocks on pp 2 with v 2, m 8 micro-batches: Megatron-Core's warm-up on stage 0 runs
+  // 2(p - 1) + (v - 1)N forwards before its first backward, so N = 4 and 8 hold more than N = p.
+  PlanRequest r = small_request();
+  r.modes = {TpMode::d1};
+  r.fixed.tp = 2;
+  r.fixed.pp = 2;
+  r.fixed.micro_batch_size = 1;
+  r.fixed.chunks = 2;
+  r.fixed.schedule = ScheduleKind::interleaved;
+  r.zero_stages = {1};
+  r.recomputes = {Recompute::none};
+  double previous = 0.0;
+  for (int n : {0, 4, 8}) {
+    if (n > 0) r.fixed.group_size = n;
+    const PlanResult result = plan(r, dgx_a100());
+    if (n > 0) {  // N alone fixes the schedule: only the interleaved one is searched
+      PlanRequest any_schedule = r;
+      any_schedule.fixed.schedule.reset();
+      CHECK(plan(any_schedule, dgx_a100()).ranked.size() == 1);
+    }
+    REQUIRE(result.ranked.size() == 1);
+    const StepEstimate& e = result.ranked.front();
+    INFO(describe(e.config));
+    CHECK(e.config.spec.layout.schedule == ScheduleKind::interleaved);
+    CHECK(e.config.spec.layout.group_size == n);
+    CHECK((describe(e.config).find(" N=") != std::string::npos) == (n > 0));
+    CHECK(e.memory.in_flight == peak_in_flight(e.config.pipeline()).front());
+    CHECK(e.memory.activations == Approx(estimate_step(e.config, dgx_a100()).memory.activations).epsilon(1e-12));
+    CHECK(e.memory.activations > previous);
+    previous = e.memory.activations;
+  }
+}
+
 TEST_CASE("ZeRO offload is refused by the step model and the planner, not priced as a resident step",
           "[cost][planner]") {
   PlanRequest r = small_request();
