@@ -8,6 +8,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/preset_option.hpp"
@@ -49,6 +51,20 @@ void add_plan_options(CLI::App& app, PlanOptions& o) {
                  "with --validate: only these tables, each a shipped key (korthikanti-2022, megatron-h100, "
                  "narayanan-2021) or a path to a table file in the same format (docs/performance-model.md)")
       ->needs(validate);
+}
+
+// --validate reads every run's model, layout and switches from its table (the rule and the row): an
+// option that would set them, or shape a search, is refused by name rather than dropped.
+void refuse_beside_validate(const CLI::App& app) {
+  static const std::set<std::string> applies = {"help", "validate", "table", "json", "cluster", "nccl-algo",
+                                                "own-collectives"};
+  for (const CLI::Option* option : app.get_options()) {
+    if (option->count() == 0 || option->get_lnames().empty()) continue;
+    const std::string& name = option->get_lnames().front();
+    require(applies.count(name) > 0, "--", name, " does not apply to --validate: each table's rule and rows set ",
+            "the runs (--table FILE validates your own table; --cluster, --nccl-algo and --own-collectives price it ",
+            "on another fabric)");
+  }
 }
 
 // The search: the model, batch and precision from the spec; every axis the command line gave (or
@@ -146,6 +162,7 @@ Command add_plan(CLI::App& root) {
   return {app, false, [o, app](const std::string&) {
             const cost::Cluster cluster = o->step.cluster_at(o->step.cluster);
             if (o->validate) {
+              refuse_beside_validate(*app);
               // Each table on the cluster it was measured on, unless --cluster names another.
               const bool named = app->count("--cluster") > 0;
               // Every table read (and any bad file refused) before anything is printed.

@@ -119,6 +119,8 @@ mdtp_cli_bad(cost_layer_step_option cost "--engine-kernels does not apply to the
 mdtp_cli_bad(cost_step_offload cost "zero.offload: the step model prices the optimizer on the GPU"
              cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero 1
              --zero-offload)
+mdtp_cli_bad(plan_validate_switch plan "--engine-kernels does not apply to --validate: each table's rule and rows set"
+             plan --validate --engine-kernels)
 mdtp_cli_bad(plan_offload plan "zero.offload: the step model prices the optimizer on the GPU"
              plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload)
 
