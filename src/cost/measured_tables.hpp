@@ -135,7 +135,7 @@ std::vector<std::string> goal_misses(const Validation& v, const PredictionGoal& 
 // What every table's rule shares (MeasuredRule's comment), in `mode`: the row's model and layout
 // on `rest` (a rule's StepConfig: its precision, ZeRO, recomputation, tied head and switches).
 StepConfig measured_run_config(const MeasuredRun& row, TpMode mode, std::int64_t seq, std::int64_t vocab,
-                               const StepConfig& rest = {});
+                               const StepConfig& rest);
 
 // Spearman's ρ of two equally long series (average ranks for ties); 0 for fewer than 2 values.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

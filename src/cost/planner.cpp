@@ -157,9 +157,12 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   const ModelShape& model = r.base.spec.model;
   const std::int64_t global_batch = r.base.spec.global_batch;
   require(global_batch >= 1, "the planner needs a global batch >= 1; got ", global_batch);
+  // What each configuration sets for itself, cleared: the layout, the ZeRO stage with its
+  // per-stage options (asked for through r.fixed) and the recomputation.
   StepConfig base = r.base;
   base.spec.layout = ParallelLayout{};
   base.spec.zero.stage = 0;
+  base.spec.zero.reduce_per_micro_batch = base.spec.zero.keep_parameters = false;
   base.spec.recompute = Recompute::none;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =

@@ -23,8 +23,9 @@ namespace mdtp::cost {
 struct PlanRequest {
   // What the search does not vary, as `mdtp cost` would price it: the model, the global batch, the
   // precision, dropout, the ZeRO options beyond the stage, and every step switch (the overlaps, the
-  // attention kernel, the kernels' fusion, engine_kernels).  Its layout, ZeRO stage and
-  // recomputation are the search's: each configuration sets its own.
+  // attention kernel, the kernels' fusion, engine_kernels).  Its layout, ZeRO stage (with the
+  // stage's reduce-per-micro-batch and keep-parameters options) and recomputation are the search's:
+  // each configuration sets its own, as `fixed` and the lists below allow.
   StepConfig base;
   int gpus = 0;
   // Limits of the search (each list empty = all).

@@ -8,10 +8,12 @@
                                     has the fixed layout (mode, tp, pp, dp, schedule, chunks,
                                     micro-batch, recomputation), ranked, the quickest near the 1T row
   check_plan_json.py MDTP search    a ranked search, --top 3
-  check_plan_json.py MDTP switches  every step switch (--engine-kernels, --no-check-for-nan-in-grad, the overlaps,
-                                    --grad-reduce-dtype, --optimizer sgd, ...) priced by `mdtp plan` as by `mdtp cost`: one layout
-                                    fixed, plan's quickest configuration has cost's step time to 1e-12, and the switch
-                                    moves it
+  check_plan_json.py MDTP switches  every step switch (--engine-kernels, --no-check-for-nan-in-grad, the
+                                    overlaps, --grad-reduce-dtype, --optimizer sgd, ...) priced by `mdtp plan` as
+                                    by `mdtp cost`: one layout fixed, plan's quickest configuration has cost's step
+                                    time to 1e-12, and the switch moves it; and a ZeRO option alone
+                                    (--zero-keep-params, --zero-reduce-per-micro-batch) searches only the stages it
+                                    applies to
   check_plan_json.py MDTP validate  the validation table; then a user's table file (--table FILE: two rows of the
                                     shipped A100 table, the same predictions) and a broken one (exit 2, one line on
                                     stderr, nothing on stdout)
@@ -168,10 +170,26 @@ def check_switches(mdtp):
             sys.exit(f"{' '.join(switch)}: the step time does not move ({cost} s): not a test of the switch")
 
 
+def check_zero_options(mdtp):
+    """A ZeRO option without --zero fixes the stages it applies to; the rest of the search goes on."""
+    search = FORMS["search"][1]
+    for option, allowed in (("--zero-keep-params", {(3, True)}),
+                            ("--zero-reduce-per-micro-batch", {(2, True), (3, True)})):
+        r = subprocess.run([mdtp, "plan"] + search + [option], capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            sys.exit(f"mdtp plan {option} exited with {r.returncode}: {r.stderr.strip()}")
+        key = "zero_keep_parameters" if option == "--zero-keep-params" else "zero_reduce_per_micro_batch"
+        seen = {(e["config"]["zero"], e["config"][key]) for e in json.loads(r.stdout)["configs"]}
+        print(f"{option}: (zero, {key}) ranked: {sorted(seen)}")
+        if not seen or not seen <= allowed:
+            sys.exit(f"mdtp plan {option} ranked {sorted(seen)}; expected only {sorted(allowed)}")
+
+
 def main():
     mdtp, form = sys.argv[1], sys.argv[2]
     if form == "switches":
         check_switches(mdtp)
+        check_zero_options(mdtp)
         print("ok")
         return
     command, flags = FORMS[form]
