@@ -98,6 +98,15 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   c.intra_node = read_link(links, "intra_node");
   c.inter_node = read_link(links, "inter_node");
   if (links.has("pcie")) c.pcie = read_link(links, "pcie");
+  if (top.has("host")) {
+    const JsonFields host = top.object("host");
+    c.host = ClusterHost{host.number("memory_bandwidth", 0.0, 1e15), host.number("memory_efficiency", 0.0, 1.0),
+                         host.number("memory_bytes", 0.0, 1e18),
+                         host.has("gpus_per_pcie_uplink")
+                             ? static_cast<int>(host.integer("gpus_per_pcie_uplink", 1, c.gpus_per_node))
+                             : 1,
+                         host.text("source")};
+  }
   if (const JsonFields intra = links.object("intra_node"); intra.has("nvls")) {
     const JsonFields nvls = intra.object("nvls");
     c.nvls = ClusterNvls{{nvls.number("alpha", 0.0, 1.0), nvls.number("bandwidth", 0.0, 1e15)}, nvls.text("source")};
@@ -206,6 +215,10 @@ std::string cluster_json(const Cluster& c) {
                       {"reserved_bytes", c.reserved_bytes}}},
                     {"links", links}};
   // The tile model and the overhead only where known (a calibrated cluster has neither).
+  if (c.host)
+    doc["host"] = {{"memory_bandwidth", c.host->memory_bandwidth}, {"memory_efficiency", c.host->memory_efficiency},
+                   {"memory_bytes", c.host->memory_bytes}, {"gpus_per_pcie_uplink", c.host->gpus_per_pcie_uplink},
+                   {"source", c.host->source}};
   if (c.sm_count > 0) doc["gpu"]["sm_count"] = c.sm_count;
   if (c.gemm_reference_shape)
     doc["gpu"]["gemm_reference_shape"] = {c.gemm_reference_shape->m, c.gemm_reference_shape->n,

@@ -32,6 +32,11 @@
 //                                    fraction of it a large collective reaches: β = 1/(bw·eff)
 //   links.intra_node.nvls (optional) the switch's NVLink SHARP: its all-reduce's α and algorithm
 //                                    bandwidth (time_model.hpp NvlsParams), with their source
+//   host (optional)                  the node's CPU memory: bandwidth (B/s, the node's sockets
+//                                    together), the fraction a streaming update reaches, capacity,
+//                                    and the GPUs whose copies share one PCIe uplink to it; with
+//                                    links.pcie what ZeRO-Offload's host update and copies need
+//                                    (offload_cost.hpp)
 //   library                          "nccl" | "mpich": whose algorithms run the collectives
 //   source                           where the figures come from (every file must say)
 //
@@ -54,6 +59,16 @@ struct ClusterLink {
   double efficiency = 1.0;  // fraction of `bandwidth` a large collective reaches
   std::string source;
   LinkParams params() const { return {alpha, 1.0 / (bandwidth * efficiency)}; }
+};
+
+// The host side of a node, for ZeRO-Offload: its CPUs' memory and how the GPUs reach it.
+struct ClusterHost {
+  double memory_bandwidth = 0.0;   // B/s, every socket's memory channels together (the data sheet's peak)
+  double memory_efficiency = 1.0;  // the fraction of it a streaming loop over the whole node reaches
+  double memory_bytes = 0.0;       // the node's system memory
+  int gpus_per_pcie_uplink = 1;    // GPUs whose host copies share one PCIe link to the CPU
+  std::string source;
+  double stream_bandwidth() const { return memory_bandwidth * memory_efficiency; }
 };
 
 struct ClusterNvls {
@@ -90,6 +105,7 @@ struct Cluster {
   ClusterLink intra_node, inter_node;
   std::optional<ClusterLink> pcie;
   std::optional<ClusterNvls> nvls;  // absent: no NVLink SHARP (A100, PCIe)
+  std::optional<ClusterHost> host;  // absent: ZeRO-Offload cannot be priced on it
   CollectiveLibrary library = CollectiveLibrary::nccl;
   // The all-reduce algorithms NCCL may pick from (`--nccl-algo`, NCCL_ALGO); not read from the
   // file: a choice of the run.

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "cost/offload_cost.hpp"
 #include "spec/run_spec_json.hpp"
 
 namespace mdtp::cost {
@@ -163,6 +164,13 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
   base.spec.layout = ParallelLayout{};
   base.spec.zero.stage = 0;
   base.spec.zero.reduce_per_micro_batch = base.spec.zero.keep_parameters = false;
+  // ZeRO-Offload asked for: every stage it applies to (1-3) offloads, stage 0 is not searched.
+  const bool offload = r.base.spec.zero.offload;
+  base.spec.zero.offload = false;
+  if (offload) {
+    validate_offload_pricing(r.base);
+    require_offload_hardware(cluster);
+  }
   base.spec.recompute = Recompute::none;
   validate(base);  // the model itself
   const std::vector<Recompute> recomputes =
@@ -216,8 +224,11 @@ PlanResult plan(const PlanRequest& r, const Cluster& cluster_file) {
           bool zero3_priced = false;
           std::optional<Zero3Timeline> zero3_gathers_of_schedule;  // none: the engine's bucket plan refuses it
           for (const auto& [zero, per_micro_batch] : zero_choices(zeros, c.microbatches(), r.fixed)) {
-            if (zero > 0 && dp == 1 && r.zero_stages.empty()) continue;  // nothing to shard over
+            // Nothing to shard over at dp 1, but ZeRO-Offload's host update (stage 1 stands for all).
+            if (zero > 0 && dp == 1 && r.zero_stages.empty() && !(offload && zero == 1)) continue;
+            if (offload && zero == 0) continue;
             c.spec.zero.stage = zero;
+            c.spec.zero.offload = offload;
             c.spec.zero.reduce_per_micro_batch = per_micro_batch;
             c.spec.zero.keep_parameters = zero == 3 && r.fixed.zero_keep_parameters.value_or(false);
             static const Zero3Timeline no_gathers;

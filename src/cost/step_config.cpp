@@ -59,15 +59,19 @@ void validate(const StepConfig& c) {
           "reducing the gradients per micro-batch needs ZeRO stage 2 or 3; got zero=", zero);
   require(!c.spec.zero.keep_parameters || zero == 3,
           "keeping the gathered parameters for the step needs ZeRO stage 3; got zero=", zero);
-  // The step model keeps the optimizer state and its update on the GPU; priced without the host's
-  // update and the PCIe copies, an offloaded step would look as quick as a resident one and its
-  // memory would be wrong, so it is refused (the engine's own memory plan, mdtp train's, counts it).
-  require(!c.spec.zero.offload,
-          "zero.offload: the step model prices the optimizer on the GPU, not ZeRO-Offload's host update and "
-          "PCIe copies; drop --zero-offload for mdtp cost and mdtp plan");
+  require(!c.spec.zero.offload || zero >= 1, "zero.offload needs ZeRO stage 1, 2 or 3; got zero=", zero);
+  validate_offload_pricing(c);
   require(c.dtype() == DType::bf16 || c.dtype() == DType::f16 || c.dtype() == DType::f32,
           "the step model takes dtype bf16, f16 or f32; got ", dtype_name(c.dtype()));
   require(c.overlap.bucket_bytes > 0, "the gradient bucket must be > 0 bytes; got ", c.overlap.bucket_bytes);
+}
+
+void validate_offload_pricing(const StepConfig& c) {
+  // ZeRO-Offload is priced as DeepSpeed runs it (offload_cost.hpp); mdtp's engine stages its host
+  // copies through f64 (zero/zero_buffers.cpp), which --engine-kernels does not price.
+  require(!c.spec.zero.offload || !c.engine_kernels,
+          "zero.offload with --engine-kernels: the step model prices DeepSpeed's offload (CPU Adam, PCIe "
+          "copies), not mdtp's engine's host path; drop one of them");
 }
 
 StagePartition StepConfig::partition() const {
@@ -135,6 +139,7 @@ std::string describe(const StepConfig& c) {
   os << " mb=" << c.micro_batch() << " zero=" << c.spec.zero.stage;
   if (c.spec.zero.reduce_per_micro_batch) os << " reduce-per-micro-batch";
   if (c.spec.zero.keep_parameters) os << " keep-params";
+  if (c.spec.zero.offload) os << " offload";
   os << " recompute=" << recompute_name(c.spec.recompute) << " " << dtype_name(c.dtype());
   if (c.spec.optimizer.kind != OptimizerKind::adamw) os << " " << optimizer_kind_name(c.spec.optimizer.kind);
   // The head's tie only where it departs from the family's own (gpt2 tied, llama untied): it moves
@@ -152,7 +157,8 @@ std::string describe(const StepConfig& c) {
 }
 
 std::string zero_label(const StepConfig& c) {
-  return std::to_string(c.spec.zero.stage) + (c.spec.zero.reduce_per_micro_batch ? "m" : "") + (c.spec.zero.keep_parameters ? "k" : "");
+  return std::to_string(c.spec.zero.stage) + (c.spec.zero.reduce_per_micro_batch ? "m" : "") +
+         (c.spec.zero.keep_parameters ? "k" : "") + (c.spec.zero.offload ? "o" : "");
 }
 
 }  // namespace mdtp::cost

@@ -142,8 +142,9 @@ struct StepConfig {
   bool pipeline_sends_scattered() const { return p2p_scatter_gather && pipeline_sends_can_scatter(); }
   // Whether the step holds Megatron's contiguous gradient buffer, whose once-per-step passes
   // (zeroed, scaled, grad_nan_check) step_model.cpp prices: ZeRO 0-1 (Megatron's DDP and its
-  // distributed optimizer); stages 2-3 are DeepSpeed's, and engine_kernels prices mdtp's engine.
-  bool megatron_gradient_buffer() const { return !engine_kernels && spec.zero.stage <= 1; }
+  // distributed optimizer); stages 2-3 and ZeRO-Offload are DeepSpeed's, and engine_kernels prices
+  // mdtp's engine.
+  bool megatron_gradient_buffer() const { return !engine_kernels && spec.zero.stage <= 1 && !spec.zero.offload; }
   // The share of the step's micro-batches each of a stage's chunks runs: 1, or 1/2 under DualPipe
   // (each route carries half).  A stage's work per micro-batch is its blocks times this.
   double chunk_share() const { return spec.layout.stage_mapping == StageMapping::mirrored ? 0.5 : 1.0; }
@@ -182,6 +183,9 @@ struct StepConfig {
 // a schedule its options do not fit, a ZeRO option its stage lacks, …  Shape checks of the TP layouts
 // are Geometry's (they run when the layer costs are built).
 void validate(const StepConfig& config);
+// The part of validate() a search checks once, before it sets any stage: ZeRO-Offload is priced as
+// DeepSpeed runs it, which --engine-kernels (mdtp's engine's host path) is not.
+void validate_offload_pricing(const StepConfig& config);
 
 // "1d tp=8 pp=64 dp=6 interleaved v=2 mb=1 zero=0 recompute=full bf16" (+ " streaming-attention";
 // " reduce-per-micro-batch", " keep-params" after the ZeRO stage when set)

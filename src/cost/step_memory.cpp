@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cost/offload_cost.hpp"
 #include "plan/gathered_parameters.hpp"
 #include "plan/gradient_peak.hpp"
 #include "plan/schedule.hpp"
@@ -137,6 +138,10 @@ MemorySplit memory_of_stage(const StepConfig& c, const LayerCosts& costs, const 
   m.gradients_in_step = full_gradient_window(c, costs, stage) * g;
   m.gradients = (c.spec.zero.stage >= 2 ? sharded * g + m.gradients_in_step : P * g);
   m.optimizer = (c.spec.zero.stage >= 1 ? sharded : P) * K;
+  if (c.spec.zero.offload) {  // the state and the update on the host (offload_cost.hpp)
+    m.host = offload_cost(c, sharded, cluster).host_bytes;
+    m.optimizer = 0.0;
+  }
   m.reserved = cluster.reserved_bytes;
 
   // Micro-batches in flight and the layers each holds on this stage.

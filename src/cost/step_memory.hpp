@@ -6,7 +6,9 @@
 //                norm, and with pp > 1 the tied wte copy — or an untied head's own weight,
 //                whatever pp — on stage p−1) × δ
 //   gradients    P_r × g (g = grad_dtype's bytes: fp32 main gradients under bf16)
-//   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8)
+//   optimizer    P_r × K (Adam: 12 with a 16-bit dtype — fp32 master, m, v — else 8); under
+//                ZeRO-Offload none on the GPU: the shard's state and f32 gradients are in host
+//                memory (MemorySplit::host, offload_cost.hpp)
 //   ZeRO over dp (docs/theory.md §4): stage ≥ 1 divides K by dp, stage 2 also the g held between
 //                steps, stage 3 also δ (2.5D: its weights, whose depth copies are replicas, over
 //                dp × depth).  Stage 3 adds the gathered parameters: the engine gathers what a
@@ -45,6 +47,9 @@ struct MemorySplit {
   double gradients_in_step = 0.0;    // of `gradients`: ZeRO-2/3's full buckets at their peak in a step
   double parameters_gathered = 0.0;  // of `parameters`: ZeRO-3's gathered buckets at their peak
   double parameter_elements = 0.0;  // on this rank
+  // ZeRO-Offload: the optimizer state, not in `optimizer` (nor in total()), and the host's f32
+  // gradient buffer, in host memory (offload_cost.hpp OffloadCost::host_bytes); 0 otherwise.
+  double host = 0.0;
   int in_flight = 0;                // micro-batches (interleaved: micro-batch × chunk passes) held
   double total() const { return parameters + gradients + optimizer + activations + reserved; }
 };

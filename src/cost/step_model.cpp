@@ -11,6 +11,7 @@
 #include "cost/gpt_step_comm.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
+#include "cost/offload_cost.hpp"
 #include "plan/schedule.hpp"
 #include "plan/schedule_sim.hpp"
 #include "spec/names.hpp"
@@ -391,7 +392,8 @@ struct DataParallelCost {
 };
 
 DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowest, double zero3_waits,
-                                    double stage_params, const Placement& placement, const TimeModel& model) {
+                                    double stage_params, const Placement& placement, const TimeModel& model,
+                                    const OffloadCost& offload) {
   const double delta = static_cast<double>(dtype_size(c.dtype()));
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
   const double mb = static_cast<double>(c.microbatches());
@@ -399,6 +401,14 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
   DataParallelCost d;
   d.exposed = mb * zero3_waits;
   const double backward = slowest.backward_input.seconds() + slowest.backward_weight.seconds();
+  // What one micro-batch's reduction leaves beyond its backward, with ZeRO-Offload's copies of the
+  // shard on the reduction's stream after it (offload_cost.hpp): each micro-batch's accumulation
+  // through the host, the last one's gradients to the host as well.
+  auto per_micro_batch_exposed = [&](double reduction, double floor) {
+    const double all_but_last = std::max(floor, reduction + offload.accumulation - backward);
+    const double last = std::max(floor, reduction + offload.accumulation + offload.gradients_out - backward);
+    return mb * all_but_last + (last - all_but_last);  // exactly m × the first without offload
+  };
   // ZeRO-3 gathering per pass and reducing per micro-batch: each reduce-scatter under its
   // micro-batch's backward, beside the gathers.
   const bool reduction_in_zero3 = zero == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters;
@@ -407,20 +417,24 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
     if (reduction_in_zero3) {
       const double scatter = seconds(CollectiveOp::reduce_scatter, dp, stage_params * g, c.grad_dtype(), placement.dp,
                                      model);
-      d.exposed += mb * std::max(0.0, scatter - backward);
+      d.exposed += per_micro_batch_exposed(scatter, 0.0);
     }
   }
   if (dp > 1 && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
     const double reduction = seconds(reduce, dp, grad_bytes, c.grad_dtype(), placement.dp, model);
-    double exposed = reduction;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
           seconds(reduce, dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), placement.dp, model);
-      exposed = std::max(last_bucket, reduction - backward);
+      d.exposed += c.spec.zero.reduce_per_micro_batch
+                       ? per_micro_batch_exposed(reduction, last_bucket)
+                       : std::max(last_bucket, reduction + offload.gradients_out - backward);
+    } else {
+      // After the backward: the reductions and the offload's copies wait in full.
+      d.exposed += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * (reduction + offload.accumulation) +
+                   offload.gradients_out;
     }
-    d.exposed += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * exposed;
     if (zero == 1 || zero == 2) {
       const double gather = seconds(CollectiveOp::all_gather, dp, stage_params * delta, c.dtype(), placement.dp, model);
       // --overlap-param-gather: under the next step's first forward.
@@ -438,9 +452,12 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
 
 // The optimizer step: the update over the rank's shard (2g + 2K + δ bytes per parameter: the
 // gradient read for the norm and the update, the state read and written, the value written) and
-// Megatron's gradient-buffer passes; or the engine's own kernels.
-double optimizer_seconds(const StepConfig& c, const LayerCosts& costs, double stage_params, const Cluster& cluster) {
+// Megatron's gradient-buffer passes; or the engine's own kernels; or, under ZeRO-Offload, the host's
+// update and the copy of the new values back (offload_cost.hpp).
+double optimizer_seconds(const StepConfig& c, const LayerCosts& costs, double stage_params, const Cluster& cluster,
+                         const OffloadCost& offload) {
   if (c.engine_kernels) return engine_optimizer_seconds(c, costs, stage_params, cluster);
+  if (c.spec.zero.offload) return offload.after_backward();  // DeepSpeed's: no Megatron buffer
   const double delta = static_cast<double>(dtype_size(c.dtype()));
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
   const double K = c.optimizer_bytes_per_param();
@@ -532,17 +549,24 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
     e.traffic.pp_bytes += mirrored;
   }
 
+  const OffloadCost offload =
+      c.spec.zero.offload ? offload_cost(c, stage_params / c.spec.layout.dp, cluster) : OffloadCost{};
   const DataParallelCost dp = data_parallel_cost(c, slowest, waits(gather_wait[slowest_index]), stage_params,
-                                                 placement, model);
+                                                 placement, model, offload);
   e.time.dp_comm = dp.exposed;
   e.traffic.dp_bytes = dp.bytes;
-  e.time.optimizer = optimizer_seconds(c, costs, stage_params, cluster);
+  e.traffic.pcie_bytes = offload.pcie_bytes;
+  e.time.optimizer = optimizer_seconds(c, costs, stage_params, cluster, offload);
 
   e.step_seconds = e.time.total();
   set_rates(e, c, cluster);
   e.memory = step_memory(c, costs, cluster);
   e.memory_capacity = cluster.hbm_bytes;
   e.fits = e.memory.total() <= cluster.hbm_bytes;
+  if (c.spec.zero.offload) {  // the node's GPUs offload to one host memory
+    e.host_memory_capacity = cluster.host->memory_bytes;
+    e.fits = e.fits && e.memory.host * cluster.gpus_per_node <= e.host_memory_capacity;
+  }
   return e;
 }
 

@@ -22,6 +22,7 @@
 //   once per step                 the TP partial-gradient sums (2.5D depth, biases, LayerNorms),
 //                                 the tied-embedding all-reduce over the first and last stage, and
 //                                 Adam over the rank's (sharded) parameters: 2g + 2K + δ bytes each
+//                                 (ZeRO-Offload: on the host, with its PCIe copies, offload_cost.hpp)
 //
 // Placement: the link class of the tp, dp and pp groups comes from the mesh (order tp-cp-dp-pp,
 // node = rank / gpus_per_node), as everywhere else in mdtp.
@@ -41,7 +42,8 @@ struct TimeSplit {
   double pp_comm = 0.0;     // exposed pipeline sends, and the tied-embedding all-reduce
   double dp_comm = 0.0;     // exposed data-parallel (ZeRO) communication
   double bubble = 0.0;      // pipeline fill and drain
-  double optimizer = 0.0;   // the Adam update, and Megatron's passes over its gradient buffer
+  double optimizer = 0.0;   // the Adam update, and Megatron's passes over its gradient buffer; under
+                            // ZeRO-Offload the host's update and the new values' copy back
   double total() const { return compute + tp_comm + pp_comm + dp_comm + bubble + optimizer; }
 };
 
@@ -61,6 +63,7 @@ struct ComputeSplit {
 // tied-embedding all-reduce, and the data-parallel reduction, ZeRO gathers and updates.
 struct TrafficSplit {
   double tp_bytes = 0.0, pp_bytes = 0.0, dp_bytes = 0.0;
+  double pcie_bytes = 0.0;  // ZeRO-Offload's copies between the GPU and the host (offload_cost.hpp)
 };
 
 struct Placement {
@@ -84,7 +87,8 @@ struct StepEstimate {
   ComputeSplit compute;  // TimeSplit::compute by kernel class
   MemorySplit memory;
   double memory_capacity = 0.0;  // usable bytes per GPU
-  bool fits = false;
+  double host_memory_capacity = 0.0;  // the node's system memory (ZeRO-Offload; 0: not asked)
+  bool fits = false;                  // in the GPU's memory and, offloading, the node's
   Placement placement;
 };
 

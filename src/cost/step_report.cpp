@@ -52,6 +52,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
           {"zero", c.spec.zero.stage},
           {"zero_reduce_per_micro_batch", c.spec.zero.reduce_per_micro_batch},
           {"zero_keep_parameters", c.spec.zero.keep_parameters},
+          {"zero_offload", c.spec.zero.offload},
           {"recompute", recompute_name(c.spec.recompute)},
           {"dtype", dtype_name(c.dtype())},
           {"grad_dtype", dtype_name(c.grad_dtype())},
@@ -75,7 +76,7 @@ json config_json(const StepConfig& c, std::int64_t microbatches) {
 json estimate_object(const StepEstimate& e) {
   const TimeSplit& t = e.time;
   const MemorySplit& m = e.memory;
-  return {{"description", describe(e.config)},
+  json doc = {{"description", describe(e.config)},
           {"config", config_json(e.config, e.microbatches)},
           {"step_s", e.step_seconds},
           {"tokens_per_s", e.tokens_per_second},
@@ -118,6 +119,13 @@ json estimate_object(const StepEstimate& e) {
            {{"tp", link_class_name(e.placement.tp.link)},
             {"dp", link_class_name(e.placement.dp.link)},
             {"pp", link_class_name(e.placement.pp.link)}}}};
+  // ZeRO-Offload's host side, only where it is asked (offload_cost.hpp).
+  if (e.config.spec.zero.offload) {
+    doc["memory"]["host_bytes"] = m.host;
+    doc["host_memory_capacity_bytes"] = e.host_memory_capacity;
+    doc["traffic"]["pcie_bytes"] = e.traffic.pcie_bytes;
+  }
+  return doc;
 }
 
 std::string gb(double bytes) { return fmt::format("{:.1f}", bytes / 1e9); }
@@ -199,6 +207,13 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
                     m.stage, gb(m.total()), gb(e.memory_capacity), e.fits ? "" : " (DOES NOT FIT)", gb(m.parameters),
                     gathered, gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight,
                     gb(m.reserved));
+  if (e.config.spec.zero.offload)
+    os << fmt::format("host memory per node (ZeRO-Offload): {} GB of {} GB{} — the optimizer state and f32 gradients of "
+                      "{} GPUs' shards, {} GB each; PCIe {} GB per GPU per step (the optimizer time is the host's "
+                      "update and the new values' copy back)\n",
+                      gb(m.host * cluster.gpus_per_node), gb(e.host_memory_capacity),
+                      m.host * cluster.gpus_per_node > e.host_memory_capacity ? " (DOES NOT FIT)" : "",
+                      cluster.gpus_per_node, gb(m.host), gb(e.traffic.pcie_bytes));
   os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp.link), link_class_name(e.placement.dp.link),
                     link_class_name(e.placement.pp.link));
   return os.str();
@@ -249,7 +264,10 @@ std::string plan_text(const PlanRequest& r, const PlanResult& result, const Clus
         "data-parallel, bubble, optimizer); mem GiB = 2^30 bytes per GPU; tp/pp/dp GB = 10^9 logical bytes one GPU "
         "moves per step on that axis (mdtp cost --step-bytes: the exact plan).  One row per layout, at its quickest "
         "micro-batch size; mb lists the sizes that tie.  TFLOPs per GPU count recomputation; zero 2m/3m: gradients "
-        "reduce-scattered after every micro-batch, 3k: parameters kept for the step.\n"
+        "reduce-scattered after every micro-batch, 3k: parameters kept for the step"
+     << (r.base.spec.zero.offload ? ", o: the optimizer state and update on the host (ZeRO-Offload; optim is the "
+                                    "host's update and the copy back, mem GiB the GPU's alone).\n"
+                                  : ".\n")
      << header_text();
   const std::size_t n = top > 0 ? std::min<std::size_t>(static_cast<std::size_t>(top), layouts.size()) : layouts.size();
   for (std::size_t i = 0; i < n; ++i)

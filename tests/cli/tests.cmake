@@ -108,7 +108,8 @@ mdtp_cli_bad(plan_zb_h1_few_micro_batches plan "no configuration to rank: no sch
              plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 1 --gpus 4 --tp-mode 1d --tp 2
              --pp 2 --schedule zb-h1)
 # Another form's option is refused by name, never dropped: the layer form's link and 3D options beside a GPT
-# step, the GPT step's switches beside a layer; and ZeRO offload, which the step model does not price.
+# step, the GPT step's switches beside a layer; and ZeRO offload beside --engine-kernels (mdtp's engine's host
+# path, which the step model does not price) or without a ZeRO stage.
 mdtp_cli_bad(cost_step_layer_option cost "--keep-gathered-3d does not apply to a GPT step; it is the layer form's"
              cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 8 --tp-mode 3d --tp 8
              --micro-batch-size 8 --keep-gathered-3d)
@@ -116,13 +117,16 @@ mdtp_cli_bad(cost_step_calibration cost "--calibration does not apply to a GPT s
              cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --calibration links.h5)
 mdtp_cli_bad(cost_layer_step_option cost "--engine-kernels does not apply to the model of a layer; it is the GPT step's"
              cost --tp-mode 1d --tp 2 --micro-batch-size 2 --seq 4 --hidden 8 --engine-kernels)
-mdtp_cli_bad(cost_step_offload cost "zero.offload: the step model prices the optimizer on the GPU"
+mdtp_cli_bad(cost_step_offload_engine_kernels cost "zero.offload with --engine-kernels: the step model prices DeepSpeed"
              cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero 1
-             --zero-offload)
+             --zero-offload --engine-kernels)
+mdtp_cli_bad(cost_step_offload_stage0 cost "zero.offload needs ZeRO stage 1, 2 or 3; got stage 0"
+             cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload)
 mdtp_cli_bad(plan_validate_switch plan "--engine-kernels does not apply to --validate: each table's rule and rows set"
              plan --validate --engine-kernels)
-mdtp_cli_bad(plan_offload plan "zero.offload: the step model prices the optimizer on the GPU"
-             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload)
+mdtp_cli_bad(plan_offload_engine_kernels plan "zero.offload with --engine-kernels: the step model prices DeepSpeed"
+             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload
+             --engine-kernels)
 
 # Refused on every rank, before MPI starts (a bad value) and after (a mesh the world cannot hold).
 add_test(NAME cli_mpi_bad_option_np2

@@ -61,7 +61,7 @@ SWITCHES = [("1d", ["--engine-kernels"], []), ("1d", ["--no-check-for-nan-in-gra
             ("1d", ["--input-grad-first"], []), ("1d", ["--no-tp-backward-overlap"], []),
             ("1d", ["--overlap-param-gather"], []), ("1d", ["--grad-reduce-dtype", "bf16"], []),
             ("1d", ["--nccl-algo", "tree"], []), ("1d", ["--own-collectives"], ["--no-dp-overlap"]),
-            ("1d", ["--optimizer", "sgd"], [])]
+            ("1d", ["--optimizer", "sgd"], []), ("1d", ["--zero-offload"], [])]
 
 
 def check_estimate(e, where):
@@ -174,11 +174,13 @@ def check_zero_options(mdtp):
     """A ZeRO option without --zero fixes the stages it applies to; the rest of the search goes on."""
     search = FORMS["search"][1]
     for option, allowed in (("--zero-keep-params", {(3, True)}),
-                            ("--zero-reduce-per-micro-batch", {(2, True), (3, True)})):
+                            ("--zero-reduce-per-micro-batch", {(2, True), (3, True)}),
+                            ("--zero-offload", {(1, True), (2, True), (3, True)})):
         r = subprocess.run([mdtp, "plan"] + search + [option], capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
             sys.exit(f"mdtp plan {option} exited with {r.returncode}: {r.stderr.strip()}")
-        key = "zero_keep_parameters" if option == "--zero-keep-params" else "zero_reduce_per_micro_batch"
+        key = {"--zero-keep-params": "zero_keep_parameters", "--zero-offload": "zero_offload"}.get(
+            option, "zero_reduce_per_micro_batch")
         seen = {(e["config"]["zero"], e["config"][key]) for e in json.loads(r.stdout)["configs"]}
         print(f"{option}: (zero, {key}) ranked: {sorted(seen)}")
         if not seen or not seen <= allowed:

@@ -1,6 +1,7 @@
 // The planner (every returned configuration valid, fitting and ranked; one that does not fit is
 // left out), the validation against the shipped tables of measured runs, and table files.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include <algorithm>
 #include <cmath>
@@ -137,19 +138,36 @@ TEST_CASE("the interleaved schedule's micro-batch group N: held micro-batches gr
   }
 }
 
-TEST_CASE("ZeRO offload is refused by the step model and the planner, not priced as a resident step",
-          "[cost][planner]") {
+TEST_CASE("ZeRO offload asked for: the planner ranks only offloaded stages 1-3, each as the step model prices it",
+          "[cost][planner][offload]") {
   PlanRequest r = small_request();
   r.base.spec.zero.offload = true;
-  r.zero_stages = {1, 2, 3};
-  CHECK_THROWS_WITH(plan(r, dgx_a100()), Catch::Contains("zero.offload") && Catch::Contains("--zero-offload"));
-  StepConfig c = r.base;
-  c.spec.layout.dp = 16;
-  c.spec.zero.stage = 1;
-  c.set_micro_batch(2);
-  CHECK_THROWS_WITH(estimate_step(c, dgx_a100()), Catch::Contains("zero.offload"));
-  c.spec.zero.offload = false;
-  CHECK_NOTHROW(estimate_step(c, dgx_a100()));
+  const PlanResult result = plan(r, dgx_a100());
+  REQUIRE(!result.ranked.empty());
+  std::set<int> stages;
+  for (const StepEstimate& e : result.ranked) {
+    INFO(describe(e.config));
+    CHECK(e.config.spec.zero.offload);
+    CHECK(e.config.spec.zero.stage >= 1);
+    CHECK(e.memory.optimizer == 0.0);
+    CHECK(e.memory.host > 0.0);
+    stages.insert(e.config.spec.zero.stage);
+    const StepEstimate again = estimate_step(e.config, dgx_a100());
+    CHECK(again.step_seconds == Approx(e.step_seconds).epsilon(1e-12));
+  }
+  CHECK(stages == std::set<int>{1, 2, 3});
+  // One GPU: nothing to shard, but the host update is still what was asked (stage 1 stands for all).
+  r.gpus = 1;
+  r.base.spec.global_batch = 4;
+  const PlanResult one = plan(r, dgx_a100());
+  REQUIRE(!one.ranked.empty());
+  for (const StepEstimate& e : one.ranked) CHECK((e.config.spec.zero.stage == 1 && e.config.spec.zero.offload));
+  // A cluster that does not describe its host is refused before the search, in one line.
+  Cluster no_host = dgx_a100();
+  no_host.host.reset();
+  CHECK_THROWS_WITH(plan(r, no_host), Catch::Contains("gives no host"));
+  r.base.engine_kernels = true;
+  CHECK_THROWS_WITH(plan(r, dgx_a100()), Catch::Contains("zero.offload with --engine-kernels"));
 }
 
 TEST_CASE("a configuration that does not fit in memory is left out", "[cost][planner]") {

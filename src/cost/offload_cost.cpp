@@ -1,0 +1,46 @@
+#include "cost/offload_cost.hpp"
+
+#include "core/error.hpp"
+
+namespace mdtp::cost {
+
+namespace {
+
+// One copy between host and GPU while every GPU of the node copies at once: the link's α, then the
+// bytes at the link's effective bandwidth divided among the GPUs sharing its uplink.
+double pcie_seconds(double bytes, const ClusterLink& pcie, const ClusterHost& host) {
+  return pcie.alpha + bytes * host.gpus_per_pcie_uplink / (pcie.bandwidth * pcie.efficiency);
+}
+
+}  // namespace
+
+void require_offload_hardware(const Cluster& cluster) {
+  require(cluster.pcie.has_value(), "cluster '", cluster.name,
+          "' gives no links.pcie (the GPUs' PCIe link to the host): ZeRO-Offload's copies cannot be priced on it");
+  require(cluster.host.has_value(), "cluster '", cluster.name,
+          "' gives no host (the node's CPU memory bandwidth and size): ZeRO-Offload's update cannot be priced on it");
+}
+
+OffloadCost offload_cost(const StepConfig& c, double shard, const Cluster& cluster) {
+  require_offload_hardware(cluster);
+  const ClusterLink& pcie = *cluster.pcie;
+  const ClusterHost& host = *cluster.host;
+  const double delta = static_cast<double>(dtype_size(c.dtype()));
+  const double f32 = static_cast<double>(dtype_size(DType::f32));
+  const double K = c.optimizer_bytes_per_param();
+  const std::int64_t m = c.microbatches();
+  const bool accumulates = c.spec.zero.reduce_per_micro_batch && m > 1;
+
+  OffloadCost o;
+  o.gradients_out = pcie_seconds(shard * f32, pcie, host);
+  o.accumulation = accumulates ? pcie_seconds(shard * delta, pcie, host) : 0.0;
+  // The node's GPUs update their shards at once, each with its share of the host's bandwidth.
+  const double per_gpu_bandwidth = host.stream_bandwidth() / cluster.gpus_per_node;
+  o.host_update = shard * (2.0 * f32 + 2.0 * K + delta) / per_gpu_bandwidth;
+  o.parameters_in = pcie_seconds(shard * delta, pcie, host);
+  o.pcie_bytes = shard * (f32 + delta) + (accumulates ? static_cast<double>(m) * shard * delta : 0.0);
+  o.host_bytes = shard * (K + f32) + (accumulates ? shard * delta : 0.0);
+  return o;
+}
+
+}  // namespace mdtp::cost
