@@ -8,27 +8,18 @@
 #include "cost/offload_cost.hpp"
 #include "cost/step_model.hpp"
 #include "dgx_a100.hpp"
+#include "zero_step_config.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
 using mdtp::testing::dgx_a100;
+using mdtp::testing::zero_step_config;
 
 namespace {
 
-// 8 layers of hidden 1024 over one DGX A100 node: 1D tp 2, dp 4, ZeRO-1, bf16 with f32 gradients,
-// `micro_batches` of two sequences each.
+// zero_step_config in bf16 with f32 gradients, the step model's usual case.
 StepConfig offload_config(int zero, std::int64_t micro_batches) {
-  StepConfig c;
-  c.spec.precision = precision_for(DType::bf16);
-  c.spec.dropout = 0.1;
-  c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
-  c.spec.layout.mode = TpMode::d1;
-  c.spec.layout.tp = 2;
-  c.spec.layout.dp = 4;
-  c.spec.zero.stage = zero;
-  c.spec.layout.micro_batches = static_cast<int>(micro_batches);
-  c.spec.global_batch = micro_batches * 2 * c.spec.layout.dp;
-  return c;
+  return zero_step_config(zero, micro_batches, DType::bf16);
 }
 
 StepEstimate priced(const StepConfig& c, const Cluster& cluster) {

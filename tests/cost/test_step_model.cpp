@@ -14,29 +14,14 @@
 #include "cost/step_memory.hpp"
 #include "cost/step_model.hpp"
 #include "dgx_a100.hpp"
+#include "zero_step_config.hpp"
 
 using namespace mdtp;
 using namespace mdtp::cost;
 using mdtp::testing::dgx_a100;
+using mdtp::testing::zero_step_config;
 
 namespace {
-
-// The ZeRO-2/3 gradient-window cases: 8 layers, hidden 1024, vocabulary 51200 (its wte outweighs two
-// blocks), 1D tp 2 over dp 4, f32, two sequences per micro-batch; `micro_batches` per step.
-StepConfig zero_window_config(int zero, std::int64_t micro_batches) {
-  StepConfig c;
-  c.spec.precision = precision_for(DType::bf16);  // the step model's usual case: bf16 with dropout
-  c.spec.dropout = 0.1;
-  c.spec.model = ModelShape{8, 1024, 16, 512, 51200};
-  c.spec.layout.mode = TpMode::d1;
-  c.spec.layout.tp = 2;
-  c.spec.layout.dp = 4;
-  c.spec.zero.stage = zero;
-  c.spec.layout.micro_batches = static_cast<int>(micro_batches);
-  c.spec.global_batch = micro_batches * 2 * c.spec.layout.dp;  // two sequences per micro-batch
-  c.spec.precision = precision_for(DType::f32);
-  return c;
-}
 
 LayerCosts costs_of(const StepConfig& c) {
   return layer_costs(c.spec.model, c.spec.layout.mode, c.spec.layout.tp, c.spec.layout.depth, c.micro_batch(), c.dtype(),
@@ -323,7 +308,7 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   // backward-input pass and are freed when the next unit that completes a bucket reports, after
   // the unit's last weight pass.  In elements per rank of one block (B), the embedding (E = wte +
   // wpe), the wte alone, and a stage's parameters (P).
-  StepConfig c = zero_window_config(2, 1);
+  StepConfig c = zero_step_config(2, 1, DType::f32);
   const LayerCosts costs = costs_of(c);
   const double B = costs.block_params, E = costs.embedding_params, wte = costs.wte_params;
   REQUIRE(B > E - wte);  // a block outweighs wpe and the final LayerNorm
@@ -373,7 +358,7 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
 
 TEST_CASE("the step: ZeRO-2/3 reducing per micro-batch trade m reduce-scatters for the full buckets",
           "[cost][step][zero]") {
-  StepConfig c = zero_window_config(2, 4);
+  StepConfig c = zero_step_config(2, 4, DType::f32);
   c.overlap.dp_gradients = false;  // every reduction on the critical path: the count shows
   const LayerCosts costs = costs_of(c);
   const double B = costs.block_params, wte = costs.wte_params, wpe = costs.embedding_params - wte;
@@ -420,7 +405,7 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   // The engine gathers what a pass reads and prefetches what the next pass of the stage's order
   // reads (docs/zero.md §7): the peak is the largest neighbouring pair.  Elements per rank of one
   // block (B), the wte, wpe and the final LayerNorm.
-  StepConfig c = zero_window_config(3, 1);
+  StepConfig c = zero_step_config(3, 1, DType::f32);
   const LayerCosts costs = costs_of(c);
   const double B = costs.block_params, wte = costs.wte_params, wpe = costs.embedding_params - wte;
   const double ln_f = costs.head_params;
@@ -460,7 +445,7 @@ TEST_CASE("the step: ZeRO-3 gathers parameters in the engine's pass order, per p
   // Time: per pass, each micro-batch gathers the stage twice (exposed beyond its compute); kept,
   // once per step.  With the data-parallel ranks across nodes (16 > 8 GPUs a node) through one
   // NIC per node the gathers outweigh the compute of one 128-token sequence.
-  c = zero_window_config(3, 8);
+  c = zero_step_config(3, 8, DType::f32);
   c.spec.model.seq = 128;
   c.spec.layout.tp = 1;
   c.spec.layout.dp = 16;
@@ -483,7 +468,7 @@ TEST_CASE("the step: ZeRO-3's gathers are priced call by call, each paying its r
   // zero3_gather_calls).  Over dp 32 — four DGX A100 nodes — a ring all-gather is 31 steps of the
   // inter-node α whatever its bytes, so the same bytes in smaller buckets cost 31 α more per
   // extra call: the whole stage gathered once per pass would hide that.
-  StepConfig c = zero_window_config(3, 4);
+  StepConfig c = zero_step_config(3, 4, DType::f32);
   c.spec.layout.tp = 1;
   c.spec.layout.dp = 32;
   c.spec.global_batch = 4 * 2 * c.spec.layout.dp;
@@ -770,7 +755,7 @@ TEST_CASE("the step: a ZeRO-3 prefetch hides under the one pass it starts in, no
   // what its predecessor's prefetch outlasted it by.  Over 16 data-parallel ranks through one NIC
   // per node a block's gather outlasts its forward pass, though not its backward pass: summed over
   // the micro-batch (the rule before this one) the gathers hid; they do not.
-  StepConfig c = zero_window_config(3, 4);
+  StepConfig c = zero_step_config(3, 4, DType::f32);
   c.spec.model.vocab = 1024;  // a small table: the blocks' gathers are the ones in question
   c.spec.layout.tp = 1;
   c.spec.layout.dp = 16;
