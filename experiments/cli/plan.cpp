@@ -106,6 +106,10 @@ cost::PlanRequest request(const PlanOptions& o, const RunSpec& spec) {
     r.zero_stages = {3};
     r.fixed.zero_keep_parameters = true;
   }
+  // Offload asked for: the search runs stages 1-3 offloaded (PlanRequest::base), or the one given.
+  if (f.given("--zero-offload"))
+    require(!f.given("--zero") || spec.zero.stage >= 1, "zero.offload needs ZeRO stage 1, 2 or 3; got stage ",
+            spec.zero.stage);
   if (f.given("--recompute")) r.recomputes = {spec.recompute};
   if (!l.pp_layers.empty()) {
     require(f.given("--pp") && (l.schedule != ScheduleKind::interleaved || f.given("--chunks")),
@@ -123,6 +127,8 @@ int run_search(const PlanOptions& o, const cost::Cluster& cluster, const CLI::Ap
   if (o.preset.given()) require(app.count("--gpus") > 0, "mdtp plan needs --gpus (mdtp plan --help)");
   validate_model(spec.model);
   if (!o.spec->write_config_path().empty()) check_text_output(o.spec->write_config_path(), "--write-config");
+  require(app.count("--rank") == 0 || !o.spec->write_config_path().empty(), "--rank ", o.rank,
+          " picks the layout --write-config writes; without --write-config the table lists every rank (--top)");
   const cost::PlanRequest r = request(o, spec);
   const cost::PlanResult result = cost::plan(r, cluster);
   require(!result.ranked.empty(), "no configuration to rank: ", result.why_empty, " (", result.considered,

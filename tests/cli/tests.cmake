@@ -124,6 +124,11 @@ mdtp_cli_bad(cost_step_offload_stage0 cost "zero.offload needs ZeRO stage 1, 2 o
              cost --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload)
 mdtp_cli_bad(plan_validate_switch plan "--engine-kernels does not apply to --validate: each table's rule and rows set"
              plan --validate --engine-kernels)
+mdtp_cli_bad(plan_offload_stage0 plan "zero.offload needs ZeRO stage 1, 2 or 3; got stage 0"
+             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero 0
+             --zero-offload)
+mdtp_cli_bad(plan_rank_without_write_config plan "--rank 2 picks the layout --write-config writes"
+             plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --rank 2)
 mdtp_cli_bad(plan_offload_engine_kernels plan "zero.offload with --engine-kernels: the step model prices DeepSpeed"
              plan --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 100 --global-batch 8 --gpus 4 --zero-offload
              --engine-kernels)
