@@ -55,31 +55,33 @@ void require_given(const CLI::App& app, const std::string& form, std::initialize
 }
 
 // Another form's options, refused by name when given: a form never silently drops a flag.
-void refuse_given(const CLI::App& app, const std::string& form, std::initializer_list<const char*> options,
+void refuse_given(const CLI::App& app, const std::string& form, const std::vector<std::string>& options,
                   const std::string& owner) {
-  for (const char* option : options)
+  for (const std::string& option : options)
     require(app.count(option) == 0, option, " does not apply to ", form, "; it is ", owner, " (mdtp cost --help)");
 }
 
 // The options of the layer form, and of the GPT step, that no other form reads.
-constexpr std::initializer_list<const char*> kLayerFormOptions = {
-    "--layer",     "--keep-gathered-3d", "--ranks-per-node", "--dp-grad-sync",    "--alpha-intra",
-    "--beta-intra", "--alpha-inter",      "--beta-inter",     "--calibration",     "--calibration-run",
-    "--gemm-flops", "--mpich-allreduce"};
+std::vector<std::string> layer_form_options() {
+  return {"--layer",       "--keep-gathered-3d", "--ranks-per-node", "--dp-grad-sync",
+          "--alpha-intra", "--beta-intra",       "--alpha-inter",    "--beta-inter",
+          "--calibration", "--calibration-run",  "--gemm-flops",     "--mpich-allreduce"};
+}
 constexpr const char* kLayerFormOwner =
     "the layer form's (no --heads); a GPT step takes its links and rates from --cluster (a cluster file: "
     "mdtp calibrate --cluster-out writes one)";
-constexpr std::initializer_list<const char*> kStepOptions = {
-    "--gpus",           "--no-dp-overlap",         "--p2p-overlap",          "--tp-comm-overlap",
-    "--no-tp-backward-overlap", "--input-grad-first", "--overlap-param-gather", "--no-gradient-accumulation-fusion",
-    "--cross-entropy-fusion",   "--no-p2p-scatter-gather", "--no-check-for-nan-in-grad", "--engine-kernels",
-    "--streaming-attention",    "--step-bytes"};
+// The GPT step's: its step assumptions (as registered) and --step-bytes.
+std::vector<std::string> step_options(const CostOptions& o) {
+  std::vector<std::string> options = o.step.step_only_options;
+  options.push_back("--step-bytes");
+  return options;
+}
 constexpr const char* kStepOwner = "the GPT step's (give --heads, --config or --preset)";
 
 int run_zero(const CostOptions& o, const CLI::App& app) {
   require_given(app, "--zero-table", {"--params", "--dp"});
-  refuse_given(app, "the ZeRO paper's table", kLayerFormOptions, kLayerFormOwner);
-  refuse_given(app, "the ZeRO paper's table", kStepOptions, kStepOwner);
+  refuse_given(app, "the ZeRO paper's table", layer_form_options(), kLayerFormOwner);
+  refuse_given(app, "the ZeRO paper's table", step_options(o), kStepOwner);
   cost::ZeroPaperInputs c = o.zero_config;
   c.data_parallel = o.spec->resolve().layout.dp;
   c.optimizer_bytes = o.optimizer_bytes.value_or(c.optimizer_bytes);
@@ -90,8 +92,8 @@ int run_zero(const CostOptions& o, const CLI::App& app) {
 
 int run_pipeline(const CostOptions& o, const CLI::App& app) {
   require_given(app, "--pipeline", {"--pp", "--micro-batches"});
-  refuse_given(app, "--pipeline", kLayerFormOptions, kLayerFormOwner);
-  refuse_given(app, "--pipeline", kStepOptions, kStepOwner);
+  refuse_given(app, "--pipeline", layer_form_options(), kLayerFormOwner);
+  refuse_given(app, "--pipeline", step_options(o), kStepOwner);
   refuse_given(app, "--pipeline", {"--optimizer-bytes"}, "the layer form's and the ZeRO paper table's");
   refuse_given(app, "--pipeline", {"--params", "--param-bytes", "--grad-bytes"}, "the ZeRO paper table's");
   const ParallelLayout l = o.spec->resolve().layout;
@@ -157,7 +159,7 @@ cost::TimeModel time_model(const CostOptions& o, const CLI::App& app, DType dtyp
 
 int run_layer(const CostOptions& o, const CLI::App& app) {
   require_given(app, "the model of a layer", {"--tp-mode", "--micro-batch-size", "--seq", "--hidden"});
-  refuse_given(app, "the model of a layer", kStepOptions, kStepOwner);
+  refuse_given(app, "the model of a layer", step_options(o), kStepOwner);
   refuse_given(app, "the model of a layer", {"--params", "--param-bytes", "--grad-bytes"}, "the ZeRO paper table's");
   const RunSpec spec = o.spec->resolve();
   const cost::Workload w = layer_workload(o, spec, *o.spec->micro_batch_size());
@@ -188,7 +190,7 @@ int run_step_bytes(const RunSpec& spec, bool json) {
 int run_model(const CostOptions& o, const CLI::App& app) {
   if (!o.spec->config_given() && !o.preset.given())
     require_given(app, "the model of a GPT step", {"--layers", "--hidden", "--heads", "--seq", "--vocab", "--global-batch"});
-  refuse_given(app, "a GPT step", kLayerFormOptions, kLayerFormOwner);
+  refuse_given(app, "a GPT step", layer_form_options(), kLayerFormOwner);
   refuse_given(app, "a GPT step", {"--optimizer-bytes"},
                "the layer form's and the ZeRO paper table's; a GPT step counts its optimizer state from --dtype and "
                "--optimizer");

@@ -1,5 +1,7 @@
 #include "cli/step_options.hpp"
 
+#include <set>
+
 #include "core/error.hpp"
 
 namespace mdtp::cli {
@@ -41,6 +43,7 @@ cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const
 }
 
 void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
+  const std::size_t before = app.get_options().size();
   add(app, "--cluster", a.cluster, "a name in data/clusters/ (dgx-a100, dgx-h100, dgx-h200, pcie-a100) or a path to a cluster JSON");
   add(app, "--gpus", a.gpus, "GPUs in the job (dp = gpus / (tp x pp) unless --dp is given)")
       ->check(at_least(1))
@@ -95,6 +98,15 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
                "simulated cluster charges it, instead of Megatron-LM's fused ones");
   app.add_flag("--streaming-attention", a.streaming_attention,
                "the attention kernel keeps no T x T probabilities (FlashAttention-style): selective = none");
+  // Listed from what was registered, so a switch added above is refused by the other forms without
+  // a second list to keep.
+  static const std::set<std::string> read_by_every_form = {"--cluster", "--nccl-algo", "--own-collectives"};
+  const std::vector<CLI::Option*> options = app.get_options();
+  a.step_only_options.clear();
+  for (std::size_t i = before; i < options.size(); ++i) {
+    const std::string name = "--" + options[i]->get_lnames().front();
+    if (!read_by_every_form.count(name)) a.step_only_options.push_back(name);
+  }
 }
 
 void resolve_world(RunSpec& spec, const StepAssumptions& a, const SpecFlags& flags) {

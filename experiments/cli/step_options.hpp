@@ -4,6 +4,7 @@
 // overlap and the attention kernel.  Registered once for both commands; the spec itself comes from
 // the one set of run flags (cli/spec_flags.hpp).
 #include <string>
+#include <vector>
 
 #include "cli/options.hpp"
 #include "cli/spec_flags.hpp"
@@ -23,6 +24,10 @@ struct StepAssumptions {
   bool own_collectives = false;  // mdtp's ring over MPI: ring only, one NIC per node and group
   bool engine_kernels = false;
   std::string nccl_algo = "auto";  // NCCL's all-reduce algorithms: "auto" or a list, "ring,tree" (cost::NcclAlgorithms)
+  // The options add_step_assumptions registered that only a whole GPT step reads (all but
+  // --cluster, --nccl-algo and --own-collectives, which `mdtp cost`'s layer form reads too): what
+  // another form refuses by name.
+  std::vector<std::string> step_only_options;
 
   cost::OverlapAssumptions overlap() const;
   // The step model's configuration: the spec and these assumptions.
