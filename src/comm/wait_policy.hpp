@@ -10,6 +10,7 @@
 // oversubscription factor are recorded in every results file.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -26,6 +27,8 @@ struct NodeOccupancy {
   // one per core count as one rank per core rather than as many ranks on one core.
   int cores = 1;
   double oversubscription() const { return static_cast<double>(local_ranks) / cores; }
+  // The cores one rank may keep busy with threads of its own: its share of the node's (at least 1).
+  int cores_per_rank() const { return std::max(1, cores / std::max(1, local_ranks)); }
 };
 
 // Collective over `world` (call it on every rank of `world`).  Ranks reporting the same

@@ -85,7 +85,8 @@ void initialize(const ModelParam& p, const Mesh& mesh, const Backend& backend, s
   if (p.init.kind == InitSpec::Kind::constant) {
     backend.fill(param.value, p.init.value);
   } else if (!already_drawn && param.value.holds_values()) {  // a synthetic tensor draws nothing
-    assign_drawn(backend, param.value, b.cols, [&](std::int64_t first, std::int64_t n, double* out) {
+    assign_drawn(backend, param.value, b.cols, mesh.occupancy().cores_per_rank(),
+                 [&](std::int64_t first, std::int64_t n, double* out) {
       initial_values(p, mesh, seed, param.value.dtype(), first, n, out);
     });
   }

@@ -236,7 +236,8 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
     std::vector<std::int64_t> columns(static_cast<std::size_t>(b.cols));
     std::iota(columns.begin(), columns.end(), b.col0());
     // Pieces of whole shard rows: each row is one fill() over the shard's columns.
-    assign_drawn(backend, p.value, b.cols, [&](std::int64_t first, std::int64_t n, double* out) {
+    assign_drawn(backend, p.value, b.cols, ctx.mesh.occupancy().cores_per_rank(),
+                 [&](std::int64_t first, std::int64_t n, double* out) {
       for (std::int64_t k = 0; k < n; k += b.cols)
         draw.fill((b.row0() + (first + k) / b.cols) * cols, columns.data(), b.cols, ctx.dtype, out + k);
     });
@@ -245,18 +246,18 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init) {
   p.drawn = InitRecord{ctx.seed, init};
 }
 
-void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
+void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row, int threads,
                   const std::function<void(std::int64_t first, std::int64_t n, double* out)>& draw) {
+  require(threads >= 1, "assign_drawn needs threads >= 1; got ", threads);
   const std::int64_t total = value.numel(), width = std::max<std::int64_t>(1, row);
   const std::int64_t piece = std::max<std::int64_t>(1, kDrawPiece / width) * width;
   const std::int64_t pieces = (total + piece - 1) / piece;
   if (pieces == 0) return;
   // Drawing dominates building a large model (a GPT of a few billion parameters takes minutes on
-  // one core: each value is a hash, a log and a cosine), so up to one piece per core is drawn at
-  // once.  A piece's values depend on its range alone, so the result is the same on any number of
-  // threads; the backend is called from this thread only, in piece order.
-  const std::int64_t workers =
-      std::clamp<std::int64_t>(static_cast<std::int64_t>(std::thread::hardware_concurrency()), 1, pieces);
+  // one core: each value is a hash, a log and a cosine), so up to one piece per core of this
+  // rank's share is drawn at once.  A piece's values depend on its range alone, so the result is
+  // the same on any number of threads; the backend is called from this thread only, in piece order.
+  const std::int64_t workers = std::min<std::int64_t>(threads, pieces);
   std::vector<std::vector<double>> values(static_cast<std::size_t>(workers));
   const Tensor flat = value.reshaped({total});
   for (std::int64_t p0 = 0; p0 < pieces; p0 += workers) {

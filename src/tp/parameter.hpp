@@ -99,9 +99,11 @@ void materialize(Parameter& p, const TpContext& ctx, const InitSpec& init);
 // gives for its elements [first, first + n), some whole rows at a time (about 64 Ki elements,
 // 512 KiB of doubles: within a core's L2): no f64 copy of the whole tensor (a GPT-2 wte's would be
 // 300 MB beside its 150 MB of floats), and each piece is converted while it is in cache.
-// Up to one piece per core is drawn at once, so `draw` must be safe to call from several threads
-// (a pure function of its range); the values do not depend on how many there are.
-void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row,
+// Up to `threads` pieces are drawn at once (this rank's share of its node's cores:
+// NodeOccupancy::cores_per_rank, so that N ranks on a node do not start N × cores threads), so
+// `draw` must be safe to call from several threads (a pure function of its range); the values do
+// not depend on how many there are.
+void assign_drawn(const Backend& backend, Tensor& value, std::int64_t row, int threads,
                   const std::function<void(std::int64_t first, std::int64_t n, double* out)>& draw);
 
 // Moves a parameter into storage it does not own (a ZeRO bucket): `value` and `grad` must be

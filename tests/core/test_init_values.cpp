@@ -91,17 +91,21 @@ TEST_CASE("assign_drawn gives every element its own draw, however many pieces ar
   Tensor value = backend->empty({rows, cols}, DType::f64, MemCategory::parameters);
   std::vector<std::int64_t> columns(static_cast<std::size_t>(cols));
   std::iota(columns.begin(), columns.end(), 0);
-  assign_drawn(*backend, value, cols, [&](std::int64_t first, std::int64_t n, double* out) {
-    for (std::int64_t k = 0; k < n; k += cols) draw.fill(first + k, columns.data(), cols, DType::f64, out + k);
-  });
-  const std::vector<double> got = backend->to_f64(value);
-  std::int64_t differ = 0;
-  for (std::int64_t i = 0; i < rows * cols; ++i)
-    if (!same_bits(got[static_cast<std::size_t>(i)], reference(5, name, i, 0.02))) ++differ;
-  CHECK(differ == 0);
+  for (int threads : {1, 2, 4, 7}) {  // one piece at a time, and several (a short last batch at 4)
+    INFO("threads " << threads);
+    backend->fill(value, 0.0);
+    assign_drawn(*backend, value, cols, threads, [&](std::int64_t first, std::int64_t n, double* out) {
+      for (std::int64_t k = 0; k < n; k += cols) draw.fill(first + k, columns.data(), cols, DType::f64, out + k);
+    });
+    const std::vector<double> got = backend->to_f64(value);
+    std::int64_t differ = 0;
+    for (std::int64_t i = 0; i < rows * cols; ++i)
+      if (!same_bits(got[static_cast<std::size_t>(i)], reference(5, name, i, 0.02))) ++differ;
+    CHECK(differ == 0);
+  }
 
   // A draw that fails in one piece (whichever thread drew it) fails the whole call with its error.
-  REQUIRE_THROWS_WITH(assign_drawn(*backend, value, cols,
+  REQUIRE_THROWS_WITH(assign_drawn(*backend, value, cols, 4,
                                    [&](std::int64_t first, std::int64_t n, double* out) {
                                      if (first >= 3 * 65 * cols) throw_error("piece at ", first, " refused");
                                      std::fill(out, out + n, 0.0);
