@@ -1,5 +1,7 @@
 #include "cost/offload_cost.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 
 namespace mdtp::cost {
@@ -13,6 +15,8 @@ double pcie_seconds(double bytes, const ClusterLink& pcie, const ClusterHost& ho
 }
 
 }  // namespace
+
+int gpus_per_host(const StepConfig& c, const Cluster& cluster) { return std::min(c.gpus(), cluster.gpus_per_node); }
 
 void require_offload_hardware(const Cluster& cluster) {
   require(cluster.pcie.has_value(), "cluster '", cluster.name,
@@ -34,8 +38,9 @@ OffloadCost offload_cost(const StepConfig& c, double shard, const Cluster& clust
   OffloadCost o;
   o.gradients_out = pcie_seconds(shard * f32, pcie, host);
   o.accumulation = accumulates ? pcie_seconds(shard * delta, pcie, host) : 0.0;
-  // The node's GPUs update their shards at once, each with its share of the host's bandwidth.
-  const double per_gpu_bandwidth = host.stream_bandwidth() / cluster.gpus_per_node;
+  // The job's GPUs on a node update their shards at once, each with its share of the host's
+  // bandwidth (a job smaller than a node leaves the rest to it).
+  const double per_gpu_bandwidth = host.stream_bandwidth() / gpus_per_host(c, cluster);
   o.host_update = shard * (2.0 * f32 + 2.0 * K + delta) / per_gpu_bandwidth;
   o.parameters_in = pcie_seconds(shard * delta, pcie, host);
   o.pcie_bytes = shard * (f32 + delta) + (accumulates ? static_cast<double>(m) * shard * delta : 0.0);

@@ -14,7 +14,7 @@
 //   host update     CPU Adam over the shard: the f32 gradient read, the state read and written, and
 //                   the masters read again and cast to δ for the copy back (the copy converts on
 //                   the host first): 8 + 2K + δ bytes per parameter, at the node's memory bandwidth
-//                   shared by its GPUs' processes, which all update at once (memory-bound: a few
+//                   shared by the job's GPUs on it, whose processes all update at once (memory-bound: a few
 //                   flops per 30-odd bytes)
 //   parameters in   the updated δ-byte values back to the GPU, before ZeRO-1/2's all-gather
 //
@@ -35,6 +35,9 @@ struct OffloadCost {
   double host_bytes = 0.0;      // host memory one GPU's shard takes
   double after_backward() const { return host_update + parameters_in; }
 };
+
+// The job's GPUs on one node, which share its host's memory and bandwidth: min(gpus, gpus_per_node).
+int gpus_per_host(const StepConfig& config, const Cluster& cluster);
 
 // mdtp::Error naming the cluster and the missing field when it gives no links.pcie or no host.
 void require_offload_hardware(const Cluster& cluster);

@@ -411,7 +411,8 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
   };
   // ZeRO-3 gathering per pass and reducing per micro-batch: each reduce-scatter under its
   // micro-batch's backward, beside the gathers.
-  const bool reduction_in_zero3 = zero == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters;
+  const bool reduction_in_zero3 =
+      zero == 3 && c.spec.zero.reduce_per_micro_batch && !c.spec.zero.keep_parameters && dp > 1;
   if (zero == 3 && dp > 1) {
     d.bytes += (c.spec.zero.keep_parameters ? 1.0 : 2.0 * mb) * stage_params * delta;
     if (reduction_in_zero3) {
@@ -420,13 +421,17 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
       d.exposed += per_micro_batch_exposed(scatter, 0.0);
     }
   }
-  if (dp > 1 && !reduction_in_zero3) {
+  // ZeRO-Offload copies the shard to the host on the reduction's stream even at dp 1, where
+  // nothing is reduced.
+  if ((dp > 1 || c.spec.zero.offload) && !reduction_in_zero3) {
     const double grad_bytes = stage_params * g;
     const CollectiveOp reduce = zero == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-    const double reduction = seconds(reduce, dp, grad_bytes, c.grad_dtype(), placement.dp, model);
+    const double reduction = dp > 1 ? seconds(reduce, dp, grad_bytes, c.grad_dtype(), placement.dp, model) : 0.0;
     if (c.overlap.dp_gradients) {
       const double last_bucket =
-          seconds(reduce, dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), placement.dp, model);
+          dp > 1 ? seconds(reduce, dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), placement.dp,
+                           model)
+                 : 0.0;
       d.exposed += c.spec.zero.reduce_per_micro_batch
                        ? per_micro_batch_exposed(reduction, last_bucket)
                        : std::max(last_bucket, reduction + offload.gradients_out - backward);
@@ -435,7 +440,7 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
       d.exposed += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * (reduction + offload.accumulation) +
                    offload.gradients_out;
     }
-    if (zero == 1 || zero == 2) {
+    if (dp > 1 && (zero == 1 || zero == 2)) {
       const double gather = seconds(CollectiveOp::all_gather, dp, stage_params * delta, c.dtype(), placement.dp, model);
       // --overlap-param-gather: under the next step's first forward.
       d.exposed += c.overlap.param_gather ? std::max(0.0, gather - slowest.forward.seconds()) : gather;
@@ -565,7 +570,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   e.fits = e.memory.total() <= cluster.hbm_bytes;
   if (c.spec.zero.offload) {  // the node's GPUs offload to one host memory
     e.host_memory_capacity = cluster.host->memory_bytes;
-    e.fits = e.fits && e.memory.host * cluster.gpus_per_node <= e.host_memory_capacity;
+    e.fits = e.fits && e.memory.host * gpus_per_host(c, cluster) <= e.host_memory_capacity;
   }
   return e;
 }

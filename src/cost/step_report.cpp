@@ -6,6 +6,8 @@
 
 #include <sstream>
 
+#include "cost/offload_cost.hpp"
+
 namespace mdtp::cost {
 
 namespace {
@@ -207,13 +209,15 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
                     m.stage, gb(m.total()), gb(e.memory_capacity), e.fits ? "" : " (DOES NOT FIT)", gb(m.parameters),
                     gathered, gb(m.gradients), in_step, gb(m.optimizer), gb(m.activations), m.in_flight,
                     gb(m.reserved));
-  if (e.config.spec.zero.offload)
-    os << fmt::format("host memory per node (ZeRO-Offload): {} GB of {} GB{} — the optimizer state and f32 gradients of "
-                      "{} GPUs' shards, {} GB each; PCIe {} GB per GPU per step (the optimizer time is the host's "
-                      "update and the new values' copy back)\n",
-                      gb(m.host * cluster.gpus_per_node), gb(e.host_memory_capacity),
-                      m.host * cluster.gpus_per_node > e.host_memory_capacity ? " (DOES NOT FIT)" : "",
-                      cluster.gpus_per_node, gb(m.host), gb(e.traffic.pcie_bytes));
+  if (e.config.spec.zero.offload) {
+    const int on_host = gpus_per_host(e.config, cluster);
+    os << fmt::format("host memory per node (ZeRO-Offload): {} GB of {} GB{} — {} GB of optimizer state and f32 "
+                      "gradients for each of the job's {} {} on a node; PCIe {} GB per GPU per step (the optimizer "
+                      "time is the host's update and the new values' copy back)\n",
+                      gb(m.host * on_host), gb(e.host_memory_capacity),
+                      m.host * on_host > e.host_memory_capacity ? " (DOES NOT FIT)" : "", gb(m.host), on_host,
+                      on_host == 1 ? "GPU" : "GPUs", gb(e.traffic.pcie_bytes));
+  }
   os << fmt::format("links: tp {}, dp {}, pp {}\n", link_class_name(e.placement.tp.link), link_class_name(e.placement.dp.link),
                     link_class_name(e.placement.pp.link));
   return os.str();

@@ -93,6 +93,28 @@ TEST_CASE("ZeRO-Offload: the update shrinks with the shard, and the gradients' c
   CHECK(a.time.dp_comm == Approx(priced(resident, cluster).time.dp_comm).epsilon(1e-12));
 }
 
+TEST_CASE("ZeRO-Offload on one GPU: nothing reduced, the gradients still cross PCIe under the backward",
+          "[cost][step][zero][offload]") {
+  const Cluster& cluster = dgx_a100();
+  StepConfig c = offload_config(1, 4);
+  c.spec.layout.tp = 1;
+  c.spec.layout.dp = 1;
+  c.spec.global_batch = 4 * 2;
+  c.spec.zero.offload = true;
+  StepConfig waits = c;
+  waits.overlap.dp_gradients = false;
+  const StepEstimate hidden = priced(c, cluster), after = priced(waits, cluster);
+  const double shard = hidden.memory.parameter_elements;  // dp 1: the whole model
+  const double out = kPcieAlpha + shard * 4.0 / kPcie;
+  CHECK(after.time.dp_comm == Approx(out).epsilon(1e-12));  // after the backward: all of it
+  CHECK(hidden.time.dp_comm < out);                         // under the last backward: what is left of it
+  CHECK(hidden.time.dp_comm >= 0.0);
+  CHECK(hidden.traffic.dp_bytes == 0.0);
+  // One GPU on the node: the host's whole bandwidth is its own.
+  CHECK(hidden.time.optimizer ==
+        Approx(shard * 34.0 / (8 * kHostPerGpu) + kPcieAlpha + shard * 2.0 / kPcie).epsilon(1e-12));
+}
+
 TEST_CASE("ZeRO-Offload reducing per micro-batch accumulates through the host: the shard over PCIe each micro-batch",
           "[cost][step][zero][offload]") {
   const Cluster& cluster = dgx_a100();
