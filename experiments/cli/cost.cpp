@@ -232,6 +232,7 @@ int run_model(const CostOptions& o, const CLI::App& app) {
             << " (memory per GPU of the largest stage, GiB"
             << (spec.zero.reduce_per_micro_batch ? "; 2m, 3m: gradients reduce-scattered after every micro-batch" : "")
             << (spec.zero.keep_parameters ? "; 3k: parameters gathered once per step and kept" : "")
+            << (spec.zero.offload ? "; 1o-3o: optimizer state and update on the host (ZeRO-Offload)" : "")
             << ")\n"
             << "stage  parameters  gradients  optimizer  activations     total  fits  dp comm s    step s\n";
   for (const cost::StepEstimate& e : rows) {
