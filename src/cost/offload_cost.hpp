@@ -14,12 +14,13 @@
 //   host update     CPU Adam over the shard: the f32 gradient read, the state read and written, and
 //                   the masters read again and cast to δ for the copy back (the copy converts on
 //                   the host first): 8 + 2K + δ bytes per parameter, at the node's memory bandwidth
-//                   shared by the job's GPUs on it, whose processes all update at once (memory-bound: a few
-//                   flops per 30-odd bytes)
+//                   shared by the job's GPUs on that node, whose processes all update at once
+//                   (memory-bound: a few flops per 30-odd bytes).  K counts f32 masters at any
+//                   dtype: the host's f32 partition is the one DeepSpeed updates
 //   parameters in   the updated δ-byte values back to the GPU, before ZeRO-1/2's all-gather
 //
-// PCIe at the cluster's links.pcie, its bandwidth divided among the GPUs sharing one uplink to the
-// CPU (host.gpus_per_pcie_uplink).  Host memory per GPU: S·(K + 4) (the state and the f32
+// PCIe at the cluster's links.pcie, its bandwidth divided among the job's GPUs sharing one uplink
+// to the CPU (host.gpus_per_pcie_uplink, at most the job's GPUs on a node).  Host memory per GPU: S·(K + 4) (the state and the f32
 // gradients), and S·δ more for the accumulation.
 #include "cost/cluster.hpp"
 #include "cost/step_config.hpp"
@@ -28,7 +29,7 @@ namespace mdtp::cost {
 
 struct OffloadCost {
   double gradients_out = 0.0;   // s: the last reduction's shard copies to the host
-  double accumulation = 0.0;    // s per micro-batch: the shard one way over PCIe (0 unless per micro-batch, m > 1)
+  double accumulation = 0.0;    // s per micro-batch: the shard one way (0 unless reducing per micro-batch, m > 1)
   double host_update = 0.0;     // s: CPU Adam over the shard
   double parameters_in = 0.0;   // s: the updated 16-bit shard back to the GPU
   double pcie_bytes = 0.0;      // per step, both directions
@@ -41,7 +42,8 @@ int gpus_per_host(const StepConfig& config, const Cluster& cluster);
 
 // mdtp::Error naming the cluster and the missing field when it gives no links.pcie or no host.
 void require_offload_hardware(const Cluster& cluster);
-// require_offload_hardware, then the costs.  `shard`: the parameter elements this rank updates (the stage's parameters / dp).
+// require_offload_hardware, then the costs.  `shard`: the parameter elements this rank updates
+// (the stage's parameters / dp).
 OffloadCost offload_cost(const StepConfig& config, double shard, const Cluster& cluster);
 
 }  // namespace mdtp::cost

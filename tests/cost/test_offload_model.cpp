@@ -144,11 +144,29 @@ TEST_CASE("ZeRO-Offload: PCIe shared by two GPUs halves each one's copies; a hos
   const StepEstimate own = priced(c, dgx_a100()), half = priced(c, shared);
   const double shard = own.memory.parameter_elements / 4;
   CHECK(half.time.optimizer - own.time.optimizer == Approx(shard * 2.0 / kPcie).epsilon(1e-9));
+  // A job of one GPU has the uplink to itself.
+  StepConfig alone = c;
+  alone.spec.layout.tp = 1;
+  alone.spec.layout.dp = 1;
+  alone.spec.global_batch = 4 * 2;
+  CHECK(priced(alone, shared).time.optimizer == Approx(priced(alone, dgx_a100()).time.optimizer).epsilon(1e-12));
   Cluster small_host = dgx_a100();
   small_host.host->memory_bytes = own.memory.host * small_host.gpus_per_node * 0.99;
   const StepEstimate too_big = priced(c, small_host);
   CHECK_FALSE(too_big.fits);
   CHECK(too_big.memory.total() <= small_host.hbm_bytes);  // the GPU's side fits; the host's does not
+}
+
+TEST_CASE("ZeRO-Offload in f32: the host's f32 partition is the master copy, 4 bytes beside Adam's moments",
+          "[cost][step][zero][offload]") {
+  StepConfig c = zero_step_config(1, 4, DType::f32);
+  c.spec.zero.offload = true;
+  const StepEstimate e = priced(c, dgx_a100());
+  const double shard = e.memory.parameter_elements / 4;
+  CHECK(c.optimizer_bytes_per_param() == 8.0);            // resident: m and v, the values are the masters
+  CHECK(e.memory.host == Approx(shard * (8.0 + 4.0 + 4.0)));  // offloaded: + the masters, + the f32 gradients
+  CHECK(e.time.optimizer ==
+        Approx(shard * (4.0 + 2.0 * 12.0 + 4.0 + 4.0) / kHostPerGpu + kPcieAlpha + shard * 4.0 / kPcie).epsilon(1e-12));
 }
 
 TEST_CASE("ZeRO-Offload needs the host described and DeepSpeed's kernels", "[cost][step][zero][offload]") {
