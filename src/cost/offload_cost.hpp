@@ -20,8 +20,8 @@
 //   parameters in   the updated δ-byte values back to the GPU, before ZeRO-1/2's all-gather
 //
 // PCIe at the cluster's links.pcie, its bandwidth divided among the job's GPUs sharing one uplink
-// to the CPU (host.gpus_per_pcie_uplink, at most the job's GPUs on a node).  Host memory per GPU: S·(K + 4) (the state and the f32
-// gradients), and S·δ more for the accumulation.
+// to the CPU (host.gpus_per_pcie_uplink, at most the job's GPUs on a node).  Host memory per GPU:
+// S·(K + 4) (the state and the f32 gradients), and S·δ more for the accumulation.
 #include "cost/cluster.hpp"
 #include "cost/step_config.hpp"
 
