@@ -8,10 +8,12 @@ namespace mdtp::cost {
 
 namespace {
 
-// One copy between host and GPU while every GPU of the job copies at once: the link's α, then the
-// bytes at the link's effective bandwidth divided among the `sharing` GPUs on its uplink.
+// One copy between host and GPU while every GPU of the job copies at once: the link's α-β
+// (ClusterLink::params: β at its effective bandwidth), each byte sharing the uplink with the other
+// `sharing` - 1 GPUs' copies.
 double pcie_seconds(double bytes, const ClusterLink& pcie, int sharing) {
-  return pcie.alpha + bytes * sharing / (pcie.bandwidth * pcie.efficiency);
+  const LinkParams link = pcie.params();
+  return link.alpha + bytes * sharing * link.beta;
 }
 
 }  // namespace
