@@ -148,6 +148,26 @@ Cluster for_job(Cluster cluster, int gpus) {
   return cluster;
 }
 
+Cluster at_data_sheet(Cluster cluster) {
+  cluster.gemm_efficiency = 1.0;
+  cluster.gemm_reference_shape.reset();
+  cluster.synchronous_pace = 1.0;
+  cluster.sm_count = 0;
+  cluster.kernel_overhead = 0.0;
+  cluster.attention_efficiency = 1.0;
+  cluster.attention_backward_efficiency = 1.0;
+  cluster.memory_efficiency = 1.0;
+  for (ClusterLink* link : {&cluster.intra_node, &cluster.inter_node, cluster.pcie ? &*cluster.pcie : nullptr}) {
+    if (!link) continue;
+    link->alpha = 0.0;
+    link->efficiency = 1.0;
+  }
+  // In-switch reduction: each GPU sends its S to the switch and receives the sum over its own NVLink.
+  if (cluster.nvls) cluster.nvls->params = {0.0, cluster.intra_node.bandwidth};
+  if (cluster.host) cluster.host->memory_efficiency = 1.0;
+  return cluster;
+}
+
 TimeModel cluster_time_model(const Cluster& c) {
   TimeModel m;
   m.links = {{LinkClass::intra_node, c.intra_node.params()}, {LinkClass::inter_node, c.inter_node.params()}};

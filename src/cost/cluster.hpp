@@ -123,6 +123,14 @@ Cluster load_cluster(const std::string& path);
 // tensor cores keep the microbenchmark's alone rate (synchronous_pace 1); a larger one runs at the
 // pace of the slowest GPU it synchronises with (the cluster's synchronous_pace).
 Cluster for_job(Cluster cluster, int gpus);
+// The cluster at its data sheet: tensor cores at their peak (no microbenchmark efficiency, no
+// synchronous pace, no tiles or waves: each GEMM its roofline; the attention kernel at the peak on the
+// work it does), HBM at its bandwidth, every link at its line rate with no latency (NVLink SHARP at the
+// NVLink's rate), no per-kernel cost, host memory at its channels' rate.  The step model on it gives
+// the fastest a configuration can run on that hardware with the same schedule, overlaps and kernels:
+// a measured run faster than that did not run the configuration it is modelled as (`mdtp plan
+// --validate`, "of bound").
+Cluster at_data_sheet(Cluster cluster);
 // Parses cluster JSON text; `where` names it in errors.
 Cluster parse_cluster(const std::string& json_text, const std::string& where);
 

@@ -298,12 +298,17 @@ Validation validate(const MeasuredTable& table, const Cluster& cluster) {
   v.baseline_tflops = 2.0 / (1.0 / lo + 1.0 / hi);
   const double n = static_cast<double>(table.rows.size());
   std::vector<double> measured, predicted;
+  const Cluster data_sheet = at_data_sheet(cluster);
   for (const auto& r : table.rows) {
     ValidationRow row;
     row.row = r;
     const StepConfig config = table.config(r);
     row.estimate = estimate_step(config, cluster);
-    row.predicted = table.step_flops(config) / (row.estimate.step_seconds * config.gpus()) / 1e12;
+    const auto tflops_per_gpu = [&](double step_seconds) {
+      return table.step_flops(config) / (step_seconds * config.gpus()) / 1e12;
+    };
+    row.predicted = tflops_per_gpu(row.estimate.step_seconds);
+    row.bound = tflops_per_gpu(estimate_step(config, data_sheet).step_seconds);
     row.error = (row.predicted - r.tflops_per_gpu) / r.tflops_per_gpu;
     row.baseline_error = (v.baseline_tflops - r.tflops_per_gpu) / r.tflops_per_gpu;
     v.max_error = std::max(v.max_error, std::abs(row.error));

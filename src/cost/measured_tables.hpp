@@ -96,6 +96,10 @@ struct ValidationRow {
   double predicted = 0.0;       // TFLOP/s per GPU, counted as the table counts
   double error = 0.0;           // (predicted − measured) / measured
   double baseline_error = 0.0;  // the same for the constant-throughput baseline
+  // TFLOP/s per GPU of the same configuration on the cluster at its data sheet (at_data_sheet): no
+  // run of this configuration on this hardware is faster, so a row measured above it ran something
+  // the rule does not describe.
+  double bound = 0.0;
 };
 
 struct Validation {

@@ -295,6 +295,7 @@ std::string validation_json(const Validation& v, const Cluster& cluster) {
                     {"predicted_tflops_per_gpu", r.predicted},
                     {"error", r.error},
                     {"baseline_error", r.baseline_error},
+                    {"data_sheet_bound_tflops_per_gpu", r.bound},
                     {"estimate", estimate_object(r.estimate)}});
   const json doc = {{"table", v.table->key},
                     {"title", v.table->title},
@@ -322,8 +323,8 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
   os << fmt::format("source: {}\nrule for what the rows leave out: {}\n", v.table->citation, v.table->rule.text);
   if (!v.table->setup_source.empty()) os << fmt::format("each run's own setup: {}\n", v.table->setup_source);
   os << "\n| params | heads | hidden | layers | TP | PP | GPUs | batch | mb | schedule | measured | predicted | "
-        "error | baseline error | compute | TP comm | PP comm | DP comm | bubble |\n";
-  os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "error | baseline error | of bound | compute | TP comm | PP comm | DP comm | bubble |\n";
+  os << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : v.rows) {
     const StepEstimate& e = r.estimate;
     const double s = e.step_seconds;
@@ -332,18 +333,32 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                                      ? fmt::format("interleaved v={}", e.config.spec.layout.chunks)
                                      : std::string(schedule_name(e.config.spec.layout.schedule));
     os << fmt::format(
-        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.1f}% | "
-        "{:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n",
+        "| {}B | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.0f} | {:.1f} | {:+.1f}% | {:+.1f}% | {:.0f}% | "
+        "{:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% | {:.1f}% |\n",
         r.row.billions, r.row.heads, r.row.hidden, r.row.layers, r.row.tp, r.row.pp, r.row.gpus, r.row.batch,
         e.config.micro_batch(), schedule, r.row.tflops_per_gpu, r.predicted, 100 * r.error, 100 * r.baseline_error,
-        100 * e.time.compute / s, 100 * e.time.tp_comm / s, 100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s,
-        100 * e.time.bubble / s);
+        100 * r.row.tflops_per_gpu / r.bound, 100 * e.time.compute / s, 100 * e.time.tp_comm / s,
+        100 * e.time.pp_comm / s, 100 * e.time.dp_comm / s, 100 * e.time.bubble / s);
   }
   os << fmt::format("\nmax |error| {:.1f}% (baseline {:.1f}%), mean |error| {:.1f}% (baseline {:.1f}%), Spearman of "
                     "predicted vs measured TFLOP/s {:.2f}, pairs measured more than 10% apart predicted in "
                     "their order: {} of {}\n",
                     100 * v.max_error, 100 * v.baseline_max_error, 100 * v.mean_abs_error,
                     100 * v.baseline_mean_abs_error, v.spearman, v.distinct_pairs_ordered, v.distinct_pairs);
+  // How close each run came to what its hardware allows under the rule (ValidationRow::bound).
+  double lowest = 1.0, highest = 0.0;
+  std::vector<std::string> above;
+  for (const auto& r : v.rows) {
+    const double share = r.row.tflops_per_gpu / r.bound;
+    lowest = std::min(lowest, share);
+    highest = std::max(highest, share);
+    if (share > 1.0) above.push_back(fmt::format("{}B", r.row.billions));
+  }
+  os << fmt::format("measured / data-sheet bound (each row's configuration with tensor cores at peak, HBM at its "
+                    "bandwidth, links at line rate, no latency or launch cost): {:.0f}% to {:.0f}%{}\n",
+                    100 * lowest, 100 * highest,
+                    above.empty() ? std::string()
+                                  : fmt::format("; above it, not run as the rule has it: {}", fmt::join(above, ", ")));
   // The goal's bounds as goal_misses holds them, not copied into the text.
   const PredictionGoal goal;
   const std::vector<std::string> misses = goal_misses(v, goal);

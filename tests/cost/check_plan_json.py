@@ -239,6 +239,8 @@ def main():
                     sys.exit(f"validation {key}: no '{field}'")
             if not all(0 < r["predicted_tflops_per_gpu"] for r in t["rows"]):
                 sys.exit(f"validation {key}: a prediction is not positive")
+            if not all(r["predicted_tflops_per_gpu"] < r["data_sheet_bound_tflops_per_gpu"] for r in t["rows"]):
+                sys.exit(f"validation {key}: a prediction above its data-sheet bound")
         n = tables["narayanan-2021"]
         if len(n["rows"]) != 10 or n["max_error"] > 0.25 or n["cluster"] != "dgx-a100":
             sys.exit(f"validation: {len(n['rows'])} rows, max error {n['max_error']} on {n['cluster']}")
