@@ -209,7 +209,8 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   const cost::Cluster cluster = o.step.cluster_at(o.step.cluster);
   if (!o.zero_table) {
     const cost::StepEstimate e = cost::estimate_step(o.step.step(spec), cluster);
-    std::cout << (o.json ? cost::estimate_json(e, cluster) : cost::estimate_text(e, cluster));
+    const cost::StepEstimate bound = cost::estimate_step(o.step.step(spec), cost::at_data_sheet(cluster));
+    std::cout << (o.json ? cost::estimate_json(e, cluster, &bound) : cost::estimate_text(e, cluster, &bound));
     return 0;
   }
   std::vector<cost::StepEstimate> rows;

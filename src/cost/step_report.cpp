@@ -173,14 +173,18 @@ std::string cluster_line(const Cluster& c) {
 
 }  // namespace
 
-std::string estimate_json(const StepEstimate& e, const Cluster& cluster) {
+std::string estimate_json(const StepEstimate& e, const Cluster& cluster, const StepEstimate* data_sheet_bound) {
   json doc = estimate_object(e);
   doc["cluster"] = cluster.name;
   doc["nccl_algo"] = nccl_algorithms_name(cluster.nccl_algorithms);
+  if (data_sheet_bound)
+    doc["data_sheet_bound"] = {{"step_s", data_sheet_bound->step_seconds},
+                               {"tflops_per_gpu", data_sheet_bound->tflops_per_gpu},
+                               {"mfu", data_sheet_bound->mfu}};
   return doc.dump(2) + "\n";
 }
 
-std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
+std::string estimate_text(const StepEstimate& e, const Cluster& cluster, const StepEstimate* data_sheet_bound) {
   std::ostringstream os;
   os << cluster_line(cluster) << describe(e.config) << ", " << e.microbatches << " micro-batches per replica\n";
   os << fmt::format("step {:.4f} s, {:.4g} tokens/s, {:.1f} TFLOP/s per GPU (recomputation included), MFU {:.1f}%, "
@@ -190,6 +194,12 @@ std::string estimate_text(const StepEstimate& e, const Cluster& cluster) {
   os << fmt::format("time: compute {:.4f} s, tensor-parallel {:.4f} s, pipeline sends {:.4f} s, data-parallel {:.4f} s, "
                     "bubble {:.4f} s ({:.1f}%), optimizer {:.4f} s\n",
                     t.compute, t.tp_comm, t.pp_comm, t.dp_comm, t.bubble, 100 * e.bubble_fraction, t.optimizer);
+  if (data_sheet_bound)
+    os << fmt::format("data-sheet bound: step {:.4f} s, {:.1f} TFLOP/s per GPU, MFU {:.1f}% (this step with tensor "
+                      "cores at peak, HBM at its bandwidth, links at line rate, no latency or launch cost; the "
+                      "prediction is {:.0f}% of it)\n",
+                      data_sheet_bound->step_seconds, data_sheet_bound->tflops_per_gpu, 100 * data_sheet_bound->mfu,
+                      100 * data_sheet_bound->step_seconds / e.step_seconds);
   const ComputeSplit& k = e.compute;
   if (k.gemm_seconds > 0 && k.stream_seconds > 0)
     os << fmt::format("compute (the slowest stage per step): GEMMs and attention {:.4f} s for {:.4g} TFLOP "

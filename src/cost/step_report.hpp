@@ -12,8 +12,12 @@
 
 namespace mdtp::cost {
 
-std::string estimate_json(const StepEstimate& estimate, const Cluster& cluster);
-std::string estimate_text(const StepEstimate& estimate, const Cluster& cluster);
+// `data_sheet_bound`, where given: the same step on the cluster at its data sheet (at_data_sheet),
+// the fastest the configuration can run on that hardware, shown beside the estimate (`mdtp cost`).
+std::string estimate_json(const StepEstimate& estimate, const Cluster& cluster,
+                          const StepEstimate* data_sheet_bound = nullptr);
+std::string estimate_text(const StepEstimate& estimate, const Cluster& cluster,
+                          const StepEstimate* data_sheet_bound = nullptr);
 
 // The first `top` ranked configurations (all when top <= 0).
 std::string plan_json(const PlanRequest& request, const PlanResult& result, const Cluster& cluster, int top);

@@ -159,7 +159,8 @@ def check_json(mdtp, kind, args):
                  "published", "exact"],
         "cost-zero": ["parameters", "dp", "param_bytes", "grad_bytes", "optimizer_bytes", "stages"],
         "cost-pipeline": ["pp", "microbatches", "schedules"],
-        "cost-step": ["bubble_fraction", "cluster", "compute", "config", "description", "fits", "hardware_flops", "hfu", "memory",
+        "cost-step": ["bubble_fraction", "cluster", "compute", "config", "data_sheet_bound", "description", "fits",
+                      "hardware_flops", "hfu", "memory",
                       "memory_capacity_bytes", "memory_per_gpu_bytes", "mfu", "model_flops", "nccl_algo", "placement", "step_s",
                       "tflops_per_gpu", "time", "tokens_per_s", "traffic"],
     }[kind]

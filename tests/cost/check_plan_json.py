@@ -3,7 +3,7 @@
 
   check_plan_json.py MDTP one       one configuration, the 1T row of Narayanan et al. 2021: `mdtp cost`'s
                                     GPT-step form (plan has no one-configuration form: every run flag
-                                    given to it fixes that axis of the search)
+                                    given to it fixes that axis of the search), with its data-sheet bound
   check_plan_json.py MDTP fixed     `mdtp plan` with the same flags: a search whose every configuration
                                     has the fixed layout (mode, tp, pp, dp, schedule, chunks,
                                     micro-batch, recomputation), ranked, the quickest near the 1T row
@@ -204,6 +204,10 @@ def main():
         check_estimate(doc, "one configuration")
         if not 100 < doc["tflops_per_gpu"] < 250:
             sys.exit(f"the 1T row predicts {doc['tflops_per_gpu']} TFLOP/s per GPU")
+        bound = doc.get("data_sheet_bound", {})
+        if not (bound.get("step_s", 0) < doc["step_s"] and doc["tflops_per_gpu"] < bound.get("tflops_per_gpu", 0)
+                and doc["mfu"] < bound.get("mfu", 0) <= 1):
+            sys.exit(f"the data-sheet bound {bound} is not faster than the prediction ({doc['step_s']} s)")
     elif form == "fixed":
         if not doc["configs"]:
             sys.exit("the search with the 1T row's layout fixed ranks no configuration")
