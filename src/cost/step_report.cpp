@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include "cost/offload_cost.hpp"
@@ -356,7 +357,7 @@ std::string validation_text(const Validation& v, const Cluster& cluster) {
                     100 * v.max_error, 100 * v.baseline_max_error, 100 * v.mean_abs_error,
                     100 * v.baseline_mean_abs_error, v.spearman, v.distinct_pairs_ordered, v.distinct_pairs);
   // How close each run came to what its hardware allows under the rule (ValidationRow::bound).
-  double lowest = 1.0, highest = 0.0;
+  double lowest = std::numeric_limits<double>::infinity(), highest = 0.0;
   std::vector<std::string> above;
   for (const auto& r : v.rows) {
     const double share = r.row.tflops_per_gpu / r.bound;

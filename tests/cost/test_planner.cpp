@@ -15,6 +15,7 @@
 #include "cost/measured_tables.hpp"
 #include "cost/model_flops.hpp"
 #include "cost/planner.hpp"
+#include "cost/step_report.hpp"
 #include "dgx_a100.hpp"
 
 using namespace mdtp;
@@ -431,6 +432,22 @@ MeasuredTable parse_edited_table(const std::string& from, const std::string& to)
 }
 
 }  // namespace
+
+TEST_CASE("a row measured above its data-sheet bound is named: its rule is not what it ran", "[cost][validation]") {
+  // The 1.7B row of the 2021 table claimed at 250 TFLOP/s, above what its configuration can reach on
+  // an A100 at the data sheet (198: the tensor cores' 312 less its recomputation and its other work).
+  const MeasuredTable edited = parse_edited_table("[1.7, 24, 2304, 24, 1, 1, 32, 512, 137, 44,",
+                                                  "[1.7, 24, 2304, 24, 1, 1, 32, 512, 250, 80,");
+  const Validation v = validate(edited, dgx_a100());
+  REQUIRE(v.rows.front().row.tflops_per_gpu == 250);
+  CHECK(v.rows.front().bound < 250);
+  CHECK(v.rows.front().bound > v.rows.front().predicted);
+  for (std::size_t i = 1; i < v.rows.size(); ++i) CHECK(v.rows[i].row.tflops_per_gpu < v.rows[i].bound);
+  const std::string text = validation_text(v, dgx_a100());
+  CHECK_THAT(text, Catch::Contains("; above it, not run as the rule has it: 1.7B\n"));
+  const MeasuredTable narayanan = measured_table("narayanan-2021");  // Validation points at its table
+  CHECK_THAT(validation_text(validate(narayanan, dgx_a100()), dgx_a100()), !Catch::Contains("above it"));
+}
 
 TEST_CASE("a table file of measured runs: a user's own validates like a shipped one; a broken one is refused in one line",
           "[cost][validation]") {
