@@ -11,6 +11,7 @@
 #include "core/data_files.hpp"
 #include "cost/json_fields.hpp"
 #include "cost/kernel_time.hpp"
+#include "cost/straggler_pace.hpp"
 
 namespace mdtp::cost {
 
@@ -69,6 +70,7 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   }
   c.gemm_efficiency = gpu.number("gemm_efficiency", 0.0, 1.0);
   c.synchronous_pace = gpu.has("synchronous_pace") ? gpu.number("synchronous_pace", 0.0, 1.0) : 1.0;
+  c.rate_sigma = gpu.has("rate_sigma") ? gpu.number("rate_sigma", 0.0, 0.1) : 0.0;
   c.sm_count = gpu.has("sm_count") ? static_cast<int>(gpu.integer("sm_count", 1, 100000)) : 0;
   if (gpu.has("gemm_reference_shape")) {
     const auto& shape = gpu.field("gemm_reference_shape");
@@ -144,7 +146,11 @@ std::string find_cluster(const std::string& name_or_path) {
 }
 
 Cluster for_job(Cluster cluster, int gpus) {
-  if (gpus <= 1) cluster.synchronous_pace = 1.0;
+  if (gpus <= 1)
+    cluster.synchronous_pace = 1.0;
+  else if (cluster.rate_sigma > 0)
+    cluster.synchronous_pace =
+        slowest_gpu_pace(cluster.synchronous_pace, cluster.rate_sigma, cluster.gpus_per_node, gpus);
   return cluster;
 }
 
@@ -152,6 +158,7 @@ Cluster at_data_sheet(Cluster cluster) {
   cluster.gemm_efficiency = 1.0;
   cluster.gemm_reference_shape.reset();
   cluster.synchronous_pace = 1.0;
+  cluster.rate_sigma = 0.0;
   cluster.sm_count = 0;
   cluster.kernel_overhead = 0.0;
   cluster.attention_efficiency = 1.0;
@@ -244,6 +251,7 @@ std::string cluster_json(const Cluster& c) {
     doc["gpu"]["gemm_reference_shape"] = {c.gemm_reference_shape->m, c.gemm_reference_shape->n,
                                           c.gemm_reference_shape->k};
   if (c.synchronous_pace < 1) doc["gpu"]["synchronous_pace"] = c.synchronous_pace;
+  if (c.rate_sigma > 0) doc["gpu"]["rate_sigma"] = c.rate_sigma;
   if (c.kernel_overhead > 0) doc["gpu"]["kernel_overhead"] = c.kernel_overhead;
   if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
   if (c.attention_backward_efficiency > 0)

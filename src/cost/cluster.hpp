@@ -14,6 +14,9 @@
 //                                    of a fully loaded node keeps: a synchronous step waits for it
 //                                    at every collective (GEMM main loops and the attention kernel;
 //                                    streaming kernels are bound by HBM, not the SM clock); absent: 1
+//   gpu.rate_sigma (optional)        the relative standard deviation of that rate across GPUs: a job
+//                                    of n GPUs waits for the slowest of n, slower the larger n
+//                                    (straggler_pace.hpp); absent: 0, synchronous_pace for any job
 //   gpu.sm_count (optional)          streaming multiprocessors: the GEMM's waves; absent (0): the
 //                                    roofline alone at gemm_efficiency
 //   gpu.kernel_overhead (optional)   seconds each kernel adds beyond its work (launch, ramp, tail)
@@ -94,6 +97,10 @@ struct Cluster {
   std::optional<GemmShape> gemm_reference_shape;  // absent: gemm_efficiency is the main loop's rate
   // The slowest GPU's share of the rate above when every GPU of the node runs (header comment).
   double synchronous_pace = 1.0;
+  // The relative standard deviation of the per-GPU sustained rate across GPUs (straggler_pace.hpp):
+  // a job of more GPUs than a node waits for a slower slowest one (for_job).  0: every job of two or
+  // more GPUs at synchronous_pace.
+  double rate_sigma = 0.0;
   int sm_count = 0;              // 0: no tile/wave model (calibrated or host clusters)
   double kernel_overhead = 0.0;  // s per kernel
   double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)
@@ -121,7 +128,9 @@ struct Cluster {
 Cluster load_cluster(const std::string& path);
 // The cluster as a job of `gpus` GPUs runs on it: a job of one GPU waits for no other, so its
 // tensor cores keep the microbenchmark's alone rate (synchronous_pace 1); a larger one runs at the
-// pace of the slowest GPU it synchronises with (the cluster's synchronous_pace).
+// pace of the slowest GPU it synchronises with: the cluster's synchronous_pace (the slowest of a
+// loaded node) scaled, where the file gives rate_sigma, to the slowest of `gpus`
+// (slowest_gpu_pace).
 Cluster for_job(Cluster cluster, int gpus);
 // The cluster at its data sheet: tensor cores at their peak (no microbenchmark efficiency, no
 // synchronous pace, no tiles or waves: each GEMM its roofline; the attention kernel at the peak on the

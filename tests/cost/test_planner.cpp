@@ -256,9 +256,9 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   CHECK(goal_misses(v).empty());
 }
 
-// The H100 table meets only the goal's worst bound: every row within 25 %.  Its mean (11.8 %), its
-// rank correlation (0.58) and 2 of its 12 pairs miss the goal; docs/performance-model.md says row by
-// row where.
+// The H100 table meets the goal's worst bound, every row within 25 %, which this holds; its mean
+// (9.9 %) is just inside its bound, its rank correlation (0.53) and 2 of its 12 pairs miss the goal;
+// docs/performance-model.md says row by row where.
 TEST_CASE("the Megatron-LM H100 table with nothing fitted: every row within 25 %", "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100"), load_cluster(find_cluster("dgx-h100")));
   REQUIRE(v.rows.size() == 9);
@@ -266,10 +266,10 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: every row within 25 %
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
-  // What it misses, as `plan --validate` prints it: the mean first.
+  // What it misses, as `plan --validate` prints it: the order.
   const std::vector<std::string> misses = goal_misses(v);
   REQUIRE_FALSE(misses.empty());
-  CHECK_THAT(misses.front(), Catch::StartsWith("mean |error| "));
+  CHECK_THAT(misses.back(), Catch::Contains("pairs in order"));
 }
 
 TEST_CASE("the prediction goal: each miss named with its figure; Spearman held only from five rows", "[cost][validation]") {

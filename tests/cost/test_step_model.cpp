@@ -5,6 +5,8 @@
 // and the memory of an untied head.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
+#include <numbers>
 
 #include "cost/kernel_time.hpp"
 #include "cost/gpt_step_comm.hpp"
@@ -13,6 +15,7 @@
 #include "cost/model_presets.hpp"
 #include "cost/step_memory.hpp"
 #include "cost/step_model.hpp"
+#include "cost/straggler_pace.hpp"
 #include "dgx_a100.hpp"
 #include "zero_step_config.hpp"
 
@@ -854,6 +857,7 @@ TEST_CASE("the synchronous pace: a one-GPU step at the alone rate, a larger one 
           "[cost][step]") {
   Cluster alone = dgx_a100();
   alone.synchronous_pace = 1.0;
+  alone.rate_sigma = 0.0;  // every job of two or more at synchronous_pace (the job size: the next case)
   Cluster paced = alone;
   paced.synchronous_pace = 0.9;
   CHECK(for_job(paced, 1).synchronous_pace == 1.0);
@@ -869,6 +873,45 @@ TEST_CASE("the synchronous pace: a one-GPU step at the alone rate, a larger one 
   CHECK(slow.compute.stream_seconds == Approx(fast.compute.stream_seconds).epsilon(1e-12));
   CHECK(slow.compute.gemm_seconds > 1.05 * fast.compute.gemm_seconds);
   CHECK(slow.compute.gemm_seconds < fast.compute.gemm_seconds / 0.9 + 1e-12);
+}
+
+// The slowest of n GPUs whose rates are normal with relative spread σ runs at 1 − σ·E_n of their
+// mean, E_n the expected maximum of n standard normal draws (straggler_pace.hpp).
+TEST_CASE("the straggler's pace: a job waits for the slowest of its GPUs, slower the more it has",
+          "[cost][step]") {
+  // E_n in closed form where it has one (n = 2, 3), and tabulated values beyond (Harter 1961:
+  // 1.42360 for 8, 3.24144 for 1000).
+  CHECK(expected_normal_maximum(1) == 0.0);
+  CHECK(expected_normal_maximum(2) == Approx(1.0 / std::sqrt(std::numbers::pi)).epsilon(1e-9));
+  CHECK(expected_normal_maximum(3) == Approx(1.5 / std::sqrt(std::numbers::pi)).epsilon(1e-9));
+  CHECK(expected_normal_maximum(8) == Approx(1.42360).epsilon(1e-5));
+  CHECK(expected_normal_maximum(1000) == Approx(3.24144).epsilon(1e-5));
+  // The presets' σ from the measured node: its expected spread 2·σ·E_8 is the 4.5 % measured.
+  const Cluster a100 = dgx_a100();
+  CHECK(2 * a100.rate_sigma * expected_normal_maximum(8) == Approx(0.045).epsilon(0.002));
+  // A node's worth of GPUs at the file's synchronous_pace; fewer faster, more slower, one alone.
+  REQUIRE(a100.gpus_per_node == 8);
+  CHECK(for_job(a100, 8).synchronous_pace == Approx(a100.synchronous_pace).epsilon(1e-12));
+  CHECK(for_job(a100, 1).synchronous_pace == 1.0);
+  double previous = 1.0;
+  for (int gpus : {2, 4, 8, 64, 512, 4096}) {
+    const double pace = for_job(a100, gpus).synchronous_pace;
+    INFO(gpus << " GPUs: pace " << pace);
+    CHECK(pace < previous);
+    const double expected = a100.synchronous_pace * (1 - a100.rate_sigma * expected_normal_maximum(gpus)) /
+                            (1 - a100.rate_sigma * expected_normal_maximum(8));
+    CHECK(pace == Approx(expected).epsilon(1e-12));
+    previous = pace;
+  }
+  CHECK(for_job(a100, 4096).synchronous_pace == Approx(0.937).epsilon(0.001));
+  // The step slows with the job, its tensor-core work by the pace's ratio.
+  StepConfig small = eight_layer_step(TpMode::d1, 1), large = small;
+  large.spec.layout.dp = 64;
+  large.spec.global_batch *= 64;
+  const StepEstimate a = estimate_step(small, a100), b = estimate_step(large, a100);
+  CHECK(b.compute.gemm_seconds > a.compute.gemm_seconds);
+  CHECK(b.compute.stream_seconds == Approx(a.compute.stream_seconds).epsilon(1e-12));
+  CHECK_THROWS_WITH(slowest_gpu_pace(0.97, 0.5, 8, 1000), Catch::Contains("positive rate"));
 }
 
 // Between pipeline stages, 1D without sequence parallelism: Megatron-LM (until 2023) and mdtp's
