@@ -208,8 +208,9 @@ int run_model(const CostOptions& o, const CLI::App& app) {
   if (o.step_bytes) return run_step_bytes(spec, o.json);
   const cost::Cluster cluster = o.step.cluster_at(o.step.cluster);
   if (!o.zero_table) {
-    const cost::StepEstimate e = cost::estimate_step(o.step.step(spec), cluster);
-    const cost::StepEstimate bound = cost::estimate_step(o.step.step(spec), cost::at_data_sheet(cluster));
+    const cost::StepConfig step = o.step.step(spec);
+    const cost::StepEstimate e = cost::estimate_step(step, cluster);
+    const cost::StepEstimate bound = cost::estimate_step(step, cost::at_data_sheet(cluster));
     std::cout << (o.json ? cost::estimate_json(e, cluster, &bound) : cost::estimate_text(e, cluster, &bound));
     return 0;
   }

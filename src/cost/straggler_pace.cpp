@@ -30,11 +30,11 @@ double expected_normal_maximum(std::int64_t n) {
 double slowest_gpu_pace(double node_pace, double sigma, std::int64_t node_gpus, std::int64_t gpus) {
   require(gpus >= 2 && node_gpus >= 1, "the pace of the slowest GPU needs a job of 2 or more GPUs and a node of 1 or "
           "more; got ", gpus, " and ", node_gpus);
-  require(sigma >= 0 && sigma * expected_normal_maximum(std::max(gpus, node_gpus)) < 1,
-          "the spread of the GPUs' rates must leave the slowest a positive rate; got sigma ", sigma, " over ", gpus,
-          " GPUs");
   const double node = 1.0 - sigma * expected_normal_maximum(node_gpus);
   const double job = 1.0 - sigma * expected_normal_maximum(gpus);
+  require(sigma >= 0 && std::min(node, job) > 0,
+          "the spread of the GPUs' rates must leave the slowest a positive rate; got sigma ", sigma, " over ", gpus,
+          " GPUs");
   return std::min(1.0, node_pace * job / node);
 }
 

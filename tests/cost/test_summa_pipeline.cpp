@@ -140,7 +140,8 @@ TEST_CASE("the input gradient sent before the weight pass: GPipe and 1F1B drain 
     CHECK(before.time.compute == Approx(after.time.compute).epsilon(1e-12));
     CHECK(before.time.tp_comm == Approx(after.time.tp_comm).epsilon(1e-12));
     CHECK(before.time.bubble < after.time.bubble);
-    const LayerCosts costs = layer_costs(c.spec.model, TpMode::d1, 8, 1, 1, DType::bf16, for_job(dgx_a100(), c.gpus()));
+    const LayerCosts costs =
+        layer_costs(c.spec.model, TpMode::d1, 8, 1, 1, DType::bf16, for_job(dgx_a100(), c.gpus()));
     const double blocks_per_stage = 16.0 / 4.0;
     // The weight pass also holds the f32 buffer's read and write in its GEMMs' epilogues (6 bytes
     // per element beyond the bf16 dW write layer_costs prices).
