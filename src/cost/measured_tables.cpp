@@ -273,16 +273,37 @@ PairOrder distinct_pair_order(const std::vector<double>& measured, const std::ve
   return o;
 }
 
+RankOrder rank_order(const std::vector<double>& measured, const std::vector<double>& predicted) {
+  RankOrder o;
+  o.runs = measured.size();
+  o.spearman = spearman(predicted, measured);
+  const PairOrder pairs = distinct_pair_order(measured, predicted);
+  o.distinct_pairs = pairs.pairs;
+  o.distinct_pairs_ordered = pairs.ordered;
+  return o;
+}
+
+std::string model_name(const ModelOrder& m) { return fmt::format("l={} h={} a={}", m.layers, m.hidden, m.heads); }
+
+bool order_held(const Validation& v, const PredictionGoal& goal) {
+  return std::any_of(v.models.begin(), v.models.end(),
+                     [&](const ModelOrder& m) { return m.order.runs >= goal.order_configurations; });
+}
+
 std::vector<std::string> goal_misses(const Validation& v, const PredictionGoal& goal) {
   std::vector<std::string> misses;
   if (v.mean_abs_error > goal.mean_abs_error)
     misses.push_back(fmt::format("mean |error| {:.1f}% > {:.0f}%", 100 * v.mean_abs_error, 100 * goal.mean_abs_error));
   if (v.max_error > goal.max_error)
     misses.push_back(fmt::format("worst |error| {:.1f}% > {:.0f}%", 100 * v.max_error, 100 * goal.max_error));
-  if (v.rows.size() >= goal.spearman_rows && v.spearman < goal.spearman)
-    misses.push_back(fmt::format("Spearman {:.2f} < {:.1f}", v.spearman, goal.spearman));
-  if (v.distinct_pairs_ordered < v.distinct_pairs)
-    misses.push_back(fmt::format("{} of {} pairs in order", v.distinct_pairs_ordered, v.distinct_pairs));
+  for (const ModelOrder& m : v.models) {
+    if (m.order.runs < goal.order_configurations) continue;
+    if (m.order.spearman < goal.spearman)
+      misses.push_back(fmt::format("{}: Spearman {:.2f} < {:.1f}", model_name(m), m.order.spearman, goal.spearman));
+    if (m.order.distinct_pairs_ordered < m.order.distinct_pairs)
+      misses.push_back(fmt::format("{}: {} of {} pairs in order", model_name(m), m.order.distinct_pairs_ordered,
+                                   m.order.distinct_pairs));
+  }
   return misses;
 }
 
@@ -319,10 +340,22 @@ Validation validate(const MeasuredTable& table, const Cluster& cluster) {
     predicted.push_back(row.predicted);
     v.rows.push_back(row);
   }
-  v.spearman = spearman(predicted, measured);
-  const PairOrder order = distinct_pair_order(measured, predicted);
-  v.distinct_pairs = order.pairs;
-  v.distinct_pairs_ordered = order.ordered;
+  v.across = rank_order(measured, predicted);
+  // Each model's rows, in the order the table first names it.
+  std::vector<bool> taken(v.rows.size(), false);
+  for (std::size_t i = 0; i < v.rows.size(); ++i) {
+    if (taken[i]) continue;
+    const MeasuredRun& first = v.rows[i].row;
+    std::vector<double> model_measured, model_predicted;
+    for (std::size_t j = i; j < v.rows.size(); ++j) {
+      const MeasuredRun& r = v.rows[j].row;
+      if (r.layers != first.layers || r.hidden != first.hidden || r.heads != first.heads) continue;
+      taken[j] = true;
+      model_measured.push_back(r.tflops_per_gpu);
+      model_predicted.push_back(v.rows[j].predicted);
+    }
+    v.models.push_back({first.layers, first.hidden, first.heads, rank_order(model_measured, model_predicted)});
+  }
   return v;
 }
 

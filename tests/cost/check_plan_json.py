@@ -241,6 +241,17 @@ def main():
                           "distinct_pairs_ordered"):
                 if field not in t:
                     sys.exit(f"validation {key}: no '{field}'")
+            # Each model's configurations: every row in exactly one model, each model its own order.
+            if "models" not in t or sum(m["configurations"] for m in t["models"]) != len(t["rows"]):
+                sys.exit(f"validation {key}: the models do not partition the rows")
+            for m in t["models"]:
+                for field in ("layers", "hidden", "heads", "spearman", "distinct_pairs", "distinct_pairs_ordered"):
+                    if field not in m:
+                        sys.exit(f"validation {key}: a model without '{field}'")
+                rows = [r for r in t["rows"] if (r["layers"], r["hidden"], r["heads"]) ==
+                        (m["layers"], m["hidden"], m["heads"])]
+                if len(rows) != m["configurations"]:
+                    sys.exit(f"validation {key}: model {m} counts {m['configurations']} of {len(rows)} rows")
             if not all(0 < r["predicted_tflops_per_gpu"] for r in t["rows"]):
                 sys.exit(f"validation {key}: a prediction is not positive")
             if not all(r["predicted_tflops_per_gpu"] < r["data_sheet_bound_tflops_per_gpu"] for r in t["rows"]):
