@@ -93,7 +93,7 @@ double full_gradient_window(const StepConfig& c, const LayerCosts& costs, int st
   // Reducing per micro-batch without a pipeline, every micro-batch replays the same events from
   // the same state (the embedding's rounds in flight), so two micro-batches give the peak.
   const std::int64_t m = per_micro_batch && c.spec.layout.pp == 1 ? std::min<std::int64_t>(c.microbatches(), 2) : c.microbatches();
-  const StagePartition partition(static_cast<int>(c.spec.model.layers), c.spec.layout.pp, c.spec.layout.chunks);
+  const StagePartition partition = c.partition();  // the run's own split (--pp-layers) and stage mapping
   const StageBuckets b = stage_buckets(c, costs, partition, stage);
   return static_cast<double>(full_gradient_peak(
       stage_gradient_events(step_schedule(c, m), partition, stage, per_micro_batch), b.writers, b.elements));
@@ -107,7 +107,7 @@ double gathered_parameter_window(const StepConfig& c, const LayerCosts& costs, i
   std::int64_t m = c.microbatches();
   if (c.spec.zero.keep_parameters) m = std::min<std::int64_t>(m, c.spec.layout.pp);
   if (c.spec.layout.pp == 1) m = std::min<std::int64_t>(m, 2);
-  const StagePartition partition(static_cast<int>(c.spec.model.layers), c.spec.layout.pp, c.spec.layout.chunks);
+  const StagePartition partition = c.partition();  // the run's own split (--pp-layers) and stage mapping
   const StageBuckets b = stage_buckets(c, costs, partition, stage);
   std::vector<std::vector<std::size_t>> reads;
   for (const UnitPass& p : stage_unit_passes(step_schedule(c, m), partition, stage))

@@ -346,6 +346,14 @@ TEST_CASE("the step: ZeRO-2/3 hold full gradient buckets inside a step as the en
   c.set_micro_batch(2);  // two sequences per micro-batch, as zero_window_config
   CHECK(full_gradient_window(c, costs, 0) == Approx(std::max(2 * B, B + E)));
   CHECK(full_gradient_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
+  // The run's own split (--pp-layers 2,6): the last stage's buckets, all open at once, are its six
+  // blocks and the head — not an even split's four (the window once took the even split whatever
+  // the run gave).
+  const double even_last = stage_parameters(c, costs, 1);
+  c.spec.layout.pp_layers = {2, 6};
+  CHECK(stage_parameters(c, costs, 1) == Approx(even_last + 2 * B));
+  CHECK(full_gradient_window(c, costs, 1) == Approx(stage_parameters(c, costs, 1)));
+  c.spec.layout.pp_layers.clear();
 
   // Interleaved, p = 2, v = 2, m = 2: stage 0 holds the embedding + blocks 1–2 (chunk 0, virtual
   // stage 0, unit by unit) and blocks 5–6 (chunk 1).  Its backwards: chunk 1 for micro-batches 0, 1
