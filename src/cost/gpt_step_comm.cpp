@@ -411,11 +411,6 @@ std::int64_t StepCommPlan::logical_bytes() const {
   return total;
 }
 
-StagePartition stage_partition(const StepCommConfig& c) {
-  const ParallelLayout& l = c.spec.layout;
-  return StagePartition(static_cast<int>(c.spec.model.layers), l.pp, l.chunks, l.pp_layers, l.stage_mapping);
-}
-
 Schedule step_schedule(const StepCommConfig& c) {
   const ParallelLayout& l = c.spec.layout;
   return make_schedule(l.schedule, l.pp, l.micro_batches, l.chunks, l.group_size);
@@ -423,7 +418,7 @@ Schedule step_schedule(const StepCommConfig& c) {
 
 std::vector<BucketInput> stage_parameters(const StepCommConfig& config, int stage) {
   const StepShapes s(config);
-  const StagePartition partition = stage_partition(config);
+  const StagePartition partition = stage_partition(config.spec);
   require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
   return parameters_of(s, partition, stage);
 }
@@ -441,7 +436,7 @@ template <class Visit>
 void each_zero3_stage(const StepCommConfig& config, const std::vector<int>& stages, Visit visit) {
   if (config.spec.zero.stage != 3) return;
   const StepShapes s(config);
-  const StagePartition partition = stage_partition(config);
+  const StagePartition partition = stage_partition(config.spec);
   const Schedule schedule = step_schedule(config);
   for (std::size_t i = 0; i < stages.size(); ++i) {
     const int stage = stages[i];
@@ -503,7 +498,7 @@ std::vector<std::vector<PassGathers>> zero3_gather_passes(const StepCommConfig& 
 
 StepCommPlan plan_step_comm(const StepCommConfig& config, int stage) {
   const StepShapes s(config);
-  const StagePartition partition = stage_partition(config);
+  const StagePartition partition = stage_partition(config.spec);
   const Schedule schedule = step_schedule(config);
   require(stage >= 0 && stage < partition.stages(), "stage ", stage, " is outside [0, ", partition.stages(), ")");
   const int L = partition.n_layer(), head = L + 1;

@@ -79,8 +79,8 @@ struct StepCommPlan {
   std::int64_t logical_bytes() const;  // over every call
 };
 
-// The stage partition and the schedule of a configuration (the trainer builds the same).
-StagePartition stage_partition(const StepCommConfig& config);
+// The schedule of a configuration (the trainer builds the same); its partition is
+// stage_partition(config.spec) (plan/stage_partition.hpp).
 Schedule step_schedule(const StepCommConfig& config);
 
 // The parameters a stage's model holds, in the order GptModel::parameters() lists them (units

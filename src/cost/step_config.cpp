@@ -74,10 +74,7 @@ void validate_offload_pricing(const StepConfig& c) {
           "copies), not mdtp's engine's host path; drop one of them");
 }
 
-StagePartition StepConfig::partition() const {
-  const ParallelLayout& l = spec.layout;
-  return StagePartition(static_cast<int>(spec.model.layers), l.pp, l.chunks, l.pp_layers, l.stage_mapping);
-}
+StagePartition StepConfig::partition() const { return stage_partition(spec); }
 
 std::int64_t StepConfig::stage_blocks(int stage) const {
   const ParallelLayout& l = spec.layout;

@@ -37,6 +37,11 @@ StagePartition::StagePartition(int n_layer, int stages, int chunks, std::vector<
     first_block_[static_cast<std::size_t>(k)] = first_block_[static_cast<std::size_t>(k - 1)] + blocks_[static_cast<std::size_t>(k - 1)];
 }
 
+StagePartition stage_partition(const RunSpec& spec) {
+  const ParallelLayout& l = spec.layout;
+  return StagePartition(static_cast<int>(spec.model.layers), l.pp, l.chunks, l.pp_layers, l.stage_mapping);
+}
+
 UnitSpan StagePartition::position_units(int k) const {
   require(k >= 0 && k < positions(), "position ", k, " is outside [0, ", positions(), ")");
   const int first_block = first_block_[static_cast<std::size_t>(k)], count = blocks_[static_cast<std::size_t>(k)];

@@ -66,6 +66,11 @@ class StagePartition {
   std::vector<int> first_block_;
 };
 
+// A run's partition as its spec sets it: the model's layers over pp × chunks, the run's own split
+// (layout.pp_layers) and its stage mapping. The trainer, the byte plan and the step model all build
+// it here, so none can leave out a field of the layout.
+StagePartition stage_partition(const RunSpec& spec);
+
 // "3,5,5,3" → {3, 5, 5, 3}; an mdtp::Error naming the text otherwise.
 std::vector<int> parse_layer_split(const std::string& text);
 

@@ -107,8 +107,7 @@ TrainPlan plan_training(const TrainConfig& tc, int world_size) {
   if (!tc.save.empty() && is_hf_checkpoint(tc.save)) check_hf_output(tc.save, spec.model, "--save");
   check_token_data(plan.data, spec.model.vocab, spec.model.seq, spec.global_batch);
 
-  plan.partition = StagePartition(static_cast<int>(spec.model.layers), layout.pp, layout.chunks, layout.pp_layers,
-                                  layout.stage_mapping);
+  plan.partition = stage_partition(spec);
   plan.schedule = make_schedule(layout.schedule, layout.pp, layout.micro_batches, layout.chunks, layout.group_size);
   simulate(plan.schedule, PassTimes{});  // proves it completes and its channels match in order
   validate(spec);  // the spec's own rules, after the engine's messages that name the flags
