@@ -7,6 +7,13 @@
 
 namespace mdtp::cost {
 
+double causal_tile_share(std::int64_t seq, double tile_overhead) {
+  require(seq > 0 && tile_overhead >= 0, "causal tile share: seq must be positive and the overhead not negative; got seq ",
+          seq, ", overhead ", tile_overhead);
+  const double n = static_cast<double>((seq + 127) / 128);
+  return (n * (n + 1) / 2 + tile_overhead * n) / (n * n);
+}
+
 AttentionCoreCosts attention_core_costs(const AttentionCoreShape& shape, DType dtype, bool dropout, bool streaming,
                                         const Cluster& cluster) {
   require(shape.seq > 0 && shape.head_dim > 0 && shape.query_heads > 0 && shape.kv_heads > 0 && shape.sequences >= 0,
@@ -36,13 +43,19 @@ AttentionCoreCosts attention_core_costs(const AttentionCoreShape& shape, DType d
   }
   const double E_q = static_cast<double>(shape.sequences * s * shape.query_heads * d);
   const double E_kv = static_cast<double>(shape.sequences * s * shape.kv_heads * d);
-  const double blocks = static_cast<double>((s + 127) / 128);
-  const double causal = (blocks + 1) / (2 * blocks);
+  const double causal = causal_tile_share(s, cluster.attention_tile_overhead);
   double c_scores = 0.0, c_context = 0.0;  // one forward product each: Q·Kᵀ, P·V
   double backward_rate = 1.0;               // the backward's products at the forward's rate x this
   if (cluster.attention_efficiency > 0) {
-    c_scores = c_context =
-        causal * flops_one / (cluster.attention_efficiency * cluster.synchronous_pace * cluster.peak(dtype));
+    // A rate measured at a reference length on the benchmark's count (half the scores) is a rate on
+    // the tiles done there times 2·share(s_ref): the same tiles at any length then cost the same.
+    const double counted_to_done =
+        cluster.attention_reference_seq > 0
+            ? 2 * causal_tile_share(cluster.attention_reference_seq, cluster.attention_tile_overhead)
+            : 1.0;
+    c_scores = c_context = causal * flops_one /
+                           (counted_to_done * cluster.attention_efficiency * cluster.synchronous_pace *
+                            cluster.peak(dtype));
     if (cluster.attention_backward_efficiency > 0)
       backward_rate = cluster.attention_backward_efficiency / cluster.attention_efficiency;
   } else {

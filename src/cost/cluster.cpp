@@ -85,6 +85,14 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
   c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
   c.attention_backward_efficiency =
       gpu.has("attention_backward_efficiency") ? gpu.number("attention_backward_efficiency", 0.0, 1.0) : 0.0;
+  c.attention_reference_seq =
+      gpu.has("attention_reference_seq") ? gpu.integer("attention_reference_seq", 1, 1LL << 24) : 0;
+  c.attention_tile_overhead =
+      gpu.has("attention_tile_overhead") ? gpu.number("attention_tile_overhead", -1.0, 1000.0) : 0.0;
+  require(c.attention_tile_overhead >= 0, "cluster file ", where,
+          ": field 'gpu.attention_tile_overhead' must be in [0, 1000] tiles; got ", c.attention_tile_overhead);
+  require(c.attention_reference_seq == 0 || c.attention_efficiency > 0, "cluster file ", where,
+          ": field 'gpu.attention_reference_seq' needs 'gpu.attention_efficiency', the rate measured at that length");
   require(c.kernel_overhead >= 0, "cluster file ", where, ": field 'gpu.kernel_overhead' must be in [0, 1e-3] s; got ",
           c.kernel_overhead);
   c.hbm_bytes = gpu.number("hbm_bytes", 0.0, 1e15);
@@ -163,6 +171,8 @@ Cluster at_data_sheet(Cluster cluster) {
   cluster.kernel_overhead = 0.0;
   cluster.attention_efficiency = 1.0;
   cluster.attention_backward_efficiency = 1.0;
+  cluster.attention_reference_seq = 0;  // the peak on the work the kernel does
+  cluster.attention_tile_overhead = 0.0;
   cluster.memory_efficiency = 1.0;
   for (ClusterLink* link : {&cluster.intra_node, &cluster.inter_node, cluster.pcie ? &*cluster.pcie : nullptr}) {
     if (!link) continue;
@@ -256,6 +266,8 @@ std::string cluster_json(const Cluster& c) {
   if (c.attention_efficiency > 0) doc["gpu"]["attention_efficiency"] = c.attention_efficiency;
   if (c.attention_backward_efficiency > 0)
     doc["gpu"]["attention_backward_efficiency"] = c.attention_backward_efficiency;
+  if (c.attention_reference_seq > 0) doc["gpu"]["attention_reference_seq"] = c.attention_reference_seq;
+  if (c.attention_tile_overhead > 0) doc["gpu"]["attention_tile_overhead"] = c.attention_tile_overhead;
   return doc.dump(2) + "\n";
 }
 

@@ -26,6 +26,14 @@
 //                                    tiles and waves
 //   gpu.attention_backward_efficiency (opt.)  the same for its backward pass (five products, the
 //                                    scores recomputed); absent: the forward's rate
+//   gpu.attention_reference_seq (opt.)  the sequence length those rates were measured at, counted as
+//                                    the benchmarks count a causal kernel's work (half the scores);
+//                                    other lengths follow the kernel's tile curve (attention_core.hpp);
+//                                    absent: the rates are on the work the kernel does, at any length
+//   gpu.attention_tile_overhead (opt.)  the kernel's fixed cost per row of 128 queries (loading Q,
+//                                    the softmax's final rescale, writing O), in 128 x 128 score
+//                                    tiles, from the kernel's published rate-against-length curve;
+//                                    absent: 0
 //   gpu.hbm_bytes, hbm_bandwidth     capacity and the data-sheet bandwidth (B, B/s)
 //   gpu.memory_efficiency            the fraction of hbm_bandwidth streaming kernels reach
 //   gpu.reserved_bytes               what the framework holds besides the model (CUDA context,
@@ -105,6 +113,8 @@ struct Cluster {
   double kernel_overhead = 0.0;  // s per kernel
   double attention_efficiency = 0.0;  // 0: not given (the GEMM model's rate)
   double attention_backward_efficiency = 0.0;  // 0: not given (the forward's rate)
+  std::int64_t attention_reference_seq = 0;    // 0: the rates are on the work done (header comment)
+  double attention_tile_overhead = 0.0;        // tiles of fixed cost per row of 128 queries
   double hbm_bytes = 0.0;
   double hbm_bandwidth = 0.0;  // B/s
   double memory_efficiency = 1.0;

