@@ -234,7 +234,7 @@ def main():
         # with its measured order kept, every table with its source, rule, cluster, Spearman, pair
         # order and one row per measured run.
         tables = {t["table"]: t for t in doc}
-        if set(tables) != {"korthikanti-2022", "narayanan-2021", "megatron-h100"}:
+        if set(tables) != {"korthikanti-2022", "narayanan-2021", "megatron-h100", "megatron-h100-strong"}:
             sys.exit(f"validation tables: {sorted(tables)}")
         for key, t in tables.items():
             for field in ("citation", "rule", "cluster", "spearman", "mean_abs_error", "distinct_pairs",
@@ -263,6 +263,11 @@ def main():
             sys.exit(f"validation: {n['distinct_pairs_ordered']} of {n['distinct_pairs']} distinct pairs in order")
         if len(tables["megatron-h100"]["rows"]) != 9 or tables["megatron-h100"]["cluster"] != "dgx-h100":
             sys.exit("validation: the H100 table has 9 rows, predicted on dgx-h100")
+        strong = tables["megatron-h100-strong"]
+        if len(strong["rows"]) != 8 or strong["cluster"] != "dgx-h100" or len(strong["models"]) != 1:
+            sys.exit("validation: the H100 strong scaling has 8 rows of one model, predicted on dgx-h100")
+        if strong["models"][0]["configurations"] != 8 or strong["models"][0]["spearman"] < 0.8:
+            sys.exit(f"validation: the strong scaling's one model: {strong['models'][0]}")
         if len(tables["korthikanti-2022"]["rows"]) != 4 or tables["korthikanti-2022"]["cluster"] != "dgx-a100":
             sys.exit("validation: the sequence-parallel A100 table has 4 rows, predicted on dgx-a100")
         check_table_files(mdtp, n)
