@@ -81,20 +81,17 @@ Cluster parse_cluster(const std::string& json_text, const std::string& where) {
                                        gpu.integer_of(shape[1], name + "[1]", 1, 1LL << 40),
                                        gpu.integer_of(shape[2], name + "[2]", 1, 1LL << 40)};
   }
-  c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.number("kernel_overhead", -1.0, 1e-3) : 0.0;
+  c.kernel_overhead = gpu.has("kernel_overhead") ? gpu.non_negative("kernel_overhead", 1e-3, "[0, 1e-3] s") : 0.0;
   c.attention_efficiency = gpu.has("attention_efficiency") ? gpu.number("attention_efficiency", 0.0, 1.0) : 0.0;
   c.attention_backward_efficiency =
       gpu.has("attention_backward_efficiency") ? gpu.number("attention_backward_efficiency", 0.0, 1.0) : 0.0;
   c.attention_reference_seq =
       gpu.has("attention_reference_seq") ? gpu.integer("attention_reference_seq", 1, 1LL << 24) : 0;
-  c.attention_tile_overhead =
-      gpu.has("attention_tile_overhead") ? gpu.number("attention_tile_overhead", -1.0, 1000.0) : 0.0;
-  require(c.attention_tile_overhead >= 0, "cluster file ", where,
-          ": field 'gpu.attention_tile_overhead' must be in [0, 1000] tiles; got ", c.attention_tile_overhead);
+  c.attention_tile_overhead = gpu.has("attention_tile_overhead")
+                                  ? gpu.non_negative("attention_tile_overhead", 1000.0, "[0, 1000] tiles")
+                                  : 0.0;
   require(c.attention_reference_seq == 0 || c.attention_efficiency > 0, "cluster file ", where,
           ": field 'gpu.attention_reference_seq' needs 'gpu.attention_efficiency', the rate measured at that length");
-  require(c.kernel_overhead >= 0, "cluster file ", where, ": field 'gpu.kernel_overhead' must be in [0, 1e-3] s; got ",
-          c.kernel_overhead);
   c.hbm_bytes = gpu.number("hbm_bytes", 0.0, 1e15);
   c.hbm_bandwidth = gpu.number("hbm_bandwidth", 0.0, 1e15);
   c.memory_efficiency = gpu.number("memory_efficiency", 0.0, 1.0);

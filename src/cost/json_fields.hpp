@@ -46,6 +46,16 @@ class JsonFields {
             v.dump());
     return x;
   }
+  // A number in [0, hi]: a cost or a probability that may be zero; `range` is how the message prints
+  // the bounds and unit ("[0, 1e-3] s", "[0, 1)").
+  double non_negative(const std::string& key, double hi, const std::string& range) const {
+    const json& v = field(key);
+    require(v.is_number(), head(), "field '", name(key), "' must be a number; got ", v.dump());
+    const double x = v.get<double>();
+    require(std::isfinite(x) && x >= 0 && x <= hi, head(), "field '", name(key), "' must be in ", range, "; got ",
+            v.dump());
+    return x;
+  }
   long long integer(const std::string& key, long long lo, long long hi) const {
     return integer_of(field(key), name(key), lo, hi);
   }

@@ -54,8 +54,7 @@ MeasuredRule parse_rule(const JsonFields& r) {
   c.spec.precision.grad_reduce = parse_named(r, "grad_dtype", parse_dtype);
   c.spec.zero.stage = static_cast<int>(r.integer("zero", 0, 3));
   c.spec.recompute = parse_named(r, "recompute", parse_recompute);
-  c.spec.dropout = r.has("dropout") ? r.number("dropout", -1.0, 0.999) : 0.0;
-  require(c.spec.dropout >= 0, r.head(), "field '", r.name("dropout"), "' must be in [0, 1); got ", c.spec.dropout);
+  c.spec.dropout = r.has("dropout") ? r.non_negative("dropout", 0.999, "[0, 1)") : 0.0;
   c.spec.model.tied_head = !r.has("tied_head") || r.flag("tied_head");
   c.attention_keeps_probabilities = !r.flag("streaming_attention");
   c.gradient_accumulation_fusion = r.flag("gradient_accumulation_fusion");
