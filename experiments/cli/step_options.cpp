@@ -38,6 +38,8 @@ cost::Cluster StepAssumptions::cluster_at(const std::string& name_or_path) const
             nccl_algo);
     c.nccl_algorithms = cost::parse_nccl_algorithms("ring");
     c.nics_per_node = 1;
+    // Over MPI, no NCCL channels hold SMs beside the compute (collective_sms.hpp).
+    c.intra_node.channel_bandwidth = c.inter_node.channel_bandwidth = 0.0;
   }
   return c;
 }
@@ -91,7 +93,8 @@ void add_step_assumptions(CLI::App& app, StepAssumptions& a) {
   app.add_flag("--own-collectives", a.own_collectives,
                "the collectives as mdtp's engine runs them over MPI (a simulated cluster): every all-reduce a ring "
                "(--nccl-algo ring) and one ring per group, so a group crossing nodes leaves each node through one "
-               "NIC, not the k NICs NCCL's channels spread over");
+               "NIC, not the k NICs NCCL's channels spread over, and none holding SMs beside the compute as NCCL's "
+               "channels do");
   app.add_flag("--engine-kernels", a.engine_kernels,
                "the streaming kernels as mdtp's own engine launches them (each LayerNorm as five kernels, bias adds, "
                "bias-gradient sums and residual adds apart, its cross-entropy and optimizer kernels), what a "

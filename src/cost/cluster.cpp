@@ -26,13 +26,16 @@ ClusterLink read_link(const JsonFields& links, const std::string& key) {
   l.alpha = r.number("alpha", 0.0, 1.0);
   l.bandwidth = r.number("bandwidth", 0.0, 1e15);
   l.efficiency = r.number("efficiency", 0.0, 1.0);
+  if (r.has("channel_bandwidth")) l.channel_bandwidth = r.number("channel_bandwidth", 0.0, 1e15);
   l.source = r.text("source");
   return l;
 }
 
 json link_json(const ClusterLink& l) {
-  return {{"kind", l.kind}, {"alpha", l.alpha}, {"bandwidth", l.bandwidth}, {"efficiency", l.efficiency},
-          {"source", l.source}};
+  json j = {{"kind", l.kind}, {"alpha", l.alpha}, {"bandwidth", l.bandwidth}, {"efficiency", l.efficiency},
+            {"source", l.source}};
+  if (l.channel_bandwidth > 0) j["channel_bandwidth"] = l.channel_bandwidth;
+  return j;
 }
 
 }  // namespace
@@ -175,6 +178,7 @@ Cluster at_data_sheet(Cluster cluster) {
     if (!link) continue;
     link->alpha = 0.0;
     link->efficiency = 1.0;
+    link->channel_bandwidth = 0.0;  // collectives beside compute take none of its SMs
   }
   // In-switch reduction: each GPU sends its S to the switch and receives the sum over its own NVLink.
   if (cluster.nvls) cluster.nvls->params = {0.0, cluster.intra_node.bandwidth};
@@ -191,6 +195,8 @@ TimeModel cluster_time_model(const Cluster& c) {
   m.algorithms.nccl = c.nccl_algorithms;
   if (c.nvls) m.nvls = c.nvls->params;
   m.nics_per_node = c.nics_per_node;
+  for (const auto& [link_class, link] : {std::pair{LinkClass::intra_node, &c.intra_node}, std::pair{LinkClass::inter_node, &c.inter_node}})
+    if (link->channel_bandwidth > 0) m.channel_bandwidth[link_class] = link->channel_bandwidth;
   return m;
 }
 
@@ -217,7 +223,7 @@ Cluster cluster_from_calibration(const Calibration& calibration, const DeclaredD
     auto it = calibration.links.find(lc);
     require(it != calibration.links.end() && it->second.beta > 0, "the calibration has no α-β for ",
             link_class_name(lc), " links");
-    return ClusterLink{kind, it->second.alpha, 1.0 / it->second.beta, 1.0, "mdtp calibrate"};
+    return ClusterLink{kind, it->second.alpha, 1.0 / it->second.beta, 1.0, 0.0, "mdtp calibrate"};
   };
   c.intra_node = link_of(LinkClass::intra_node, "calibrated");
   c.inter_node = calibration.links.count(LinkClass::inter_node) ? link_of(LinkClass::inter_node, "calibrated")

@@ -41,6 +41,10 @@
 //   links.intra_node, links.inter_node (links.pcie optional)
 //                                    α (s), unidirectional bandwidth per GPU (B/s) and the
 //                                    fraction of it a large collective reaches: β = 1/(bw·eff)
+//   links.*.channel_bandwidth (opt.) NCCL's bandwidth per channel on that link (its topology
+//                                    search's speed): with gpu.sm_count, how many SMs an NCCL
+//                                    collective holds while compute runs beside it
+//                                    (collective_sms.hpp); absent: none counted
 //   links.intra_node.nvls (optional) the switch's NVLink SHARP: its all-reduce's α and algorithm
 //                                    bandwidth (time_model.hpp NvlsParams), with their source
 //   host (optional)                  the node's CPU memory: bandwidth (B/s, the node's sockets
@@ -68,6 +72,8 @@ struct ClusterLink {
   double alpha = 0.0;       // s per message
   double bandwidth = 0.0;   // B/s, unidirectional, per GPU
   double efficiency = 1.0;  // fraction of `bandwidth` a large collective reaches
+  // NCCL's bandwidth per channel on this link (collective_sms.hpp); 0: not given, no SMs counted.
+  double channel_bandwidth = 0.0;
   std::string source;
   LinkParams params() const { return {alpha, 1.0 / (bandwidth * efficiency)}; }
 };

@@ -18,8 +18,8 @@ class Planner {
   Planner(const Geometry& g, std::vector<PlannedCall>& out) : g_(g), out_(out) {}
 
   void call(const std::string& phase, const std::string& group, CollectiveOp op, std::int64_t elements,
-            DType dtype) {
-    out_.push_back(PlannedCall{phase, group, op, g_.group_size(group), elements, dtype, weight_pass_});
+            DType dtype, bool input_regather = false) {
+    out_.push_back(PlannedCall{phase, group, op, g_.group_size(group), elements, dtype, weight_pass_, input_regather});
   }
   bool alone(const std::string& group) const { return g_.group_size(group) == 1; }
 
@@ -95,7 +95,8 @@ class Planner {
       case LinearKind::serial:
       case LinearKind::row_1d: return;
       case LinearKind::column_1d:
-        if (g_.sequence_parallel()) call(phase::backward, group::tp, CollectiveOp::all_gather, B * K, dt);  // X again
+        if (g_.sequence_parallel())
+          call(phase::backward, group::tp, CollectiveOp::all_gather, B * K, dt, /*input_regather=*/true);  // X again
         return;
       case LinearKind::summa:
         if (alone("tp.row")) return;

@@ -54,6 +54,10 @@ struct PlannedCall {
   // can run apart from the backward-input pass; the ledger records it under phase "backward"
   // all the same.  1d-sp's re-gather of X stays with B (layer_costs.hpp).
   bool weight_pass = false;
+  // 1d-sp's all-gather of X again for the weight gradient (the activation is kept sharded), which
+  // Transformer Engine overlaps on SMs where the other all-gathers use copy engines
+  // (collective_sms.hpp).
+  bool input_regather = false;
 };
 
 // What runs in one step of an experiment.

@@ -48,7 +48,9 @@ void add_kernels(UnitCosts& unit, const UnitKernels& kernels, const Cluster& clu
 
 void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topology& topology, const TimeModel& model) {
   for (const auto& call : calls) {
-    pass.comm_seconds += predict_call(call, topology, model).seconds;
+    const double seconds = predict_call(call, topology, model).seconds;
+    pass.comm_seconds += seconds;
+    if (call.op == CollectiveOp::reduce_scatter || call.input_regather) pass.comm_on_sms_seconds += seconds;
     pass.comm_bytes += static_cast<double>(call.elements) * static_cast<double>(dtype_size(call.dtype));
   }
 }

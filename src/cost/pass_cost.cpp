@@ -9,6 +9,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   stream_seconds += o.stream_seconds;
   comm_bytes += o.comm_bytes;
   comm_seconds += o.comm_seconds;
+  comm_on_sms_seconds += o.comm_on_sms_seconds;
   return *this;
 }
 
@@ -20,6 +21,7 @@ PassCost PassCost::scaled(double f) const {
   p.stream_seconds *= f;
   p.comm_bytes *= f;
   p.comm_seconds *= f;
+  p.comm_on_sms_seconds *= f;
   return p;
 }
 

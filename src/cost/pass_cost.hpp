@@ -9,6 +9,9 @@ struct PassCost {
   double gemm_flops = 0.0, gemm_seconds = 0.0;
   double stream_bytes = 0.0, stream_seconds = 0.0;
   double comm_bytes = 0.0, comm_seconds = 0.0;  // tensor-parallel collectives (logical bytes)
+  // Of comm_seconds, the collectives Transformer Engine's userbuffers overlap runs on SMs: every
+  // reduce-scatter and 1d-sp's re-gather of X (collective_sms.hpp).
+  double comm_on_sms_seconds = 0.0;
   double compute_seconds() const { return gemm_seconds + stream_seconds; }
   double seconds() const { return compute_seconds() + comm_seconds; }
   PassCost& operator+=(const PassCost& o);

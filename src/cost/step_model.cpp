@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "cost/collective_sms.hpp"
+#include "cost/chunked_overlap.hpp"
 #include "cost/gpt_step_comm.hpp"
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
@@ -46,12 +48,24 @@ struct StageWork {
   double comm() const { return forward.comm_seconds + backward_input.comm_seconds + backward_weight.comm_seconds; }
 };
 
-// A unit's pass as it runs: with --tp-comm-overlap (1D-SP only) its TP collectives hidden under
-// its own GEMMs (chunked all-gather+GEMM and GEMM+reduce-scatter), only what outlasts them exposed.
-PassCost as_run(const PassCost& pass, const StepConfig& c) {
+// A unit's pass as it runs, its TP collectives beside `window` more seconds of GEMMs than its own
+// (the weight-gradient GEMMs, under 1D's asynchronous backward collectives; else 0).  With
+// --tp-comm-overlap (1D-SP only) they run in chunks under the pass's own GEMMs too (Transformer
+// Engine's userbuffers).  What outlasts the GEMMs is exposed; while they run beside them, the SMs
+// their kernels hold are lost to the GEMMs (collective_sms.hpp): TE's 16 for the reduce-scatters
+// and the re-gather of X, NCCL's channels for 1D's asynchronous collectives.  comm_seconds is then
+// what the collectives cost the step, both parts.
+PassCost as_run(const PassCost& pass, const StepConfig& c, const Cluster& cluster, int tp_channel_sms,
+                double window = 0.0) {
   PassCost p = pass;
-  if (c.overlap.tp_comm && is_sequence_parallel(c.spec.layout.mode))
-    p.comm_seconds = std::max(0.0, p.comm_seconds - p.gemm_seconds);
+  const bool userbuffers = c.overlap.tp_comm && is_sequence_parallel(c.spec.layout.mode);
+  if (userbuffers) window += p.gemm_seconds;
+  if (window <= 0.0 || p.comm_seconds <= 0.0) return p;
+  const double hidden = std::min(p.comm_seconds, window);
+  const double held = userbuffers ? sm_held_seconds(hidden * p.comm_on_sms_seconds / p.comm_seconds, kUserbufferSms,
+                                                    cluster.sm_count)
+                                  : sm_held_seconds(hidden, tp_channel_sms, cluster.sm_count);
+  p.comm_seconds = p.comm_seconds - hidden + held;
   return p;
 }
 
@@ -74,24 +88,24 @@ bool stands_for_stages(const StepConfig& c, int r) {
 
 // One micro-batch's work on stage r: its blocks (with what recomputation adds before backward),
 // the embedding on the first stage, the head on the last.
-StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, const Cluster& cluster) {
+StageWork stage_work(const StepConfig& c, const LayerCosts& costs, int stage, const Cluster& cluster,
+                     int tp_channel_sms) {
   // Under DualPipe each chunk runs half the micro-batches: per micro-batch, half of both.
   const double share = c.chunk_share();
   const double L = static_cast<double>(c.stage_blocks(stage)) * share;
+  auto run = [&](const PassCost& pass, double window = 0.0) { return as_run(pass, c, cluster, tp_channel_sms, window); };
   StageWork w;
-  w.forward = as_run(costs.block.forward, c).scaled(L);
-  w.backward_input = as_run(costs.block.recompute(c.effective_recompute()), c).scaled(L);
-  PassCost block_backward = as_run(costs.block.backward_input, c);
+  w.forward = run(costs.block.forward).scaled(L);
+  w.backward_input = run(costs.block.recompute(c.effective_recompute())).scaled(L);
   const bool one_d = is_megatron_1d(c.spec.layout.mode);
-  if (one_d && c.overlap.tp_backward && weight_pass_with_backward(c))
-    block_backward.comm_seconds = std::max(0.0, block_backward.comm_seconds - costs.block.backward_weight.gemm_seconds);
-  w.backward_input += block_backward.scaled(L);
-  w.backward_weight = as_run(costs.block.backward_weight, c).scaled(L);
+  const bool async_backward = one_d && c.overlap.tp_backward && weight_pass_with_backward(c);
+  w.backward_input += run(costs.block.backward_input, async_backward ? costs.block.backward_weight.gemm_seconds : 0.0).scaled(L);
+  w.backward_weight = run(costs.block.backward_weight).scaled(L);
   for (const UnitCosts* unit : {c.holds_embedding(stage) ? &costs.embedding : nullptr, c.holds_head(stage) ? &costs.head : nullptr}) {
     if (unit == nullptr) continue;
-    w.forward += as_run(unit->forward, c).scaled(share);
-    w.backward_input += as_run(unit->backward_input, c).scaled(share);
-    w.backward_weight += as_run(unit->backward_weight, c).scaled(share);
+    w.forward += run(unit->forward).scaled(share);
+    w.backward_input += run(unit->backward_input).scaled(share);
+    w.backward_weight += run(unit->backward_weight).scaled(share);
   }
   // mdtp's engine runs its own three cross-entropy kernels (engine_kernels.hpp), not Megatron's.
   if (!c.cross_entropy_fusion && !c.engine_kernels && c.holds_head(stage)) {
@@ -175,13 +189,15 @@ GroupSpan stage_pair(const GroupSpan& pp) { return {.link = pp.link, .ranks_per_
 // How long unit `unit`'s pass in `direction` runs on a rank — its kernels and TP collectives; a
 // block's backward with what recomputation adds and its weight gradients — the time a prefetch
 // started with it has to hide under (ZeRO-3, below).
-double unit_pass_seconds(const StepConfig& c, const LayerCosts& costs, int unit, int direction) {
+double unit_pass_seconds(const StepConfig& c, const LayerCosts& costs, int unit, int direction, const Cluster& cluster,
+                         int tp_channel_sms) {
   const int head = static_cast<int>(c.spec.model.layers) + 1;
   const bool block = unit != 0 && unit != head;
   const UnitCosts& u = unit == 0 ? costs.embedding : unit == head ? costs.head : costs.block;
-  if (direction > 0) return as_run(u.forward, c).seconds();
-  double t = as_run(u.backward_input, c).seconds() + as_run(u.backward_weight, c).seconds();
-  if (block) t += as_run(costs.block.recompute(c.effective_recompute()), c).seconds();
+  auto run = [&](const PassCost& pass) { return as_run(pass, c, cluster, tp_channel_sms).seconds(); };
+  if (direction > 0) return run(u.forward);
+  double t = run(u.backward_input) + run(u.backward_weight);
+  if (block) t += run(costs.block.recompute(c.effective_recompute()));
   return t;
 }
 
@@ -278,13 +294,14 @@ struct PricedStages {
   StageTimes mean;             // the pipeline's mean passes (fill and drain), before ZeRO-3's waits
 };
 
-PricedStages priced_stages(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster) {
+PricedStages priced_stages(const StepConfig& c, const LayerCosts& costs, const Cluster& cluster,
+                           int tp_channel_sms) {
   const int pp = c.spec.layout.pp;
   const bool even = c.spec.layout.pp_layers.empty();
   PricedStages s;
   for (int r = 0; r < pp; ++r)
     if (stands_for_stages(c, r)) {
-      s.work.push_back(stage_work(c, costs, r, cluster));
+      s.work.push_back(stage_work(c, costs, r, cluster, tp_channel_sms));
       s.weight.push_back(even && r == 1 && pp > 2 ? pp - 2 : 1);
     }
   auto mean_of = [&](auto pick) {
@@ -307,7 +324,8 @@ PricedStages priced_stages(const StepConfig& c, const LayerCosts& costs, const C
 // plan/schedule_sim.hpp).  Per micro-batch and priced stage (forward, backward_input): it
 // lengthens that stage's passes, so it counts in the steady state and in the fill and drain alike.
 std::vector<StageTimes> zero3_gather_waits(const StepConfig& c, const LayerCosts& costs, const PricedStages& stages,
-                                           const Zero3Timeline& zero3_gathers) {
+                                           const Zero3Timeline& zero3_gathers, const Cluster& cluster,
+                                           int tp_channel_sms) {
   std::vector<StageTimes> gather_wait(stages.work.size());
   if (zero3_gathers.passes.empty()) return gather_wait;
   require(zero3_gathers.passes.size() == stages.work.size(), "the ZeRO-3 gather timeline has ",
@@ -344,7 +362,7 @@ std::vector<StageTimes> zero3_gather_waits(const StepConfig& c, const LayerCosts
       double wait = passes[i].waited;
       if (i > 0) {
         const Zero3Pass& before = passes[i - 1];
-        double window = unit_pass_seconds(c, costs, before.unit, before.direction);
+        double window = unit_pass_seconds(c, costs, before.unit, before.direction, cluster, tp_channel_sms);
         if (before.ahead > window && before.action != passes[i].action) window += idle_after(r, before.action);
         wait += std::max(0.0, before.ahead - window);
       }
@@ -384,8 +402,10 @@ PipelineSends pipeline_sends(const StepConfig& c, const LayerCosts& costs, const
 // The data-parallel side of the step, exposed time and bytes: ZeRO-3's gathers before forward and
 // backward of every micro-batch, or once per step when kept (each call's buffer the full stage, as
 // the ledger counts an all-gather; their waits from zero3_gather_waits), the gradient reduction
-// once per step under the last micro-batch's backward, or with zero_reduce_per_micro_batch under
-// each micro-batch's, and ZeRO-1/2's updated parameters all-gathered.
+// once per step under the last micro-batch's backward (chunk by chunk under the interleaved
+// schedule: chunked_overlap.hpp), or with zero_reduce_per_micro_batch under each micro-batch's, and
+// ZeRO-1/2's updated parameters all-gathered (under the first forward).  What runs beside
+// compute costs it, as well, the SMs its NCCL channels hold meanwhile (collective_sms.hpp).
 struct DataParallelCost {
   double exposed = 0.0;
   double bytes = 0.0;
@@ -393,7 +413,7 @@ struct DataParallelCost {
 
 DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowest, double zero3_waits,
                                     double stage_params, const Placement& placement, const TimeModel& model,
-                                    const OffloadCost& offload) {
+                                    const OffloadCost& offload, int sm_count) {
   const double delta = static_cast<double>(dtype_size(c.dtype()));
   const double g = static_cast<double>(dtype_size(c.grad_dtype()));
   const double mb = static_cast<double>(c.microbatches());
@@ -401,6 +421,16 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
   DataParallelCost d;
   d.exposed = mb * zero3_waits;
   const double backward = slowest.backward_input.seconds() + slowest.backward_weight.seconds();
+  // The compute lost to the channels of a collective running beside `window` seconds of it.
+  const int channel_sms = nccl_channel_sms(placement.dp, model);
+  auto held = [&](double collective, double window) {
+    return sm_held_seconds(std::min(collective, window), channel_sms, sm_count);
+  };
+  // Chunk by chunk under Megatron's interleaved schedule (chunked_exposure); else one chunk.
+  const bool interleaved = c.spec.layout.schedule == ScheduleKind::interleaved && c.spec.layout.chunks > 1;
+  const int chunks = interleaved ? c.spec.layout.chunks : 1;
+  const int group = static_cast<int>(
+      std::min<std::int64_t>(c.spec.layout.group_size > 0 ? c.spec.layout.group_size : c.spec.layout.pp, c.microbatches()));
   // What one micro-batch's reduction leaves beyond its backward, with ZeRO-Offload's copies of the
   // shard on the reduction's stream after it (offload_cost.hpp): each micro-batch's accumulation
   // through the host, the last one's gradients to the host as well.
@@ -418,7 +448,7 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
     if (reduction_in_zero3) {
       const double scatter = seconds(CollectiveOp::reduce_scatter, dp, stage_params * g, c.grad_dtype(), placement.dp,
                                      model);
-      d.exposed += per_micro_batch_exposed(scatter, 0.0);
+      d.exposed += per_micro_batch_exposed(scatter, 0.0) + mb * held(scatter, backward);
     }
   }
   // ZeRO-Offload copies the shard to the host on the reduction's stream even at dp 1, where
@@ -432,9 +462,15 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
           dp > 1 ? seconds(reduce, dp, std::min(grad_bytes, c.overlap.bucket_bytes), c.grad_dtype(), placement.dp,
                            model)
                  : 0.0;
-      d.exposed += c.spec.zero.reduce_per_micro_batch
-                       ? per_micro_batch_exposed(reduction, last_bucket)
-                       : std::max(last_bucket, reduction + offload.gradients_out - backward);
+      if (c.spec.zero.reduce_per_micro_batch) {
+        d.exposed += per_micro_batch_exposed(reduction, last_bucket) + mb * held(reduction, backward);
+      } else {
+        // Once per step, under the last micro-batch's backward; with ZeRO-Offload, whose copies to the
+        // host follow on the reduction's stream, as one chunk.
+        const double left = std::max(last_bucket, chunked_exposure(reduction + offload.gradients_out, backward,
+                                                                     c.spec.zero.offload ? 1 : chunks, group));
+        d.exposed += left + sm_held_seconds(reduction - std::clamp(left, 0.0, reduction), channel_sms, sm_count);
+      }
     } else {
       // After the backward: the reductions and the offload's copies wait in full.
       d.exposed += (c.spec.zero.reduce_per_micro_batch ? mb : 1.0) * (reduction + offload.accumulation) +
@@ -442,8 +478,10 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
     }
     if (dp > 1 && (zero == 1 || zero == 2)) {
       const double gather = seconds(CollectiveOp::all_gather, dp, stage_params * delta, c.dtype(), placement.dp, model);
-      // --overlap-param-gather: under the next step's first forward.
-      d.exposed += c.overlap.param_gather ? std::max(0.0, gather - slowest.forward.seconds()) : gather;
+      // --overlap-param-gather: under the next step's first forward, a bucket ahead of its first use
+      // (chunked_overlap.hpp: not chunk by chunk).
+      const double left = std::clamp(gather - slowest.forward.seconds(), 0.0, gather);
+      d.exposed += c.overlap.param_gather ? left + sm_held_seconds(gather - left, channel_sms, sm_count) : gather;
     }
   }
   if (dp > 1) {
@@ -499,8 +537,9 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
 
   // Every priced stage's micro-batch with ZeRO-3's waits: the slowest sets the steady state, the
   // mean the fill and drain.
-  const PricedStages stages = priced_stages(c, costs, cluster);
-  const std::vector<StageTimes> gather_wait = zero3_gather_waits(c, costs, stages, zero3_gathers);
+  const int tp_channel_sms = nccl_channel_sms(placement.tp, model);
+  const PricedStages stages = priced_stages(c, costs, cluster, tp_channel_sms);
+  const std::vector<StageTimes> gather_wait = zero3_gather_waits(c, costs, stages, zero3_gathers, cluster, tp_channel_sms);
   auto waits = [](const StageTimes& t) { return t.forward + t.backward_input; };
   std::size_t slowest_index = 0;
   for (std::size_t k = 1; k < stages.work.size(); ++k)
@@ -557,7 +596,7 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   const OffloadCost offload =
       c.spec.zero.offload ? offload_cost(c, stage_params / c.spec.layout.dp, cluster) : OffloadCost{};
   const DataParallelCost dp = data_parallel_cost(c, slowest, waits(gather_wait[slowest_index]), stage_params,
-                                                 placement, model, offload);
+                                                 placement, model, offload, cluster.sm_count);
   e.time.dp_comm = dp.exposed;
   e.traffic.dp_bytes = dp.bytes;
   e.traffic.pcie_bytes = offload.pcie_bytes;

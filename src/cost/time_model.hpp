@@ -146,6 +146,9 @@ struct TimeModel {
   int nics_per_node = 1;
   // The NVSwitch's NVLink SHARP, where the cluster has it (cluster.hpp `links.intra_node.nvls`).
   std::optional<NvlsParams> nvls;
+  // NCCL's bandwidth per channel on each link class, where the cluster gives it (cluster.hpp
+  // `links.*.channel_bandwidth`): how many SMs a collective holds (collective_sms.hpp).
+  std::map<LinkClass, double> channel_bandwidth;
 
   // The link a group crossing nodes with `nics` NICs per node in parallel sees: the inter-node
   // link's latency, min(nics x its bandwidth, the intra-node bandwidth).  The link class's own

@@ -259,12 +259,14 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   CHECK(goal_misses(v).empty());
 }
 
-// The H100 table: every row within 25 %, the mean 0.1 point over its bound of 10 % since the
-// attention kernel's rate is counted as its benchmarks count it (docs/performance-model.md, "The H100
-// table"): that is the table's one miss. Its rows are nine models, so the order condition does not
-// apply, and their order across the table (Spearman 0.53, 10 of 12 pairs: reported, not held) is not
-// the model's strength here; the docs say row by row where.
-TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, the mean its one miss, by 0.1 point",
+// The H100 table, with the overlaps as Megatron runs them (collective_sms.hpp, chunked_overlap.hpp):
+// every row within 25 %, the mean 0.2 point over its bound of 10 %, the table's one miss
+// (docs/performance-model.md, "The H100 table"). The model's compute is 13-20 % fast on every row
+// whose step is nearly all compute (1.7B, 7.1B, 119B, 462B; the strong scaling's 96 GPUs); the
+// data-parallel time of the 32B row and of the interleaved ones partly offsets it. Its rows are nine
+// models, so the order condition does not apply, and their order across the table is reported, not
+// held.
+TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, the mean its one miss",
           "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100"), load_cluster(find_cluster("dgx-h100")));
   REQUIRE(v.rows.size() == 9);
@@ -272,10 +274,10 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, th
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
-  CHECK(v.mean_abs_error <= 0.102);
+  CHECK(v.mean_abs_error <= 0.103);
   CHECK(v.models.size() == 9);
   CHECK_FALSE(order_held(v));
-  for (const std::string& miss : goal_misses(v)) CHECK(miss.rfind("mean |error| 10.1% > 10%", 0) == 0);
+  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 10.2% > 10%"});
   CHECK(v.across.runs == 9);
   CHECK(v.across.distinct_pairs > 0);
 }
@@ -283,8 +285,8 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, th
 // The README's strong scaling of one model (177B, batch 1,152) from 96 to 4,608 H100s, read off its
 // figure: eight configurations of one model, so the goal's order condition applies, and it is held
 // (Spearman 1.0, the 3 pairs measured more than 10 % apart in order). The errors are not: at 96 GPUs,
-// all compute, the model is 22 % fast, and its loss with scale (bubble and data-parallel time) is
-// steeper than measured; the mean, 14.0 %, is the table's one miss (docs/performance-model.md).
+// all compute, the model is 20 % fast, and its loss with scale (the bubble of the assumed v = 2 above
+// all) is steeper than measured; the mean, 12.6 %, is the table's one miss (docs/performance-model.md).
 TEST_CASE("the Megatron-LM H100 strong scaling: one model's eight configurations kept in order, worst within 25 %",
           "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100-strong"), load_cluster(find_cluster("dgx-h100")));
@@ -304,8 +306,8 @@ TEST_CASE("the Megatron-LM H100 strong scaling: one model's eight configurations
   CHECK(v.models[0].order.distinct_pairs == 3);
   CHECK(v.models[0].order.distinct_pairs_ordered == 3);
   CHECK(order_held(v));
-  CHECK(v.mean_abs_error <= 0.145);
-  for (const std::string& miss : goal_misses(v)) CHECK(miss.rfind("mean |error| 14.0% > 10%", 0) == 0);
+  CHECK(v.mean_abs_error <= 0.13);
+  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 12.6% > 10%"});
 }
 
 TEST_CASE("the prediction goal: each miss named with its figure; the order held within a model from five "

@@ -17,6 +17,7 @@ mdtp_add_mpi_test(cost_step SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cluster.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_planner.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_recompute_model.cpp
                                     ${CMAKE_CURRENT_LIST_DIR}/test_summa_pipeline.cpp
+                                    ${CMAKE_CURRENT_LIST_DIR}/test_overlap_costs.cpp
                   RANKS 1 LABELS cost LIBS mdtp_lib TIMEOUT 600)
 
 # `mdtp plan --json` and `mdtp cost --json`: one configuration (cost's GPT-step form), a search with
