@@ -13,6 +13,10 @@ int nccl_channel_sms(const GroupSpan& span, const TimeModel& model) {
   return std::min(kNcclMaxChannels, 2 * searched);
 }
 
+bool userbuffers_hold_sms(const PlannedCall& call) {
+  return call.op == CollectiveOp::reduce_scatter || call.input_regather;
+}
+
 double sm_held_seconds(double concurrent_seconds, int sms, int sm_count) {
   if (sm_count <= 0 || sms <= 0 || concurrent_seconds <= 0) return 0.0;
   return concurrent_seconds * static_cast<double>(std::min(sms, sm_count)) / static_cast<double>(sm_count);

@@ -21,13 +21,18 @@
 // reduce-scatter of qkv and fc1 backward; copy engines for the "ring exchange" all-gathers of
 // qkv and fc1 forward and of proj and fc2 backward (`use_ce`).  So, of 1D-SP's collectives, every
 // reduce-scatter and the backward's re-gather of X hold SMs, the other all-gathers none
-// (PassCost::comm_on_sms_seconds).
+// (userbuffers_hold_sms, summed into PassCost::comm_on_sms_seconds).
+#include "cost/cost_model.hpp"
 #include "cost/time_model.hpp"
 
 namespace mdtp::cost {
 
 inline constexpr int kNcclMaxChannels = 32;  // NCCL's MAXCHANNELS; Hopper's default max_ctas
 inline constexpr int kUserbufferSms = 16;    // Transformer Engine's userbuffers `num_sm` default
+
+// Whether Transformer Engine's userbuffers run this 1D-SP collective as an SM kernel ("pipeline",
+// "bulk": every reduce-scatter and the re-gather of X), not on the copy engines ("ring exchange").
+bool userbuffers_hold_sms(const PlannedCall& call);
 
 // The SMs an NCCL collective on a group spread as `span` holds: 2⌈B/b⌉, at most 32; 0 where the
 // model has no channel bandwidth for the span's link class.

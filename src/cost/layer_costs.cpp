@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "cost/attention_core.hpp"
+#include "cost/collective_sms.hpp"
 #include "cost/compute_model.hpp"
 #include "cost/engine_kernels.hpp"
 #include "cost/geometry.hpp"
@@ -50,7 +51,7 @@ void add_calls(PassCost& pass, const std::vector<PlannedCall>& calls, const Topo
   for (const auto& call : calls) {
     const double seconds = predict_call(call, topology, model).seconds;
     pass.comm_seconds += seconds;
-    if (call.op == CollectiveOp::reduce_scatter || call.input_regather) pass.comm_on_sms_seconds += seconds;
+    if (userbuffers_hold_sms(call)) pass.comm_on_sms_seconds += seconds;
     pass.comm_bytes += static_cast<double>(call.elements) * static_cast<double>(dtype_size(call.dtype));
   }
 }

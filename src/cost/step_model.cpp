@@ -421,11 +421,9 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
   DataParallelCost d;
   d.exposed = mb * zero3_waits;
   const double backward = slowest.backward_input.seconds() + slowest.backward_weight.seconds();
-  // The compute lost to the channels of a collective running beside `window` seconds of it.
+  // The compute lost to the channels of a collective for the `hidden` seconds it runs beside it.
   const int channel_sms = nccl_channel_sms(placement.dp, model);
-  auto held = [&](double collective, double window) {
-    return sm_held_seconds(std::min(collective, window), channel_sms, sm_count);
-  };
+  auto held = [&](double hidden) { return sm_held_seconds(hidden, channel_sms, sm_count); };
   // Chunk by chunk under Megatron's interleaved schedule (chunked_exposure); else one chunk.
   const bool interleaved = c.spec.layout.schedule == ScheduleKind::interleaved && c.spec.layout.chunks > 1;
   const int chunks = interleaved ? c.spec.layout.chunks : 1;
@@ -448,7 +446,7 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
     if (reduction_in_zero3) {
       const double scatter = seconds(CollectiveOp::reduce_scatter, dp, stage_params * g, c.grad_dtype(), placement.dp,
                                      model);
-      d.exposed += per_micro_batch_exposed(scatter, 0.0) + mb * held(scatter, backward);
+      d.exposed += per_micro_batch_exposed(scatter, 0.0) + mb * held(std::min(scatter, backward));
     }
   }
   // ZeRO-Offload copies the shard to the host on the reduction's stream even at dp 1, where
@@ -463,13 +461,13 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
                            model)
                  : 0.0;
       if (c.spec.zero.reduce_per_micro_batch) {
-        d.exposed += per_micro_batch_exposed(reduction, last_bucket) + mb * held(reduction, backward);
+        d.exposed += per_micro_batch_exposed(reduction, last_bucket) + mb * held(std::min(reduction, backward));
       } else {
         // Once per step, under the last micro-batch's backward; with ZeRO-Offload, whose copies to the
         // host follow on the reduction's stream, as one chunk.
         const double left = std::max(last_bucket, chunked_exposure(reduction + offload.gradients_out, backward,
                                                                      c.spec.zero.offload ? 1 : chunks, group));
-        d.exposed += left + sm_held_seconds(reduction - std::clamp(left, 0.0, reduction), channel_sms, sm_count);
+        d.exposed += left + held(reduction - std::clamp(left, 0.0, reduction));
       }
     } else {
       // After the backward: the reductions and the offload's copies wait in full.
@@ -480,8 +478,8 @@ DataParallelCost data_parallel_cost(const StepConfig& c, const StageWork& slowes
       const double gather = seconds(CollectiveOp::all_gather, dp, stage_params * delta, c.dtype(), placement.dp, model);
       // --overlap-param-gather: under the next step's first forward, a bucket ahead of its first use
       // (chunked_overlap.hpp: not chunk by chunk).
-      const double left = std::clamp(gather - slowest.forward.seconds(), 0.0, gather);
-      d.exposed += c.overlap.param_gather ? left + sm_held_seconds(gather - left, channel_sms, sm_count) : gather;
+      const double forward = slowest.forward.seconds();
+      d.exposed += c.overlap.param_gather ? std::max(0.0, gather - forward) + held(std::min(gather, forward)) : gather;
     }
   }
   if (dp > 1) {
