@@ -42,15 +42,16 @@ int chunks_of(const PipelineConfig& c) {
 // m ≥ p or 2p, its fixed chunks, an even p for DualPipe).
 Schedule simulated_schedule(const PipelineConfig& c) {
   check_sizes(c);
-  return make_schedule(c.schedule, c.stages, c.microbatches, c.chunks);
+  return make_schedule(c.schedule, c.stages, c.microbatches, c.chunks, c.group_size);
 }
 
 // The most idle stage's idle time.  Each chunk runs 1/v of the stage's work per micro-batch (under
 // DualPipe each chunk is a whole position and runs half the micro-batches: the stage's time per
 // micro-batch is one chunk's); an overlapped F&B pair costs F + B + W (no overlap).
-double simulated_bubble_seconds(const Schedule& s, const StageTimes& t) {
+double simulated_bubble_seconds(const Schedule& s, const StageTimes& t, double transfer) {
   const double v = s.mapping == StageMapping::mirrored ? 1.0 : s.chunks;
-  const Simulation sim = simulate(s, PassTimes{t.forward / v, t.backward_input / v, t.backward_weight / v});
+  const Simulation sim =
+      simulate(s, PassTimes{t.forward / v, t.backward_input / v, t.backward_weight / v}, transfer);
   double worst = 0.0;
   for (double idle : sim.idle) worst = std::max(worst, idle);
   return worst;
@@ -63,11 +64,14 @@ void check_times(const StageTimes& t) {
 
 }  // namespace
 
-double bubble_seconds(const PipelineConfig& c, const StageTimes& t) {
-  if (simulated(c.schedule)) {
+double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double transfer) {
+  require(transfer >= 0, "a pipeline send's time must not be negative; got ", transfer, " s");
+  // The closed forms below hold for instantaneous transfers only: with a latency every schedule is
+  // simulated, since 1F1B's steady state pays it per cycle (pipeline_bubble.hpp).
+  if (simulated(c.schedule) || transfer > 0) {
     const Schedule s = simulated_schedule(c);
     check_times(t);
-    return simulated_bubble_seconds(s, t);
+    return simulated_bubble_seconds(s, t, transfer);
   }
   const int v = chunks_of(c);
   check_times(t);
@@ -82,7 +86,7 @@ static double zb_h1_share(const PipelineConfig& c) { return c.schedule == Schedu
 
 double bubble_over_ideal(const PipelineConfig& c) {
   if (simulated(c.schedule))
-    return simulated_bubble_seconds(simulated_schedule(c), StageTimes{1.0, 1.0, 1.0}) / (3.0 * c.microbatches);
+    return simulated_bubble_seconds(simulated_schedule(c), StageTimes{1.0, 1.0, 1.0}, 0.0) / (3.0 * c.microbatches);
   const int v = chunks_of(c);
   return zb_h1_share(c) * (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
 }

@@ -40,7 +40,17 @@ struct StageTimes {
 };
 // The bubble in seconds: (p−1)(T_F+T_B+T_W) for GPipe and 1F1B, divided by v for interleaved
 // (each chunk is 1/v of the stage), (p−1)(T_F+T_B−T_W) for ZB-H1 (never below 0).
-double bubble_seconds(const PipelineConfig& config, const StageTimes& times);
+// `transfer`: the seconds one send between virtual stages takes where the sends run beside the
+// compute (asynchronous, overlapped): no stage waits to send, but a pass still waits for its input
+// to arrive, so the schedule is simulated with each dependency delayed by it (schedule_sim.hpp).
+// GPipe then idles 2(p − 1)·transfer more and interleaved, in Megatron's groups of N = p
+// micro-batches, 2(p·v − 1)·transfer — the first micro-batch's forward crosses each of the
+// p·v − 1 virtual-stage boundaries once and the last one's backward once more (stage 0 wraps to
+// its next chunk just as the group's first micro-batch would be back: a group of N > p leaves
+// N − p passes of slack there); their steady state has slack for them.  1F1B pays more: its steady
+// state has none for the round trip, so it waits again in every cycle.  0: sends that block (their
+// time already in `times`) or cost nothing.
+double bubble_seconds(const PipelineConfig& config, const StageTimes& times, double transfer = 0.0);
 // Idle time as a fraction of the whole step.
 double bubble_fraction_of_total(const PipelineConfig& config);
 // Per stage r = 0 … p−1: micro-batch forwards (interleaved: chunk passes) whose activations are

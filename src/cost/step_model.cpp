@@ -376,6 +376,7 @@ std::vector<StageTimes> zero3_gather_waits(const StepConfig& c, const LayerCosts
 // gradient backward (with Megatron's scatter/gather, 1/t of it sent and all-gathered on arrival);
 // and the bytes of the step.
 struct PipelineSends {
+  double hop = 0.0;      // one boundary crossed: the send (and the all-gather on arrival)
   double seconds = 0.0;  // per micro-batch, before any overlap
   double bytes = 0.0;    // per step
 };
@@ -387,13 +388,13 @@ PipelineSends pipeline_sends(const StepConfig& c, const LayerCosts& costs, const
   const double delta = static_cast<double>(dtype_size(c.dtype()));
   const bool scatter_gather = c.pipeline_sends_scattered();
   const double bytes = costs.boundary_elements * delta / (scatter_gather ? c.spec.layout.tp : 1);
-  double one = seconds(CollectiveOp::send, 2, bytes, c.dtype(), placement.pp, model);
+  sends.hop = seconds(CollectiveOp::send, 2, bytes, c.dtype(), placement.pp, model);
   if (scatter_gather)
-    one += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(), placement.tp,
-                   model);
+    sends.hop += seconds(CollectiveOp::all_gather, c.spec.layout.tp, costs.boundary_elements * delta, c.dtype(),
+                         placement.tp, model);
   // Chunk passes per micro-batch and stage: v, but 1 under DualPipe (each route half the batch).
   const double chunk_passes = c.spec.layout.chunks * c.chunk_share();
-  sends.seconds = 2.0 * chunk_passes * one;
+  sends.seconds = 2.0 * chunk_passes * sends.hop;
   // Per micro-batch and chunk: the shard sent and received forward, its gradient backward.
   sends.bytes = static_cast<double>(c.microbatches()) * chunk_passes * 4.0 * bytes;
   return sends;
@@ -564,7 +565,9 @@ StepEstimate estimate_validated_step(const StepConfig& c, const LayerCosts& cost
   // B (GPipe, 1F1B, interleaved), the drain waits for each stage's backward-input pass only.  ZB-H1
   // and the simulated schedules place W themselves.
   if (c.overlap.input_gradient_first && weight_pass_with_backward(c)) fill.backward_weight = 0.0;
-  e.time.bubble = pp > 1 ? bubble_seconds(pipeline, fill) : 0.0;
+  // Overlapped sends block no stage, but each pass still waits for its input to arrive: the
+  // schedule's dependency chain carries every send (pipeline_bubble.hpp).
+  e.time.bubble = pp > 1 ? bubble_seconds(pipeline, fill, c.overlap.pp_p2p ? sends.hop : 0.0) : 0.0;
 
   // The slowest stage's kernels of one step, by class; compute is their sum (ComputeSplit).
   const PassCost per_step = slowest.total().scaled(mb);

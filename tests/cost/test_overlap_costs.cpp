@@ -153,3 +153,28 @@ TEST_CASE("overlapped data-parallel collectives cost the SMs their channels hold
     CHECK(held.time.compute == Approx(free.time.compute).epsilon(1e-12));
   }
 }
+
+TEST_CASE("overlapped pipeline sends leave the steady state but stay on the pipeline's critical path",
+          "[cost][overlap]") {
+  // A 16-layer model on 4 stages of one H100 node each (the sends cross nodes), interleaved v 2.
+  // Blocking sends cost every micro-batch 2v of them and the fill and drain 2(p − 1); overlapped
+  // ones cost the micro-batches nothing, and the bubble the 2(p·v − 1) crossings of the first
+  // forward and the last backward (pipeline_bubble.hpp): 2p(v − 1) more than the blocking bubble's.
+  StepConfig c = zero1_step(ModelShape{16, 4096, 32, 2048, 51200}, 64, TpMode::d1_sp, 8, 4, 2);
+  c.spec.layout.schedule = ScheduleKind::interleaved;
+  c.spec.layout.chunks = 2;
+  StepConfig overlapped = c;
+  overlapped.overlap.pp_p2p = true;
+  c.overlap.pp_p2p = false;
+  const StepEstimate blocking = estimate_step(c, dgx_h100()), hidden = estimate_step(overlapped, dgx_h100());
+  REQUIRE(blocking.placement.pp.link == LinkClass::inter_node);
+  const int p = 4, v = 2;
+  const double m = static_cast<double>(blocking.microbatches);
+  // The sends' share of the blocking step's pipeline time, one by one (the rest, the tied
+  // embedding's gradient sum between the first and last stage, is the same in both).
+  const double hop = (blocking.time.pp_comm - hidden.time.pp_comm) / (2 * v * m);
+  CHECK(hop > 0);
+  CHECK(hidden.time.bubble - blocking.time.bubble == Approx(2 * p * (v - 1) * hop).epsilon(1e-9));
+  CHECK(hidden.traffic.pp_bytes == blocking.traffic.pp_bytes);
+  CHECK(hidden.step_seconds < blocking.step_seconds);
+}

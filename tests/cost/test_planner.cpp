@@ -259,14 +259,14 @@ TEST_CASE("Korthikanti et al. 2022 with nothing fitted: mean within 10 %, worst 
   CHECK(goal_misses(v).empty());
 }
 
-// The H100 table, with the overlaps as Megatron runs them (collective_sms.hpp, chunked_overlap.hpp):
-// every row within 25 %, the mean 0.2 point over its bound of 10 %, the table's one miss
-// (docs/performance-model.md, "The H100 table"). The model's compute is 13-20 % fast on every row
-// whose step is nearly all compute (1.7B, 7.1B, 119B, 462B; the strong scaling's 96 GPUs); the
-// data-parallel time of the 32B row and of the interleaved ones partly offsets it. Its rows are nine
-// models, so the order condition does not apply, and their order across the table is reported, not
-// held.
-TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, the mean its one miss",
+// The H100 table, with the overlaps as Megatron runs them (collective_sms.hpp, chunked_overlap.hpp,
+// the overlapped pipeline sends' latency on the schedule's critical path: pipeline_bubble.hpp):
+// every row within 25 %, the mean within its bound of 10 % by 0.1 point (docs/performance-model.md,
+// "The H100 table"). The model's compute is 12-19 % fast on every row whose step is nearly all
+// compute (1.7B, 7.1B, 119B, 462B; the strong scaling's 96 GPUs); the data-parallel time of the 32B
+// row and of the interleaved ones partly offsets it. Its rows are nine models, so the order
+// condition does not apply, and their order across the table is reported, not held.
+TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, mean within 10 %",
           "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100"), load_cluster(find_cluster("dgx-h100")));
   REQUIRE(v.rows.size() == 9);
@@ -274,10 +274,10 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, th
     INFO(r.row.billions << "B: measured " << r.row.tflops_per_gpu << ", predicted " << r.predicted);
     CHECK(std::abs(r.error) <= 0.25);
   }
-  CHECK(v.mean_abs_error <= 0.103);
+  CHECK(v.mean_abs_error <= 0.10);
   CHECK(v.models.size() == 9);
   CHECK_FALSE(order_held(v));
-  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 10.2% > 10%"});
+  CHECK(goal_misses(v).empty());
   CHECK(v.across.runs == 9);
   CHECK(v.across.distinct_pairs > 0);
 }
@@ -286,7 +286,7 @@ TEST_CASE("the Megatron-LM H100 table with nothing fitted: worst within 25 %, th
 // figure: eight configurations of one model, so the goal's order condition applies, and it is held
 // (Spearman 1.0, the 3 pairs measured more than 10 % apart in order). The errors are not: at 96 GPUs,
 // all compute, the model is 20 % fast, and its loss with scale (the bubble of the assumed v = 2 above
-// all) is steeper than measured; the mean, 12.6 %, is the table's one miss (docs/performance-model.md).
+// all) is steeper than measured; the mean, 12.5 %, is the table's one miss (docs/performance-model.md).
 TEST_CASE("the Megatron-LM H100 strong scaling: one model's eight configurations kept in order, worst within 25 %",
           "[cost][planner][validation]") {
   const Validation v = validate(measured_table("megatron-h100-strong"), load_cluster(find_cluster("dgx-h100")));
@@ -307,7 +307,7 @@ TEST_CASE("the Megatron-LM H100 strong scaling: one model's eight configurations
   CHECK(v.models[0].order.distinct_pairs_ordered == 3);
   CHECK(order_held(v));
   CHECK(v.mean_abs_error <= 0.13);
-  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 12.6% > 10%"});
+  CHECK(goal_misses(v) == std::vector<std::string>{"mean |error| 12.5% > 10%"});
 }
 
 TEST_CASE("the prediction goal: each miss named with its figure; the order held within a model from five "

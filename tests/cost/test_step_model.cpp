@@ -136,6 +136,49 @@ TEST_CASE("pipeline bubbles: GPipe/1F1B (p-1)/m, interleaved (p-1)/(vm), ZB-H1 (
   CHECK_THROWS_WITH(parse_schedule("zb-h3"), Catch::Contains("zb-h3"));
 }
 
+TEST_CASE("overlapped pipeline sends: every virtual-stage boundary's latency once forward and once backward",
+          "[cost][step]") {
+  // Asynchronous sends block no stage, but each pass waits for its input: the first micro-batch's
+  // forward crosses the p·v − 1 boundaries of the virtual pipeline one after another, the last one's
+  // backward crosses them back, and nothing overlaps those waits.  Interleaving multiplies the
+  // boundaries by v.  GPipe and interleaved 1F1B have slack for them in their steady state.  Under
+  // Megatron's groups of N = p micro-batches stage 0 wraps to its next chunk just as the group's first
+  // micro-batch would be back from stage p − 1: every wrap waits; a larger group leaves N − p passes
+  // of slack there, and then only the p − 1 boundaries between the stages' first chunks wait.
+  const double h = 0.013;
+  for (const StageTimes& t : {StageTimes{1.0, 1.0, 1.0}, StageTimes{0.7, 1.1, 0.9}, StageTimes{1.0, 2.0, 0.0}}) {
+    for (int p : {2, 4, 8}) {
+      for (int m : {2 * p, 4 * p}) {
+        INFO("p " << p << " m " << m << " times " << t.forward << ", " << t.backward_input << ", " << t.backward_weight);
+        PipelineConfig gpipe{p, m, 1, ScheduleKind::gpipe};
+        CHECK(bubble_seconds(gpipe, t, h) - bubble_seconds(gpipe, t) == Approx(2 * (p - 1) * h));
+        for (int v : {2, 3}) {
+          INFO("v " << v);
+          const PipelineConfig megatron{p, m, v, ScheduleKind::interleaved};  // groups of p
+          CHECK(bubble_seconds(megatron, t, h) - bubble_seconds(megatron, t) == Approx(2 * (p * v - 1) * h));
+          const PipelineConfig one_group{p, m, v, ScheduleKind::interleaved, m};  // N − p ≥ p passes of slack
+          CHECK(bubble_seconds(one_group, t, h) - bubble_seconds(one_group, t) == Approx(2 * (p - 1) * h));
+        }
+        // Plain 1F1B has no slack: each steady-state cycle waits for the round trip again, so it
+        // pays more than the fill's crossings, and more with more micro-batches.
+        const PipelineConfig one_f_one_b{p, m, 1, ScheduleKind::one_f_one_b};
+        const double extra = bubble_seconds(one_f_one_b, t, h) - bubble_seconds(one_f_one_b, t);
+        CHECK(extra > 2 * (p - 1) * h * 1.5);
+        const PipelineConfig longer{p, 2 * m, 1, ScheduleKind::one_f_one_b};
+        CHECK(bubble_seconds(longer, t, h) - bubble_seconds(longer, t) > extra);
+      }
+    }
+  }
+  // With no latency the simulated schedules meet the closed forms.
+  const StageTimes t{0.7, 1.1, 0.9};
+  for (const PipelineConfig& c : {PipelineConfig{4, 8, 1, ScheduleKind::one_f_one_b},
+                                  PipelineConfig{4, 8, 1, ScheduleKind::gpipe},
+                                  PipelineConfig{4, 8, 2, ScheduleKind::interleaved}})
+    CHECK(bubble_seconds(c, t, 1e-15) == Approx(bubble_seconds(c, t)).epsilon(1e-12));
+  CHECK_THROWS_WITH(bubble_seconds(PipelineConfig{4, 8, 1, ScheduleKind::one_f_one_b}, t, -1.0),
+                    Catch::Contains("-1"));
+}
+
 TEST_CASE("activation memory per layer equals Korthikanti et al. 2022's formulas", "[cost][step][memory]") {
   // GPT-3 175B's layer: s = 2048, h = 12288, a = 96, b = 1, t = 8; 2-byte activations, 1-byte masks.
   const ModelShape m{96, 12288, 96, 2048, 51200};
