@@ -66,9 +66,7 @@ void check_times(const StageTimes& t) {
 
 double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double transfer) {
   require(transfer >= 0, "a pipeline send's time must not be negative; got ", transfer, " s");
-  // The closed forms below hold for instantaneous transfers only: with a latency every schedule is
-  // simulated, since 1F1B's steady state pays it per cycle (pipeline_bubble.hpp).
-  if (simulated(c.schedule) || transfer > 0) {
+  if (simulated(c.schedule)) {
     const Schedule s = simulated_schedule(c);
     check_times(t);
     return simulated_bubble_seconds(s, t, transfer);
@@ -76,9 +74,16 @@ double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double trans
   const int v = chunks_of(c);
   check_times(t);
   const double idle_stages = c.stages - 1.0;
-  if (c.schedule == ScheduleKind::zb_h1)
-    return idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight);
-  return idle_stages * (t.forward + t.backward_input + t.backward_weight) / v;
+  const double closed_form = c.schedule == ScheduleKind::zb_h1
+                                 ? idle_stages * std::max(0.0, t.forward + t.backward_input - t.backward_weight)
+                                 : idle_stages * (t.forward + t.backward_input + t.backward_weight) / v;
+  if (transfer == 0) return closed_form;
+  // The closed forms hold for instantaneous transfers; what a latency adds (once per boundary of the
+  // fill and drain, or per cycle in 1F1B's steady state: pipeline_bubble.hpp) is read off the
+  // simulated schedule, with and without it.  (Simulated without, GPipe, 1F1B and interleaved meet
+  // their closed forms; ZB-H1's action order meets (p−1)(F+B−W) only where W fills its gaps exactly.)
+  const Schedule s = simulated_schedule(c);
+  return closed_form + simulated_bubble_seconds(s, t, transfer) - simulated_bubble_seconds(s, t, 0.0);
 }
 
 // ZB-H1 with T_F = T_B = T_W: (p−1)(T_F+T_B−T_W) = (p−1)·T over m·3T of work, a third of 1F1B's.

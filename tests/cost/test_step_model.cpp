@@ -169,6 +169,15 @@ TEST_CASE("overlapped pipeline sends: every virtual-stage boundary's latency onc
       }
     }
   }
+  // ZB-H1's latency comes on top of its closed form, (p − 1)(F + B − W), however its action order
+  // fills the gaps: the first micro-batch's forward and the last one's input gradient cross the
+  // p − 1 boundaries once each, at least.
+  for (int m : {4, 8, 13}) {
+    const PipelineConfig zb{4, m, 1, ScheduleKind::zb_h1};
+    const StageTimes t{0.7, 1.1, 0.9};
+    CHECK(bubble_seconds(zb, t) == Approx(3 * (0.7 + 1.1 - 0.9)));
+    CHECK(bubble_seconds(zb, t, h) - bubble_seconds(zb, t) >= 2 * 3 * h * (1 - 1e-12));
+  }
   // With no latency the simulated schedules meet the closed forms.
   const StageTimes t{0.7, 1.1, 0.9};
   for (const PipelineConfig& c : {PipelineConfig{4, 8, 1, ScheduleKind::one_f_one_b},
