@@ -42,8 +42,9 @@ struct StageTimes {
 // (each chunk is 1/v of the stage), (p−1)(T_F+T_B−T_W) for ZB-H1 (never below 0).
 // `transfer`: the seconds one send between virtual stages takes where the sends run beside the
 // compute (asynchronous, overlapped): no stage waits to send, but a pass still waits for its input
-// to arrive, so the schedule is simulated with each dependency delayed by it (schedule_sim.hpp).
-// GPipe then idles 2(p − 1)·transfer more and interleaved, in Megatron's groups of N = p
+// to arrive.  What that adds is read off the schedule simulated with each dependency delayed by it
+// against the same schedule without (schedule_sim.hpp), and added to the closed forms above (the
+// simulated schedules take it whole).  GPipe then idles 2(p − 1)·transfer more and interleaved, in Megatron's groups of N = p
 // micro-batches, 2(p·v − 1)·transfer — the first micro-batch's forward crosses each of the
 // p·v − 1 virtual-stage boundaries once and the last one's backward once more (stage 0 wraps to
 // its next chunk just as the group's first micro-batch would be back: a group of N > p leaves
