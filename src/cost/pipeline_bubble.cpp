@@ -1,6 +1,7 @@
 #include "cost/pipeline_bubble.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.hpp"
 #include "plan/schedule.hpp"
@@ -38,9 +39,10 @@ int chunks_of(const PipelineConfig& c) {
   return c.chunks;
 }
 
-// A simulated schedule, built once per call: make_schedule refuses what it cannot run (p ≥ 2,
-// m ≥ p or 2p, its fixed chunks, an even p for DualPipe).
-Schedule simulated_schedule(const PipelineConfig& c) {
+// A schedule's action lists, built once per call (to simulate it, to simulate what a send's latency
+// adds, or to count the interleaved warm-up): make_schedule refuses what it cannot run (p ≥ 2,
+// m ≥ p or 2p, its fixed chunks, an even p for DualPipe, Megatron-Core's group rule).
+Schedule schedule_of(const PipelineConfig& c) {
   check_sizes(c);
   return make_schedule(c.schedule, c.stages, c.microbatches, c.chunks, c.group_size);
 }
@@ -67,11 +69,15 @@ void check_times(const StageTimes& t) {
 double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double transfer) {
   require(transfer >= 0, "a pipeline send's time must not be negative; got ", transfer, " s");
   if (simulated(c.schedule)) {
-    const Schedule s = simulated_schedule(c);
+    const Schedule s = schedule_of(c);
     check_times(t);
     return simulated_bubble_seconds(s, t, transfer);
   }
-  const int v = chunks_of(c);
+  // With a latency the schedule is simulated; building it refuses what chunks_of refuses, so it is
+  // built once and stands for that check.
+  std::optional<Schedule> s;
+  if (transfer > 0) s = schedule_of(c);
+  const int v = s ? s->chunks : chunks_of(c);
   check_times(t);
   const double idle_stages = c.stages - 1.0;
   const double closed_form = c.schedule == ScheduleKind::zb_h1
@@ -82,8 +88,7 @@ double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double trans
   // fill and drain, or per cycle in 1F1B's steady state: pipeline_bubble.hpp) is read off the
   // simulated schedule, with and without it.  (Simulated without, GPipe, 1F1B and interleaved meet
   // their closed forms; ZB-H1's action order meets (p−1)(F+B−W) only where W fills its gaps exactly.)
-  const Schedule s = simulated_schedule(c);
-  return closed_form + simulated_bubble_seconds(s, t, transfer) - simulated_bubble_seconds(s, t, 0.0);
+  return closed_form + simulated_bubble_seconds(*s, t, transfer) - simulated_bubble_seconds(*s, t, 0.0);
 }
 
 // ZB-H1 with T_F = T_B = T_W: (p−1)(T_F+T_B−T_W) = (p−1)·T over m·3T of work, a third of 1F1B's.
@@ -91,7 +96,7 @@ static double zb_h1_share(const PipelineConfig& c) { return c.schedule == Schedu
 
 double bubble_over_ideal(const PipelineConfig& c) {
   if (simulated(c.schedule))
-    return simulated_bubble_seconds(simulated_schedule(c), StageTimes{1.0, 1.0, 1.0}, 0.0) / (3.0 * c.microbatches);
+    return simulated_bubble_seconds(schedule_of(c), StageTimes{1.0, 1.0, 1.0}, 0.0) / (3.0 * c.microbatches);
   const int v = chunks_of(c);
   return zb_h1_share(c) * (c.stages - 1.0) / (static_cast<double>(v) * c.microbatches);
 }
@@ -104,10 +109,14 @@ double bubble_fraction_of_total(const PipelineConfig& c) {
 std::vector<int> peak_in_flight(const PipelineConfig& c) {
   std::vector<int> out;
   if (simulated(c.schedule)) {  // (micro-batch, chunk) contexts from F to W, read off the order
-    for (const PeakContexts& peak : peak_contexts(simulated_schedule(c))) out.push_back(peak.total);
+    for (const PeakContexts& peak : peak_contexts(schedule_of(c))) out.push_back(peak.total);
     return out;
   }
-  const int v = chunks_of(c), p = c.stages, m = c.microbatches;
+  // The interleaved schedule is built once for every stage's warm-up count; building it refuses
+  // what chunks_of refuses.
+  std::optional<Schedule> interleaved;
+  if (c.schedule == ScheduleKind::interleaved) interleaved = schedule_of(c);
+  const int v = interleaved ? interleaved->chunks : chunks_of(c), p = c.stages, m = c.microbatches;
   for (int r = 0; r < p; ++r) {
     switch (c.schedule) {
       case ScheduleKind::gpipe: out.push_back(m); break;
@@ -120,8 +129,7 @@ std::vector<int> peak_in_flight(const PipelineConfig& c) {
       case ScheduleKind::interleaved: {
         // Megatron-Core's warm-up, min(2(p−r−1) + (v−1)·N, m·v) forwards, and the steady state's
         // first forward before the first backward.
-        const Schedule s = make_schedule(ScheduleKind::interleaved, p, m, v, c.group_size);
-        out.push_back(std::min(forwards_before_first_backward(s, r), m * v));
+        out.push_back(std::min(forwards_before_first_backward(*interleaved, r), m * v));
         break;
       }
     }
