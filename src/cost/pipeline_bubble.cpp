@@ -47,13 +47,10 @@ Schedule schedule_of(const PipelineConfig& c) {
   return make_schedule(c.schedule, c.stages, c.microbatches, c.chunks, c.group_size);
 }
 
-// The most idle stage's idle time.  Each chunk runs 1/v of the stage's work per micro-batch (under
-// DualPipe each chunk is a whole position and runs half the micro-batches: the stage's time per
-// micro-batch is one chunk's); an overlapped F&B pair costs F + B + W (no overlap).
+// The most idle stage's idle time, each chunk's passes at chunk_pass_times; an overlapped F&B pair
+// costs F + B + W (no overlap).
 double simulated_bubble_seconds(const Schedule& s, const StageTimes& t, double transfer) {
-  const double v = s.mapping == StageMapping::mirrored ? 1.0 : s.chunks;
-  const Simulation sim =
-      simulate(s, PassTimes{t.forward / v, t.backward_input / v, t.backward_weight / v}, transfer);
+  const Simulation sim = simulate(s, chunk_pass_times(s, t), transfer);
   double worst = 0.0;
   for (double idle : sim.idle) worst = std::max(worst, idle);
   return worst;
@@ -65,6 +62,11 @@ void check_times(const StageTimes& t) {
 }
 
 }  // namespace
+
+PassTimes chunk_pass_times(const Schedule& schedule, const StageTimes& stage) {
+  const double v = schedule.mapping == StageMapping::mirrored ? 1.0 : schedule.chunks;
+  return PassTimes{stage.forward / v, stage.backward_input / v, stage.backward_weight / v};
+}
 
 double bubble_seconds(const PipelineConfig& c, const StageTimes& t, double transfer) {
   require(transfer >= 0, "a pipeline send's time must not be negative; got ", transfer, " s");

@@ -21,6 +21,12 @@
 
 #include "plan/schedule.hpp"  // ScheduleKind: the engine's schedules, the same names
 
+namespace mdtp {
+// plan/schedule_sim.hpp's; declared here, not included, since that header's `simulate` function
+// would clash with the mdtp::simulate namespace in every file that includes this one.
+struct PassTimes;
+}  // namespace mdtp
+
 namespace mdtp::cost {
 
 struct PipelineConfig {
@@ -44,14 +50,18 @@ struct StageTimes {
 // compute (asynchronous, overlapped): no stage waits to send, but a pass still waits for its input
 // to arrive.  What that adds is read off the schedule simulated with each dependency delayed by it
 // against the same schedule without (schedule_sim.hpp), and added to the closed forms above (the
-// simulated schedules take it whole).  GPipe then idles 2(p − 1)·transfer more and interleaved, in Megatron's groups of N = p
-// micro-batches, 2(p·v − 1)·transfer — the first micro-batch's forward crosses each of the
-// p·v − 1 virtual-stage boundaries once and the last one's backward once more (stage 0 wraps to
-// its next chunk just as the group's first micro-batch would be back: a group of N > p leaves
-// N − p passes of slack there); their steady state has slack for them.  1F1B pays more: its steady
+// simulated schedules take it whole).  GPipe then idles 2(p − 1)·transfer more and interleaved,
+// in Megatron's groups of N = p micro-batches, 2(p·v − 1)·transfer — the first micro-batch's
+// forward crosses each of the p·v − 1 virtual-stage boundaries once and the last one's backward
+// once more (stage 0 wraps to its next chunk just as the group's first micro-batch would be back:
+// a group of N > p leaves N − p passes of slack there); their steady state has slack for them.  1F1B pays more: its steady
 // state has none for the round trip, so it waits again in every cycle.  0: sends that block (their
 // time already in `times`) or cost nothing.
 double bubble_seconds(const PipelineConfig& config, const StageTimes& times, double transfer = 0.0);
+// One chunk's pass times on a schedule whose stages take `stage` per micro-batch, as its simulation
+// runs them: each chunk runs 1/v of the stage's work, but under DualPipe (a mirrored mapping) a chunk
+// is a whole position run by half the micro-batches, so it takes the stage's times.
+PassTimes chunk_pass_times(const Schedule& schedule, const StageTimes& stage);
 // Idle time as a fraction of the whole step.
 double bubble_fraction_of_total(const PipelineConfig& config);
 // Per stage r = 0 … p−1: micro-batch forwards (interleaved: chunk passes) whose activations are

@@ -14,6 +14,7 @@
 #include "cost/kernel_time.hpp"
 #include "cost/model_flops.hpp"
 #include "cost/offload_cost.hpp"
+#include "cost/pipeline_bubble.hpp"
 #include "plan/schedule.hpp"
 #include "plan/schedule_sim.hpp"
 #include "spec/names.hpp"
@@ -343,9 +344,7 @@ std::vector<StageTimes> zero3_gather_waits(const StepConfig& c, const LayerCosts
     if (!timeline) {
       const ParallelLayout& l = c.spec.layout;
       schedule = make_schedule(l.schedule, pp, static_cast<int>(m), l.chunks, l.group_size);
-      const double v = schedule->mapping == StageMapping::mirrored ? 1.0 : schedule->chunks;
-      const StageTimes& mean = stages.mean;
-      timeline = simulate(*schedule, PassTimes{mean.forward / v, mean.backward_input / v, mean.backward_weight / v});
+      timeline = simulate(*schedule, chunk_pass_times(*schedule, stages.mean));
     }
     const auto& actions = schedule->actions[static_cast<std::size_t>(r)];
     const auto& times = timeline->times[static_cast<std::size_t>(r)];
